@@ -1,0 +1,55 @@
+#include "epochfs/common/log.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/syslog_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+namespace epochfs::log {
+namespace {
+
+std::shared_ptr<spdlog::logger>& Logger() {
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    auto l = spdlog::stderr_logger_mt("epochfs");
+    l->set_pattern("epochfs: %l: %v");
+    l->set_level(spdlog::level::info);
+    return l;
+  }();
+  return logger;
+}
+
+}  // namespace
+
+bool ParseLevel(std::string_view s, Level* out) {
+  if (s == "debug") *out = Level::kDebug;
+  else if (s == "info") *out = Level::kInfo;
+  else if (s == "warn") *out = Level::kWarn;
+  else if (s == "error") *out = Level::kError;
+  else if (s == "off") *out = Level::kOff;
+  else return false;
+  return true;
+}
+
+void SetLevel(Level level) {
+  static constexpr spdlog::level::level_enum kMap[] = {
+      spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err,
+      spdlog::level::off};
+  Logger()->set_level(kMap[static_cast<int>(level)]);
+}
+
+void UseSyslog(const std::string& ident) {
+  auto level = Logger()->level();
+  spdlog::drop("epochfs");
+  auto l = spdlog::syslog_logger_mt("epochfs", ident, 0, LOG_DAEMON);
+  l->set_pattern("%l: %v");
+  l->set_level(level);
+  Logger() = l;
+}
+
+void Debug(const std::string& msg) { Logger()->debug(msg); }
+void Info(const std::string& msg) { Logger()->info(msg); }
+void Warn(const std::string& msg) { Logger()->warn(msg); }
+void Error(const std::string& msg) { Logger()->error(msg); }
+
+}  // namespace epochfs::log
