@@ -4,7 +4,7 @@
 // the events), deterministic for a given event sequence. The same code runs in
 // the daemon, the unit tests and the simulator.
 //
-// The caller (the daemon's cache front, src/daemon/cache_front.cc) reports one
+// The caller (the daemon's cache front, src/store/cache_front.cc) reports one
 // event per object access (a read-open of a dataset file) and applies the
 // returned Decision to the store: first the evictions, then the admission.
 // Space is counted in bytes; an object is a whole file.
@@ -14,7 +14,12 @@
 // Contract the caller relies on, and that tests check for every policy:
 //   - the bytes of objects the policy holds as resident never exceed budget();
 //   - a Decision never evicts an object the policy did not hold, and never
-//     admits an object it already holds.
+//     admits an object it already holds; `admit` is only ever set by OnMiss.
+//   - pool_bytes() + Σ over Jobs() of (cur + next + tail + granted_unused)
+//     == budget() after every call (CheckInvariants() verifies it and more).
+//
+// Errors: the job-lifecycle calls return a Status (or Result) whose message is
+// meant for the job's `status` file; a failed call changes nothing.
 #pragma once
 
 #include <cstdint>
@@ -54,15 +59,70 @@ struct Decision {
 struct JobSpec {
   JobId id = kNoJob;
   std::string name;
-  uint32_t batch_size = 0;
-  uint32_t epochs = 0;
-  uint32_t loaders = 1;
+  uint32_t batch_size = 0;  // b_i, >= 1
+  uint32_t epochs = 0;      // 0: unknown (the job never reaches a "last epoch")
+  uint32_t loaders = 1;     // W_i, >= 1
+  // Compute (augmentation + training) per batch when the job knows it; 0:
+  // measured during warm-up (docs/policy.md gives the formula).
+  uint64_t compute_ns_per_batch = 0;
 };
 
-// One entry of a job's sample list: the object behind sample k.
+// One entry of a job's sample list: the object behind sample k. size may be 0
+// when unknown (the mean sample size then comes from the accesses).
 struct SampleRef {
   ObjectId object = 0;
   uint64_t size = 0;
+};
+
+// Where a job holds one of its samples.
+//   kCur:  entered during the previous epoch, for use in the current one;
+//   kNext: entered during the current epoch, for use in the next one;
+//   kTail: the previous epoch's kCur leftovers, kept for a short window after
+//          an epoch change so that late (out-of-order) reads still hit.
+enum class Region : uint8_t { kNone, kCur, kNext, kTail };
+const char* RegionName(Region r);
+
+// Life of a job in the epoch policy.
+//   kWarmup:    first epoch (or first warmup_batches batches): no caching, measuring;
+//   kCaching:   in the sorted list, admitting into `next`;
+//   kLastEpoch: no admission; `cur` drains back to the pool as it is hit;
+//   kDone:      the last epoch was consumed; the job holds nothing.
+enum class JobState : uint8_t { kWarmup, kCaching, kLastEpoch, kDone };
+const char* JobStateName(JobState s);
+
+struct EpochCounters {
+  uint32_t epoch = 0;
+  uint64_t hits = 0;    // OnHit events attributed to the job in that epoch
+  uint64_t misses = 0;  // OnMiss events attributed to the job in that epoch
+};
+
+// Per-job figures for the `status` / `stats` JSON (built by control/).
+// Times are nanoseconds; 0 means "not measured yet".
+struct JobSnapshot {
+  JobId id = kNoJob;
+  std::string name;
+  JobState state = JobState::kWarmup;
+  bool started = false;        // false until the first epoch began
+  uint32_t epoch = 0;          // current epoch
+  uint64_t batch = 0;          // batches consumed in the current epoch
+  uint64_t epoch_samples = 0;  // length of the current epoch's order
+  EpochCounters current;       // counters of `epoch`
+  EpochCounters previous;      // counters of the epoch before (zeros if none)
+  uint64_t cur_bytes = 0;
+  uint64_t next_bytes = 0;
+  uint64_t tail_bytes = 0;
+  uint64_t granted_unused_bytes = 0;  // quota held but not filled yet
+  uint64_t default_alloc_bytes = 0;   // C_i (equal share of the budget)
+  uint64_t reserved_bytes = 0;        // taken from the pool at the end of warm-up
+  uint64_t need_bytes = 0;            // e_i·⌈N_i/b_i⌉·mean sample size
+  int32_t rank = -1;                  // position in the sorted list, -1 if not in it
+  double lambda = 0.0;                // λ_i
+  double h = 0.0;                     // h_i = b_i·C_i/N_i (samples per batch)
+  uint32_t e = 0;                     // e_i (samples per batch it wants cached)
+  uint64_t epoch_time_ns = 0;         // T_i
+  uint64_t load_ns_per_sample = 0;    // t_s
+  uint64_t compute_ns_per_batch = 0;  // measured or reported
+  uint64_t mean_sample_bytes = 0;
 };
 
 class Policy {
@@ -72,8 +132,10 @@ class Policy {
   virtual const char* name() const = 0;
   // Byte budget this policy was built with.
   virtual uint64_t budget() const = 0;
-  // Bytes of the objects the policy currently holds as resident.
+  // Bytes of the distinct objects the policy currently holds as resident.
   virtual uint64_t resident_bytes() const = 0;
+  // Bytes of the budget not charged to any job (the global free pool).
+  virtual uint64_t pool_bytes() const { return budget() - resident_bytes(); }
 
   // `a.object` was resident in the store when accessed.
   virtual Decision OnHit(const Access& a) = 0;
@@ -84,19 +146,36 @@ class Policy {
   virtual void OnDropped(ObjectId id) = 0;
 
   // Job lifecycle. Job-blind policies (LRU) accept and ignore these.
+  // AddJob: InvalidArgument for id kNoJob or batch_size 0; Exists if the id is taken.
   virtual Status AddJob(const JobSpec& /*spec*/) { return Status::Ok(); }
+  // The sample list; fixed once the job has an order (then Busy).
   virtual Status SetSamples(JobId /*job*/, std::vector<SampleRef> /*samples*/) {
     return Status::Ok();
   }
-  // Declares epoch `epoch`'s order: indices into the sample list.
+  // Declares epoch `epoch`'s order: a permutation of a subset of the indices
+  // into the sample list. May be declared ahead (K+1 during K). InvalidArgument
+  // for an index out of range, a duplicate, a past epoch, an epoch >= epochs,
+  // or an order in use being replaced; nothing changes then.
   virtual Status SetOrder(JobId /*job*/, uint32_t /*epoch*/, std::vector<uint32_t> /*order*/) {
     return Status::Ok();
   }
-  virtual Decision BeginEpoch(JobId /*job*/, uint32_t /*epoch*/, uint64_t /*now_ns*/) {
-    return {};
+  // The job starts epoch `epoch` now (explicit marker or inferred by control/).
+  // Beginning the current epoch again is a no-op; going back is InvalidArgument.
+  virtual Result<Decision> BeginEpoch(JobId /*job*/, uint32_t /*epoch*/, uint64_t /*now_ns*/) {
+    return Decision{};
   }
-  // The job ended (rmdir): everything it holds is released.
-  virtual Decision EndJob(JobId /*job*/) { return {}; }
+  // The job ended (rmdir): everything it holds is released. NotFound if unknown.
+  virtual Result<Decision> EndJob(JobId /*job*/) { return Decision{}; }
+
+  // Introspection (status files, tests, simulator).
+  virtual std::vector<JobSnapshot> Jobs() const { return {}; }
+  // Where `job` holds sample `sample`.
+  virtual Region Where(JobId /*job*/, uint32_t /*sample*/) const { return Region::kNone; }
+  // The batch counters over the job's next order (S32), empty when none.
+  virtual std::vector<uint32_t> NextCounters(JobId /*job*/) const { return {}; }
+  // Recomputes every account from scratch and compares (O(resident objects));
+  // Internal with a description on the first violation.
+  virtual Status CheckInvariants() const { return Status::Ok(); }
 };
 
 // Least-recently-used over all accesses, job-blind: admit every miss that fits

@@ -26,15 +26,19 @@ struct Config {
     bool memory_auto = true;  // "auto": half of MemAvailable at mount time
     PolicyKind policy = PolicyKind::kLru;
     Consistency consistency = Consistency::kImmutable;
+    bool operator==(const Cache&) const = default;
   } cache;
   struct Warmup {
     uint32_t batches = 0;  // 0: the whole first epoch (patent default)
+    bool operator==(const Warmup&) const = default;
   } warmup;
   struct PolicyParams {
     double gain_max = 2.0;  // λ_max
+    bool operator==(const PolicyParams&) const = default;
   } policy;
   struct Jobs {
     uint32_t orphan_grace = 600;  // seconds
+    bool operator==(const Jobs&) const = default;
   } jobs;
   struct Fuse {
     uint32_t threads = 0;  // 0: one per core
@@ -42,24 +46,39 @@ struct Config {
     double entry_timeout = 86400.0;  // seconds
     double attr_timeout = 86400.0;   // seconds
     bool allow_other = false;
+    bool operator==(const Fuse&) const = default;
   } fuse;
   struct Log {
-    std::string level = "info";
+    std::string level = "info";  // "debug" | "info" | "warn" | "error" | "off"
+    bool operator==(const Log&) const = default;
   } log;
+
+  // Field-by-field; the tie test compares a loaded conf/epochfs.toml to Config{}.
+  bool operator==(const Config&) const = default;
 };
 
-// Reads FILE over the defaults. Errors name the key and FILE:LINE.
+// Reads FILE over the defaults. A file that cannot be read is NotFound,
+// PermissionDenied or IoError; anything wrong inside it is InvalidArgument:
+// a TOML syntax error names FILE:LINE:COLUMN, a bad key or value names
+// FILE:LINE and the dotted key (one line per problem, in file order).
 Result<Config> LoadConfigFile(const std::string& path);
 // Parses TOML text (for tests); `origin` names it in errors.
 Result<Config> ParseConfig(std::string_view toml_text, const std::string& origin);
-// Applies one `-o key=value` override. Errors name the key.
+// Applies one `-o key=value` override; `value` is parsed by the key's type
+// ("true"/"false", numbers, sizes, enum names). Errors are InvalidArgument
+// naming `-o KEY`; on error *config is unchanged. REQUIRES: config != nullptr.
 Status ApplyOverride(Config* config, std::string_view key, std::string_view value);
 // True when `key` is a config key (as opposed to a FUSE/mount option).
 bool IsConfigKey(std::string_view key);
 // Every config key, dotted ("cache.memory", ...), in file order.
 std::vector<std::string> ConfigKeys();
 
-// "4GiB", "512MiB", "100k", "123" → bytes.
+// "4GiB", "512MiB", "100k", "123" → bytes. Units are case-insensitive:
+// B; k, KiB, M, MiB, G, GiB, T, TiB (1024-based); KB, MB, GB, TB (1000-based).
+// A fraction is allowed with a unit ("1.5GiB") and rounds down to whole bytes.
+// Optional blanks around the number and before the unit. Rejects negatives,
+// overflow past 2^64-1, and anything else; 0 is a valid result here (callers
+// decide whether it is allowed).
 Result<uint64_t> ParseBytes(std::string_view text);
 
 }  // namespace epochfs

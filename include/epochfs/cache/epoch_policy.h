@@ -1,0 +1,40 @@
+// The multi-job epoch policy of seed 000 (patent CN114968588A).
+//
+// Each job warms up uncached (its first epoch, or its first warmup_batches
+// batches) while the policy measures its epoch time T, its mean per-sample
+// load time t_s and its compute per batch. It then joins a list sorted by T
+// (fastest first), reserves what it needs out of its equal share of the budget,
+// and caches during epoch K the samples it will read in epoch K+1 (region
+// `next`), at most e_i per batch of K+1's order (batch counters). A hit in `cur`
+// returns the object's bytes to a global free pool; a job short of space asks
+// the pool, which grants λ_i times the request (λ_i larger for faster jobs),
+// and when the pool is empty takes a unit from the job before it in the list,
+// evicting a random sample of that job's `next` if it must. A job in its last
+// epoch admits nothing; EndJob returns everything to the pool.
+//
+// docs/policy.md states every formula, the ones the patent leaves out, and the
+// choices made beyond it (shared objects, late reads, pool-vs-own-quota order).
+//
+// Thread safety: not thread-safe, like every Policy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "epochfs/cache/policy.h"
+
+namespace epochfs::cache {
+
+struct EpochPolicyParams {
+  uint64_t budget_bytes = 0;
+  double gain_max = 2.0;        // λ_max (policy.gain_max), >= 0
+  uint32_t warmup_batches = 0;  // 0: the whole first epoch (warmup.batches)
+  uint64_t seed = 1;            // random eviction victims (S37)
+  // Batches of the new epoch during which the previous epoch's unused `cur`
+  // objects are kept (region kTail) for late reads; 0: 2·loaders.
+  uint32_t tail_batches = 0;
+};
+
+std::unique_ptr<Policy> MakeEpochPolicy(const EpochPolicyParams& params);
+
+}  // namespace epochfs::cache

@@ -1,0 +1,62 @@
+// ControlPlane: the contents of the virtual `.epochfs/` tree.
+//
+// The FUSE adapter (src/fs) maps these virtual paths to inodes and calls this
+// interface; it never interprets control files itself. Paths are relative to
+// `.epochfs/` with '/' separators ("" is `.epochfs/` itself, "stats",
+// "jobs/NAME/order/3").
+// Writes are whole-file: the adapter buffers what a process writes to one open
+// file and hands it over on flush/close (Write), so a bad control file fails
+// the close() with the Status returned here.
+// Thread safety: implementations are thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "epochfs/common/status.h"
+
+namespace epochfs::control {
+
+struct VNode {
+  bool is_dir = false;
+  bool writable = false;  // a file that accepts Write (by its owner or root)
+  uid_t uid = 0;          // owner
+  gid_t gid = 0;
+};
+
+// Who is calling, as FUSE reports it (pid may be 0: outside our pid namespace).
+struct Caller {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+};
+
+class ControlPlane {
+ public:
+  virtual ~ControlPlane() = default;
+
+  // NotFound when `path` does not exist.
+  virtual Result<VNode> Stat(const std::string& path) const = 0;
+  // Names in directory `path`.
+  virtual Result<std::vector<std::string>> List(const std::string& path) const = 0;
+  // The current contents of file `path` (a snapshot, taken at open).
+  virtual Result<std::string> Read(const std::string& path) const = 0;
+  // Replaces file `path` with `content`. InvalidArgument (bad content, the
+  // reason kept for status), PermissionDenied, NotFound, ReadOnly.
+  virtual Status Write(const std::string& path, const std::string& content, const Caller& who) {
+    (void)path, (void)content, (void)who;
+    return ReadOnly("control file is read-only");
+  }
+  virtual Status Mkdir(const std::string& path, const Caller& who) {
+    (void)path, (void)who;
+    return ReadOnly("cannot create here");
+  }
+  virtual Status Rmdir(const std::string& path, const Caller& who) {
+    (void)path, (void)who;
+    return ReadOnly("cannot remove here");
+  }
+};
+
+}  // namespace epochfs::control

@@ -1,0 +1,31 @@
+// Daemon: the composition root. Builds the lower reader, the policy, the
+// cache front, the control tree and the FUSE filesystem from a Config, mounts,
+// serves, and tears everything down in reverse order.
+// Thread safety: one thread calls Run().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "epochfs/common/status.h"
+#include "epochfs/config/config.h"
+
+namespace epochfs {
+
+struct DaemonArgs {
+  std::string lower;
+  std::string mountpoint;
+  Config config;
+  std::vector<std::string> fuse_opts;  // passed to the kernel mount
+  bool foreground = false;
+  bool debug = false;
+};
+
+// Mounts and serves until unmounted or signalled. Errors before the mount is
+// up are returned; the caller prints them as one line.
+Status RunDaemon(const DaemonArgs& args);
+
+// The budget "auto" resolves to: half of MemAvailable (or of the cgroup limit).
+uint64_t AutoBudget();
+
+}  // namespace epochfs

@@ -1,0 +1,57 @@
+// Filesystem: the FUSE low-level adapter. It owns the inode table and turns
+// kernel requests into calls on the lower tree, the cache front and the
+// control plane. Nothing outside src/fs sees a FUSE type.
+//
+// Contract of every op: it never throws and ends in exactly one fuse_reply_*.
+// The dataset view is read-only: every modifying op outside `.epochfs/`
+// replies EROFS.
+// Thread safety: ops run concurrently on the session's worker threads.
+#pragma once
+
+#include <memory>
+
+#include "epochfs/config/config.h"
+#include "epochfs/control/control_plane.h"
+#include "epochfs/store/cache_front.h"
+#include "epochfs/store/lower.h"
+
+struct fuse_lowlevel_ops;
+
+namespace epochfs::fs {
+
+// Resolves which job an access belongs to (control protocol); the default
+// attributes nothing.
+class Attributor {
+ public:
+  virtual ~Attributor() = default;
+  struct Attribution {
+    cache::JobId job = cache::kNoJob;
+    int64_t sample = -1;
+  };
+  virtual Attribution Attribute(pid_t pid, const std::string& lower_path) {
+    (void)pid, (void)lower_path;
+    return {};
+  }
+};
+
+struct FsParts {
+  const Config* config = nullptr;
+  const store::Lower* lower = nullptr;
+  store::CacheFront* cache = nullptr;
+  control::ControlPlane* control = nullptr;
+  Attributor* attributor = nullptr;
+};
+
+class Filesystem {
+ public:
+  // REQUIRES: every pointer in `parts` outlives the Filesystem.
+  static Result<std::unique_ptr<Filesystem>> Create(const FsParts& parts);
+  virtual ~Filesystem() = default;
+  // The ops table to hand to fuse_session_new; userdata is this Filesystem.
+  virtual const fuse_lowlevel_ops& ops() const = 0;
+};
+
+// The name of the virtual control directory at the mount root.
+inline constexpr const char* kControlDirName = ".epochfs";
+
+}  // namespace epochfs::fs

@@ -1,0 +1,47 @@
+// Session: one mounted FUSE session (RAII).
+//
+// Mount() creates the session, installs SIGTERM/SIGINT/SIGHUP handlers that end
+// the loop, and mounts; Run() serves requests on a multi-threaded loop until
+// the filesystem is unmounted (fusermount3 -u) or a signal arrives; the
+// destructor unmounts and destroys the session.
+// Errors: Mount() returns InvalidArgument for bad FUSE options and IoError
+// (with libfuse's own words) when the kernel mount fails.
+// Thread safety: one thread owns a Session.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "epochfs/common/status.h"
+#include "epochfs/fs/filesystem.h"
+
+namespace epochfs::fs {
+
+struct MountOptions {
+  std::string mountpoint;
+  std::string fsname;                 // shown in /proc/mounts
+  std::vector<std::string> fuse_opts;  // e.g. "allow_other", "auto_unmount"
+  bool debug = false;                 // libfuse request tracing
+  unsigned threads = 4;               // max worker threads
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> Mount(Filesystem& fs, const MountOptions& opts);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Detaches from the terminal (when `foreground` is false) once mounted.
+  Status Daemonize(bool foreground);
+  // Serves until unmounted or signalled. Returns OK on a clean end.
+  Status Run();
+
+ private:
+  Session() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace epochfs::fs

@@ -1,0 +1,98 @@
+// CacheFront: serves whole dataset objects through the RAM tier.
+//
+// Get() returns the bytes of one lower file: from the RAM store on a hit, else
+// loaded from Lower. N concurrent Gets of one missing object cause exactly one
+// lower read (single flight); the others wait for it. Every access is reported
+// to the Policy and its Decision applied to the store (evictions first, then
+// admission). Objects too large to cache (see max_object_bytes()) are not
+// loaded here: the caller streams them from Lower.
+//
+// Thread safety: thread-safe. Lock order: flights_mu_ is never held while
+// taking policy_mu_; policy_mu_ may be held while taking a RamStore shard lock.
+// Errors: those of Lower (NotFound, PermissionDenied, IoError).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "epochfs/cache/policy.h"
+#include "epochfs/store/lower.h"
+#include "epochfs/store/object.h"
+#include "epochfs/store/ram_store.h"
+
+namespace epochfs::store {
+
+struct GetRequest {
+  cache::ObjectId id = 0;
+  std::string rel;           // lower path of the object
+  Version version;           // the version the caller expects (from its stat)
+  cache::JobId job = cache::kNoJob;
+  int64_t sample = -1;
+};
+
+struct CacheCounters {
+  uint64_t hits = 0;              // served from RAM
+  uint64_t misses = 0;            // loaded from lower
+  uint64_t coalesced = 0;         // waited for another reader's load
+  uint64_t bytes_read_lower = 0;  // bytes read from lower (loads and streams)
+  uint64_t evictions = 0;
+  uint64_t admissions = 0;
+  uint64_t refused = 0;           // admissions the store refused (no room)
+  uint64_t lower_errors = 0;
+  uint64_t invalidations = 0;     // objects dropped because the lower file changed
+};
+
+class CacheFront {
+ public:
+  CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy, uint64_t budget);
+  CacheFront(const CacheFront&) = delete;
+  CacheFront& operator=(const CacheFront&) = delete;
+
+  // The object's bytes. REQUIRES: the object is a regular file no larger than
+  // max_object_bytes(). A resident object whose version differs from
+  // req.version is dropped and reloaded.
+  Result<ObjectRef> Get(const GetRequest& req);
+  // Drops `id` from the RAM tier (the lower file changed).
+  void Invalidate(cache::ObjectId id);
+  // Counts bytes the caller streamed from lower itself (large objects).
+  void CountStreamed(uint64_t bytes, bool error);
+
+  // Largest object that is cached whole: a quarter of the budget, at most 1 GiB.
+  uint64_t max_object_bytes() const { return max_object_; }
+  const RamStore& ram() const { return ram_; }
+  CacheCounters counters() const;
+
+  // Runs `fn` with the policy under its lock; applies the Decision it returns.
+  void WithPolicy(const std::function<cache::Decision(cache::Policy&)>& fn);
+  std::string policy_name() const { return policy_->name(); }
+
+ private:
+  Result<ObjectRef> Load(const GetRequest& req);
+  // REQUIRES: policy_mu_ held.
+  void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);
+
+  const Lower& lower_;
+  RamStore ram_;
+  const uint64_t max_object_;
+
+  std::mutex policy_mu_;
+  std::unique_ptr<cache::Policy> policy_;  // guarded by policy_mu_
+
+  std::mutex flights_mu_;
+  std::unordered_map<cache::ObjectId, std::shared_future<Result<ObjectRef>>> flights_;
+
+  struct AtomicCounters {
+    std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
+        admissions{0}, refused{0}, lower_errors{0}, invalidations{0};
+  } c_;
+};
+
+uint64_t NowNs();
+
+}  // namespace epochfs::store

@@ -1,0 +1,818 @@
+// The multi-job epoch policy of seed 000 (patent CN114968588A).
+// docs/policy.md is the prose version of this file; keep them in step.
+//
+// Accounting (all in bytes): every byte of the budget is either in the global
+// free pool or charged to exactly one job, as one of
+//   bytes_[kCur] + bytes_[kNext] + bytes_[kTail]  objects the job holds,
+//   free                                          quota granted, not filled yet.
+// An object held by several jobs (same file in two datasets) is charged to each
+// holder and stored once; it leaves the store when its last holder releases it.
+//
+// Per access the work is a few hash lookups and O(1) vector updates: sample →
+// position maps of the current and next orders are dense vectors built once
+// when an order is declared, regions are vectors with swap-pop removal.
+#include "epochfs/cache/epoch_policy.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace epochfs::cache {
+
+const char* RegionName(Region r) {
+  switch (r) {
+    case Region::kNone: return "none";
+    case Region::kCur: return "cur";
+    case Region::kNext: return "next";
+    case Region::kTail: return "tail";
+  }
+  return "?";
+}
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kWarmup: return "warmup";
+    case JobState::kCaching: return "caching";
+    case JobState::kLastEpoch: return "last_epoch";
+    case JobState::kDone: return "done";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int32_t kAbsent = -1;
+// Orders a job may have declared at once (current, next and a few ahead).
+constexpr size_t kMaxOrders = 8;
+constexpr int kRegions = 4;  // indexed by Region; kNone unused
+
+std::string Str(uint64_t v) { return std::to_string(v); }
+
+// An epoch's order: a permutation of a subset of the sample indices.
+struct Order {
+  std::vector<uint32_t> idx;
+  std::vector<int32_t> pos;  // sample -> position in idx, or kAbsent
+  int32_t PosOf(uint32_t sample) const { return pos[sample]; }
+  uint64_t size() const { return idx.size(); }
+};
+
+struct Job {
+  JobSpec spec;
+  std::vector<SampleRef> samples;
+  uint64_t known_size_sum = 0;  // over samples with size > 0
+  uint64_t known_size_n = 0;
+  uint64_t access_size_sum = 0;  // fallback when the list has no sizes
+  uint64_t access_size_n = 0;
+  std::map<uint32_t, Order> orders;  // declared, by epoch
+
+  JobState state = JobState::kWarmup;
+  bool started = false;
+  uint32_t epoch = 0;
+  const Order* cur_order = nullptr;   // nullptr: implicit (every sample once)
+  const Order* next_order = nullptr;  // nullptr: not declared yet
+  const Order* prev_order = nullptr;  // while the tail lives
+  uint64_t consumed = 0;              // distinct samples of the current order read
+  uint64_t tail_until = 0;            // consumed count at which the tail is released
+  uint64_t epoch_start_ns = 0;
+
+  // Per sample: region, slot in that region's list, epoch+1 when last consumed.
+  std::vector<uint8_t> where;
+  std::vector<uint32_t> slot;
+  std::vector<uint32_t> seen;
+  std::vector<uint32_t> lists[kRegions];
+  uint64_t bytes[kRegions] = {};
+  uint64_t free = 0;                             // granted but unused
+  std::vector<uint32_t> counters;                // per batch of next_order
+  std::unordered_map<ObjectId, uint32_t> held;   // object -> sample held
+
+  // Warm-up measurements and derived figures.
+  uint64_t warm_load_sum = 0;
+  uint64_t warm_load_n = 0;
+  uint64_t epoch_time_ns = 0;
+  uint64_t load_ns = 0;
+  uint64_t compute_ns = 0;
+  uint32_t e = 0;
+  uint64_t reserved = 0;
+  uint64_t need = 0;
+  double lambda = 0.0;
+  int32_t rank = -1;
+
+  EpochCounters cur_stats;
+  EpochCounters prev_stats;
+
+  uint64_t N() const { return samples.size(); }
+  uint64_t CurLen() const { return cur_order ? cur_order->size() : N(); }
+  bool InCur(uint32_t x) const { return cur_order == nullptr || cur_order->PosOf(x) != kAbsent; }
+  uint64_t MeanSize() const {
+    if (known_size_n > 0) return known_size_sum / known_size_n;
+    if (access_size_n > 0) return access_size_sum / access_size_n;
+    return 0;
+  }
+  uint64_t Held() const { return bytes[1] + bytes[2] + bytes[3]; }
+  bool LastEpoch() const { return spec.epochs > 0 && epoch + 1 >= spec.epochs; }
+};
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+class EpochPolicy final : public Policy {
+ public:
+  explicit EpochPolicy(const EpochPolicyParams& p)
+      : params_(p), pool_(p.budget_bytes), rng_(p.seed ^ 0x9e3779b97f4a7c15ULL) {}
+
+  const char* name() const override { return "epoch"; }
+  uint64_t budget() const override { return params_.budget_bytes; }
+  uint64_t resident_bytes() const override { return resident_; }
+  uint64_t pool_bytes() const override { return pool_; }
+
+  Decision OnHit(const Access& a) override { return OnAccess(a, /*hit=*/true, 0); }
+  Decision OnMiss(const Access& a, uint64_t load_ns) override {
+    return OnAccess(a, /*hit=*/false, load_ns);
+  }
+
+  void OnDropped(ObjectId id) override {
+    DropObject(id);
+    DebugCheck();
+  }
+
+  Status AddJob(const JobSpec& spec) override {
+    if (spec.id == kNoJob) return InvalidArgument("job id 0 is reserved");
+    if (spec.batch_size == 0) return InvalidArgument("batch_size must be at least 1");
+    if (jobs_.count(spec.id) != 0) {
+      return Status(Code::kExists, "job id " + Str(spec.id) + " is already registered");
+    }
+    auto job = std::make_unique<Job>();
+    job->spec = spec;
+    if (job->spec.loaders == 0) job->spec.loaders = 1;
+    jobs_.emplace(spec.id, std::move(job));
+    return Status::Ok();
+  }
+
+  Status SetSamples(JobId id, std::vector<SampleRef> samples) override {
+    Job* j = FindJob(id);
+    if (j == nullptr) return NotFound("no job " + Str(id));
+    if (samples.empty()) return InvalidArgument("the sample list is empty");
+    if (samples.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      return InvalidArgument("more than 2^31-1 samples");
+    }
+    if (!j->orders.empty() || j->started) {
+      return Status(Code::kBusy, "the sample list is fixed once an order was declared");
+    }
+    j->known_size_sum = 0;
+    j->known_size_n = 0;
+    for (const SampleRef& s : samples) {
+      if (s.size > 0) {
+        j->known_size_sum += s.size;
+        ++j->known_size_n;
+      }
+    }
+    j->samples = std::move(samples);
+    const size_t n = j->samples.size();
+    j->where.assign(n, static_cast<uint8_t>(Region::kNone));
+    j->slot.assign(n, 0);
+    j->seen.assign(n, 0);
+    return Status::Ok();
+  }
+
+  Status SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order) override {
+    Job* j = FindJob(id);
+    if (j == nullptr) return NotFound("no job " + Str(id));
+    const std::string what = "order " + Str(epoch) + ": ";
+    if (j->samples.empty()) return InvalidArgument(what + "the sample list must be written first");
+    if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
+      return InvalidArgument(what + "the job has " + Str(j->spec.epochs) + " epochs (0.." +
+                             Str(j->spec.epochs - 1) + ")");
+    }
+    if (j->started && epoch < j->epoch) {
+      return InvalidArgument(what + "epoch " + Str(epoch) + " is over (current epoch " +
+                             Str(j->epoch) + ")");
+    }
+    if (order.empty()) return InvalidArgument(what + "the order is empty");
+    Order o;
+    o.pos.assign(j->N(), kAbsent);
+    for (size_t p = 0; p < order.size(); ++p) {
+      const uint32_t x = order[p];
+      if (x >= j->N()) {
+        return InvalidArgument(what + "index " + Str(x) + " at position " + Str(p) +
+                               " is out of range (" + Str(j->N()) + " samples)");
+      }
+      if (o.pos[x] != kAbsent) {
+        return InvalidArgument(what + "index " + Str(x) + " appears twice (positions " +
+                               Str(o.pos[x]) + " and " + Str(p) + ")");
+      }
+      o.pos[x] = static_cast<int32_t>(p);
+    }
+    o.idx = std::move(order);
+    auto it = j->orders.find(epoch);
+    if (it != j->orders.end()) {
+      const bool in_use = j->started && (epoch == j->epoch || epoch == j->epoch + 1);
+      if (in_use) {
+        if (it->second.idx == o.idx) return Status::Ok();  // same content: idempotent
+        return InvalidArgument(what + "epoch " + Str(epoch) +
+                               "'s order is in use and cannot be replaced");
+      }
+      it->second = std::move(o);  // not referenced by cur/next/prev
+      return Status::Ok();
+    }
+    if (j->orders.size() >= kMaxOrders) {
+      return InvalidArgument(what + "too many orders declared ahead (at most " +
+                             Str(kMaxOrders) + ")");
+    }
+    Order& stored = j->orders.emplace(epoch, std::move(o)).first->second;
+    if (j->started) {
+      if (epoch == j->epoch) {
+        j->cur_order = &stored;  // was implicit until now
+      } else if (epoch == j->epoch + 1) {
+        j->next_order = &stored;
+        ResetCounters(*j);
+      }
+    }
+    DebugCheck();
+    return Status::Ok();
+  }
+
+  Result<Decision> BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) override {
+    Job* j = FindJob(id);
+    if (j == nullptr) return NotFound("no job " + Str(id));
+    if (j->samples.empty()) return InvalidArgument("the sample list must be written first");
+    if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
+      return InvalidArgument("epoch " + Str(epoch) + " is past the job's " +
+                             Str(j->spec.epochs) + " epochs");
+    }
+    if (j->started && epoch < j->epoch) {
+      return InvalidArgument("epoch " + Str(epoch) + " is before the current epoch " +
+                             Str(j->epoch));
+    }
+    Decision d;
+    StartEpoch(*j, epoch, now_ns);
+    Flush(&d);
+    DebugCheck();
+    return d;
+  }
+
+  Result<Decision> EndJob(JobId id) override {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound("no job " + Str(id));
+    Job& j = *it->second;
+    ReleaseAll(j);
+    LeaveList(j);
+    jobs_.erase(it);
+    Decision d;
+    Flush(&d);
+    DebugCheck();
+    return d;
+  }
+
+  std::vector<JobSnapshot> Jobs() const override {
+    std::vector<JobSnapshot> out;
+    out.reserve(jobs_.size());
+    const uint64_t share = DefaultShare();
+    for (const auto& [id, jp] : jobs_) {
+      const Job& j = *jp;
+      JobSnapshot s;
+      s.id = id;
+      s.name = j.spec.name;
+      s.state = j.state;
+      s.started = j.started;
+      s.epoch = j.epoch;
+      s.epoch_samples = j.samples.empty() ? 0 : j.CurLen();
+      s.batch = j.consumed / j.spec.batch_size;
+      s.current = j.cur_stats;
+      s.previous = j.prev_stats;
+      s.cur_bytes = j.bytes[static_cast<int>(Region::kCur)];
+      s.next_bytes = j.bytes[static_cast<int>(Region::kNext)];
+      s.tail_bytes = j.bytes[static_cast<int>(Region::kTail)];
+      s.granted_unused_bytes = j.free;
+      s.default_alloc_bytes = j.state == JobState::kDone ? 0 : share;
+      s.reserved_bytes = j.reserved;
+      s.need_bytes = j.need;
+      s.rank = j.rank;
+      s.lambda = j.lambda;
+      s.h = H(j, share);
+      s.e = j.e;
+      s.epoch_time_ns = j.epoch_time_ns;
+      s.load_ns_per_sample = j.load_ns;
+      s.compute_ns_per_batch = j.compute_ns;
+      s.mean_sample_bytes = j.MeanSize();
+      out.push_back(std::move(s));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const JobSnapshot& a, const JobSnapshot& b) { return a.id < b.id; });
+    return out;
+  }
+
+  Region Where(JobId id, uint32_t sample) const override {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || sample >= it->second->where.size()) return Region::kNone;
+    return static_cast<Region>(it->second->where[sample]);
+  }
+
+  std::vector<uint32_t> NextCounters(JobId id) const override {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return {};
+    return it->second->counters;
+  }
+
+  Status CheckInvariants() const override;
+
+ private:
+  struct Obj {
+    uint64_t size = 0;
+    uint32_t refs = 0;  // (job, sample) holdings
+  };
+
+  Job* FindJob(JobId id) {
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? nullptr : it->second.get();
+  }
+
+  uint64_t Rand() {  // splitmix64: the same victims on every platform
+    uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
+  // C_i: an equal share of the budget among the jobs still running.
+  uint64_t DefaultShare() const {
+    uint64_t n = 0;
+    for (const auto& [id, j] : jobs_) n += j->state != JobState::kDone ? 1 : 0;
+    return n == 0 ? params_.budget_bytes : params_.budget_bytes / n;
+  }
+
+  // h_i = b_i·C_i/N_i with C_i in samples (bytes / mean sample size), ≤ b_i.
+  static double H(const Job& j, uint64_t share) {
+    const uint64_t mean = j.MeanSize();
+    if (mean == 0 || j.samples.empty()) return 0.0;
+    const double c_samples = static_cast<double>(share) / static_cast<double>(mean);
+    const double h = static_cast<double>(j.spec.batch_size) * c_samples /
+                     static_cast<double>(j.CurLen());
+    return std::min(h, static_cast<double>(j.spec.batch_size));
+  }
+
+  uint32_t TailBatches(const Job& j) const {
+    return params_.tail_batches != 0 ? params_.tail_batches : 2 * j.spec.loaders;
+  }
+
+  // The sample an access refers to, or -1: the index must match the sample
+  // list; otherwise the object is looked up among the job's holdings.
+  static int64_t ResolveSample(const Job& j, const Access& a) {
+    if (a.sample >= 0 && static_cast<uint64_t>(a.sample) < j.N() &&
+        j.samples[a.sample].object == a.object) {
+      return a.sample;
+    }
+    auto it = j.held.find(a.object);
+    return it == j.held.end() ? -1 : it->second;
+  }
+
+  Decision OnAccess(const Access& a, bool hit, uint64_t load_ns) {
+    Decision d;
+    // A miss on an object we hold means the store lost it without telling.
+    if (!hit && objects_.count(a.object) != 0) DropObject(a.object);
+    Job* jp = FindJob(a.job);
+    if (jp != nullptr && !jp->samples.empty()) Serve(*jp, a, hit, load_ns, &d);
+    Flush(&d);
+    DebugCheck();
+    return d;
+  }
+
+  void Serve(Job& j, const Access& a, bool hit, uint64_t load_ns, Decision* d) {
+    if (!j.started) {  // no marker yet: the first declared epoch (or 0) begins now
+      StartEpoch(j, j.orders.empty() ? 0 : j.orders.begin()->first, a.now_ns);
+    }
+    if (j.state == JobState::kDone) return;
+    (hit ? j.cur_stats.hits : j.cur_stats.misses)++;
+    if (a.size > 0) {
+      j.access_size_sum += a.size;
+      ++j.access_size_n;
+    }
+    const int64_t xs = ResolveSample(j, a);
+    if (xs < 0) return;
+    const uint32_t x = static_cast<uint32_t>(xs);
+    if (!hit && j.state == JobState::kWarmup) {
+      j.warm_load_sum += load_ns;
+      ++j.warm_load_n;
+    }
+
+    // A read of a previous-epoch sample that epoch never consumed, while the
+    // tail lives, is a late read of that epoch (loaders read ahead and out of
+    // order): it may hit the tail but does not count for the current epoch.
+    const bool late = j.prev_order != nullptr && j.prev_order->PosOf(x) != kAbsent &&
+                      j.seen[x] != j.epoch && j.seen[x] != j.epoch + 1;
+    const Region r = static_cast<Region>(j.where[x]);
+    if (r == Region::kCur || r == Region::kTail) {  // S33: hit in cur frees its bytes
+      pool_ += Unhold(j, x);
+    }
+    if (late) {
+      j.seen[x] = j.epoch;
+    } else if (j.InCur(x) && j.seen[x] != j.epoch + 1) {
+      j.seen[x] = j.epoch + 1;
+      ++j.consumed;
+      // Admission first (S34–S37), then the progress that may end the epoch's
+      // caching (warm-up end, done).
+      if (j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
+      Progress(j, a.now_ns);
+      return;
+    }
+    if (!late && j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
+  }
+
+  // Batch boundaries, warm-up end, tail release, last-epoch end.
+  void Progress(Job& j, uint64_t now) {
+    const uint64_t len = j.CurLen();
+    const uint64_t b = j.spec.batch_size;
+    const bool batch_done = j.consumed % b == 0 || j.consumed == len;
+    if (!batch_done) return;
+    if (j.state == JobState::kWarmup) {
+      const bool whole = j.consumed == len;
+      if ((params_.warmup_batches == 0 && whole) ||
+          (params_.warmup_batches > 0 &&
+           (CeilDiv(j.consumed, b) >= params_.warmup_batches || whole))) {
+        FinishWarmup(j, now);
+      }
+    }
+    if (j.prev_order != nullptr && j.consumed >= j.tail_until) ReleaseTail(j);
+    if (j.state == JobState::kLastEpoch && j.consumed == len) {
+      ReleaseAll(j);
+      j.state = JobState::kDone;
+    }
+  }
+
+  // Step 1 ends: T, t_s, compute, e_i; join the sorted list; reserve (S31).
+  void FinishWarmup(Job& j, uint64_t now) {
+    const uint64_t b = j.spec.batch_size;
+    const uint64_t total = CeilDiv(j.CurLen(), b);
+    const uint64_t done = j.consumed >= j.CurLen() ? total : j.consumed / b;
+    const uint64_t elapsed = now > j.epoch_start_ns ? now - j.epoch_start_ns : 0;
+    j.epoch_time_ns = (done == 0 || done >= total)
+                          ? elapsed
+                          : static_cast<uint64_t>(static_cast<double>(elapsed) *
+                                                  static_cast<double>(total) /
+                                                  static_cast<double>(done));
+    j.load_ns = j.warm_load_n == 0 ? 0 : j.warm_load_sum / j.warm_load_n;
+    if (j.spec.compute_ns_per_batch != 0) {
+      j.compute_ns = j.spec.compute_ns_per_batch;
+    } else {
+      // Interval between batch completions minus the wall time W loaders need
+      // to load one batch: what is left is compute the loads could hide behind.
+      const uint64_t interval = total == 0 ? 0 : j.epoch_time_ns / total;
+      const uint64_t load_wall = b * j.load_ns / j.spec.loaders;
+      j.compute_ns = interval > load_wall ? interval - load_wall : 0;
+    }
+    if (j.load_ns == 0) {
+      j.e = j.spec.batch_size;  // loads never measured: want everything
+    } else {
+      const uint64_t hidden = j.spec.loaders * j.compute_ns / j.load_ns;
+      j.e = hidden >= b ? 0 : static_cast<uint32_t>(b - hidden);
+    }
+    j.need = static_cast<uint64_t>(j.e) * total * j.MeanSize();
+    if (j.LastEpoch()) {
+      j.state = JobState::kLastEpoch;
+      return;
+    }
+    j.state = JobState::kCaching;
+    j.reserved = std::min({DefaultShare(), j.need, pool_});
+    pool_ -= j.reserved;
+    j.free += j.reserved;
+    list_.push_back(&j);
+    SortList();
+  }
+
+  // Jobs sorted by T ascending (ties by id); λ by rank (step 1).
+  void SortList() {
+    std::sort(list_.begin(), list_.end(), [](const Job* a, const Job* b) {
+      if (a->epoch_time_ns != b->epoch_time_ns) return a->epoch_time_ns < b->epoch_time_ns;
+      return a->spec.id < b->spec.id;
+    });
+    const double tmin = list_.empty() ? 0 : static_cast<double>(list_.front()->epoch_time_ns);
+    const double tmax = list_.empty() ? 0 : static_cast<double>(list_.back()->epoch_time_ns);
+    for (size_t i = 0; i < list_.size(); ++i) {
+      Job& j = *list_[i];
+      j.rank = static_cast<int32_t>(i);
+      j.lambda = tmax > tmin ? params_.gain_max * (tmax - static_cast<double>(j.epoch_time_ns)) /
+                                   (tmax - tmin)
+                             : 1.0;
+    }
+  }
+
+  void LeaveList(Job& j) {
+    auto it = std::find(list_.begin(), list_.end(), &j);
+    if (it == list_.end()) return;
+    list_.erase(it);
+    j.rank = -1;
+    j.lambda = 0.0;
+    SortList();
+  }
+
+  void ResetCounters(Job& j) {
+    j.counters.assign(j.next_order ? CeilDiv(j.next_order->size(), j.spec.batch_size) : 0, 0);
+  }
+
+  void StartEpoch(Job& j, uint32_t epoch, uint64_t now) {
+    if (j.started && epoch == j.epoch) return;
+    if (!j.started) {
+      j.started = true;
+    } else {
+      if (j.state == JobState::kWarmup) FinishWarmup(j, now);
+      ReleaseTail(j);
+      // The unused part of cur becomes the tail; next becomes cur.
+      MoveRegion(j, Region::kCur, Region::kTail);
+      if (epoch == j.epoch + 1) {
+        MoveRegion(j, Region::kNext, Region::kCur);
+      } else {
+        ReleaseRegion(j, Region::kNext);  // filled for an epoch that was skipped
+      }
+      j.prev_order = j.lists[static_cast<int>(Region::kTail)].empty() ? nullptr : j.cur_order;
+      j.tail_until = static_cast<uint64_t>(TailBatches(j)) * j.spec.batch_size;
+      j.prev_stats = j.cur_stats;
+    }
+    j.epoch = epoch;
+    j.cur_stats = EpochCounters{epoch, 0, 0};
+    j.consumed = 0;
+    j.epoch_start_ns = now;
+    DropOldOrders(j);
+    auto cur = j.orders.find(epoch);
+    j.cur_order = cur == j.orders.end() ? nullptr : &cur->second;
+    auto next = j.orders.find(epoch + 1);
+    j.next_order = next == j.orders.end() ? nullptr : &next->second;
+    ResetCounters(j);
+    if (j.state == JobState::kCaching && j.LastEpoch()) {  // step 4
+      j.state = JobState::kLastEpoch;
+      pool_ += j.free;
+      j.free = 0;
+      LeaveList(j);
+    }
+    if (j.state == JobState::kLastEpoch) {
+      j.next_order = nullptr;
+      j.counters.clear();
+    }
+  }
+
+  // Orders before the current epoch go, except the one the tail still needs.
+  void DropOldOrders(Job& j) {
+    for (auto it = j.orders.begin(); it != j.orders.end();) {
+      if (it->first >= j.epoch || (j.prev_order != nullptr && &it->second == j.prev_order)) {
+        ++it;
+      } else {
+        it = j.orders.erase(it);
+      }
+    }
+  }
+
+  void ReleaseTail(Job& j) {
+    ReleaseRegion(j, Region::kTail);
+    j.prev_order = nullptr;
+    DropOldOrders(j);
+  }
+
+  void MoveRegion(Job& j, Region from, Region to) {
+    const int f = static_cast<int>(from);
+    const int t = static_cast<int>(to);
+    assert(j.lists[t].empty());
+    for (uint32_t x : j.lists[f]) j.where[x] = static_cast<uint8_t>(to);
+    j.lists[t].swap(j.lists[f]);
+    j.bytes[t] = j.bytes[f];
+    j.bytes[f] = 0;
+  }
+
+  void ReleaseRegion(Job& j, Region r) {
+    std::vector<uint32_t>& list = j.lists[static_cast<int>(r)];
+    while (!list.empty()) pool_ += Unhold(j, list.back());
+  }
+
+  // Everything the job holds or was granted goes back to the pool.
+  void ReleaseAll(Job& j) {
+    ReleaseRegion(j, Region::kCur);
+    ReleaseRegion(j, Region::kNext);
+    ReleaseRegion(j, Region::kTail);
+    pool_ += j.free;
+    j.free = 0;
+    j.prev_order = nullptr;
+    j.next_order = nullptr;
+    j.counters.clear();
+  }
+
+  // Removes sample x from its region; returns the bytes it was charged (the
+  // caller decides where they go). A `next` sample decrements its counter.
+  uint64_t Unhold(Job& j, uint32_t x) {
+    const int r = j.where[x];
+    assert(r != static_cast<int>(Region::kNone));
+    std::vector<uint32_t>& list = j.lists[r];
+    const uint32_t s = j.slot[x];
+    const uint32_t last = list.back();
+    list[s] = last;
+    j.slot[last] = s;
+    list.pop_back();
+    j.where[x] = static_cast<uint8_t>(Region::kNone);
+    if (r == static_cast<int>(Region::kNext) && j.next_order != nullptr) {
+      uint32_t& c = j.counters[j.next_order->PosOf(x) / j.spec.batch_size];
+      assert(c > 0);
+      --c;
+    }
+    const ObjectId id = j.samples[x].object;
+    j.held.erase(id);
+    Obj& o = objects_.at(id);
+    j.bytes[r] -= o.size;
+    if (--o.refs == 0) pending_.push_back(id);
+    return o.size;
+  }
+
+  // S34–S37 for sample x of job j, read now.
+  void TryAdmit(Job& j, uint32_t x, const Access& a, bool hit, Decision* d) {
+    if (j.next_order == nullptr || j.where[x] != static_cast<uint8_t>(Region::kNone)) return;
+    const int32_t pos = j.next_order->PosOf(x);  // S34
+    if (pos == kAbsent) return;
+    const ObjectId id = j.samples[x].object;
+    if (j.held.count(id) != 0) return;  // another sample of this job is the same file
+    auto oit = objects_.find(id);
+    const bool resident = oit != objects_.end();
+    if (!resident && hit) return;  // the store has it but we never admitted it: leave it
+    const uint64_t s = resident ? oit->second.size : a.size;
+    uint32_t& c = j.counters[pos / j.spec.batch_size];
+    if (c >= j.e) return;  // S35/S36: the batch has its e_i samples
+    if (j.free < s) {
+      if (j.free + pool_ >= s) {  // S35: ask the pool, granted by gain
+        const uint64_t ask = s - j.free;
+        uint64_t grant = std::max<uint64_t>(
+            ask, static_cast<uint64_t>(j.lambda * static_cast<double>(ask)));
+        grant = std::min(grant, pool_);
+        pool_ -= grant;
+        j.free += grant;
+      } else if (!TakeFromPrevious(j, s - j.free, d)) {  // S37
+        return;
+      }
+    }
+    // The sample enters `next`.
+    j.free -= s;
+    const int nx = static_cast<int>(Region::kNext);
+    j.where[x] = static_cast<uint8_t>(Region::kNext);
+    j.slot[x] = static_cast<uint32_t>(j.lists[nx].size());
+    j.lists[nx].push_back(x);
+    j.bytes[nx] += s;
+    j.held.emplace(id, x);
+    ++c;
+    if (!resident) {
+      objects_.emplace(id, Obj{s, 1});
+      resident_ += s;
+      d->admit = !hit;
+    } else {
+      ++oit->second.refs;
+    }
+  }
+
+  // S37: the job before j in the sorted list hands over `need` bytes: its free
+  // quota first, then random samples of its `next`. All or nothing.
+  bool TakeFromPrevious(Job& j, uint64_t need, Decision* /*d*/) {
+    if (j.rank <= 0) return false;  // first in the list: takes from no one
+    Job& p = *list_[j.rank - 1];
+    const int nx = static_cast<int>(Region::kNext);
+    if (p.free + p.bytes[nx] < need) return false;
+    const uint64_t from_free = std::min(p.free, need);
+    p.free -= from_free;
+    j.free += from_free;
+    need -= from_free;
+    while (need > 0) {
+      const std::vector<uint32_t>& list = p.lists[nx];
+      const uint32_t victim = list[Rand() % list.size()];
+      const uint64_t got = Unhold(p, victim);  // decrements its batch counter
+      j.free += got;
+      need = got >= need ? 0 : need - got;
+    }
+    return true;
+  }
+
+  // The store lost `id`: every holder forgets it, its bytes go to the pool.
+  void DropObject(ObjectId id) {
+    auto oit = objects_.find(id);
+    if (oit == objects_.end()) return;
+    for (auto& [jid, jp] : jobs_) {
+      auto h = jp->held.find(id);
+      if (h != jp->held.end()) pool_ += Unhold(*jp, h->second);
+    }
+    resident_ -= oit->second.size;
+    objects_.erase(oit);
+    pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
+  }
+
+  // Objects whose last holder let go during this event leave the store.
+  void Flush(Decision* d) {
+    for (ObjectId id : pending_) {
+      auto it = objects_.find(id);
+      if (it == objects_.end() || it->second.refs != 0) continue;
+      d->evict.push_back(id);
+      resident_ -= it->second.size;
+      objects_.erase(it);
+    }
+    pending_.clear();
+  }
+
+  // O(jobs) accounting check after every event in debug builds.
+  void DebugCheck() const {
+#ifndef NDEBUG
+    uint64_t sum = pool_;
+    for (const auto& [id, j] : jobs_) sum += j->Held() + j->free;
+    assert(sum == params_.budget_bytes);
+    assert(resident_ <= params_.budget_bytes);
+#endif
+  }
+
+  EpochPolicyParams params_;
+  uint64_t pool_;
+  uint64_t resident_ = 0;  // distinct bytes held
+  uint64_t rng_;
+  std::unordered_map<JobId, std::unique_ptr<Job>> jobs_;
+  std::vector<Job*> list_;  // jobs in kCaching, sorted by T ascending
+  std::unordered_map<ObjectId, Obj> objects_;
+  std::vector<ObjectId> pending_;  // refs fell to 0 during the current event
+};
+
+Status EpochPolicy::CheckInvariants() const {
+  auto fail = [](const std::string& m) { return Internal("invariant: " + m); };
+  uint64_t sum = pool_;
+  std::unordered_map<ObjectId, uint32_t> refs;
+  for (const auto& [id, jp] : jobs_) {
+    const Job& j = *jp;
+    const std::string who = "job " + Str(id) + ": ";
+    sum += j.Held() + j.free;
+    size_t holdings = 0;
+    std::vector<uint32_t> counted(j.counters.size(), 0);
+    for (int r = 1; r < kRegions; ++r) {
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < j.lists[r].size(); ++i) {
+        const uint32_t x = j.lists[r][i];
+        if (j.where[x] != r || j.slot[x] != i) return fail(who + "region lists out of step");
+        const ObjectId obj = j.samples[x].object;
+        auto h = j.held.find(obj);
+        if (h == j.held.end() || h->second != x) return fail(who + "held map out of step");
+        auto o = objects_.find(obj);
+        if (o == objects_.end()) return fail(who + "holds an unknown object");
+        bytes += o->second.size;
+        ++refs[obj];
+        ++holdings;
+        const Region reg = static_cast<Region>(r);
+        if (reg == Region::kNext) {
+          if (j.next_order == nullptr || j.next_order->PosOf(x) == kAbsent) {
+            return fail(who + "sample " + Str(x) + " in next is not in the next order");
+          }
+          ++counted[j.next_order->PosOf(x) / j.spec.batch_size];
+        } else if (reg == Region::kCur && !j.InCur(x)) {
+          return fail(who + "sample " + Str(x) + " in cur is not in the current order");
+        } else if (reg == Region::kTail &&
+                   (j.prev_order == nullptr || j.prev_order->PosOf(x) == kAbsent)) {
+          return fail(who + "sample " + Str(x) + " in tail is not in the previous order");
+        }
+      }
+      if (bytes != j.bytes[r]) return fail(who + "region bytes out of step");
+    }
+    if (holdings != j.held.size()) return fail(who + "held map has extra entries");
+    if (counted != j.counters) return fail(who + "batch counters differ from next region");
+    for (uint32_t c : j.counters) {
+      if (c > j.e) return fail(who + "a batch counter exceeds e");
+    }
+    const uint64_t nxt = j.bytes[static_cast<int>(Region::kNext)];
+    switch (j.state) {
+      case JobState::kWarmup:
+        if (j.Held() != 0 || j.free != 0) return fail(who + "holds bytes during warm-up");
+        break;
+      case JobState::kLastEpoch:
+        if (nxt != 0 || j.free != 0) return fail(who + "admits in its last epoch");
+        break;
+      case JobState::kDone:
+        if (j.Held() != 0 || j.free != 0) return fail(who + "holds bytes when done");
+        break;
+      case JobState::kCaching:
+        break;
+    }
+    const bool listed = std::find(list_.begin(), list_.end(), &j) != list_.end();
+    if (listed != (j.state == JobState::kCaching)) return fail(who + "sorted list membership");
+    if (listed && list_[j.rank] != &j) return fail(who + "rank out of step");
+  }
+  if (sum != params_.budget_bytes) {
+    return fail("pool + jobs = " + Str(sum) + " != budget " + Str(params_.budget_bytes));
+  }
+  uint64_t resident = 0;
+  for (const auto& [obj, o] : objects_) {
+    if (o.refs == 0 || refs[obj] != o.refs) return fail("object refs out of step");
+    resident += o.size;
+  }
+  if (refs.size() != objects_.size()) return fail("held objects missing from the table");
+  if (resident != resident_) return fail("resident bytes out of step");
+  if (resident_ > params_.budget_bytes) return fail("resident bytes exceed the budget");
+  for (size_t i = 1; i < list_.size(); ++i) {
+    if (list_[i - 1]->epoch_time_ns > list_[i]->epoch_time_ns) return fail("list not sorted");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeEpochPolicy(const EpochPolicyParams& params) {
+  return std::make_unique<EpochPolicy>(params);
+}
+
+}  // namespace epochfs::cache

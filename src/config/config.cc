@@ -1,0 +1,542 @@
+// Config loading: TOML file and `-o key=value` overrides, one key table.
+//
+// kKeys below is the single description of every key: its dotted name, how an
+// `-o` string is read, what is expected (for error messages) and a setter that
+// validates and stores. The TOML walker and ApplyOverride both go through it,
+// so the two sources cannot accept different things.
+//
+// This is the only file that includes toml++. TOML++ is built with
+// exceptions; toml::parse_error is caught here and becomes a Status.
+#include "epochfs/config/config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <variant>
+
+#include <toml++/toml.h>
+
+namespace epochfs {
+namespace {
+
+// A value as read from either source, before validation.
+struct Table {};  // a TOML table, array or date: never a valid value here
+using Raw = std::variant<int64_t, double, bool, std::string, Table>;
+
+// How an `-o` string becomes a Raw.
+enum class OptKind { kInteger, kFloat, kBool, kString };
+
+// Stores `v` into `c` if valid; returns false (leaving `c` untouched) if not.
+using Setter = bool (*)(Config* c, const Raw& v);
+
+struct KeyDesc {
+  std::string_view name;      // "cache.memory"
+  OptKind opt_kind;           // how to read an `-o` value
+  std::string_view expected;  // "expected <this>, got ..."
+  Setter set;
+};
+
+// ---- value helpers ----------------------------------------------------------
+
+bool GetInt(const Raw& v, int64_t lo, int64_t hi, int64_t* out) {
+  const auto* i = std::get_if<int64_t>(&v);
+  if (i == nullptr || *i < lo || *i > hi) return false;
+  *out = *i;
+  return true;
+}
+
+bool SetU32(const Raw& v, int64_t lo, int64_t hi, uint32_t* out) {
+  int64_t i = 0;
+  if (!GetInt(v, lo, hi, &i)) return false;
+  *out = static_cast<uint32_t>(i);
+  return true;
+}
+
+// Integers are accepted where a float is expected ("gain_max = 2").
+bool SetDouble(const Raw& v, double lo, double hi, double* out) {
+  double d = 0;
+  if (const auto* f = std::get_if<double>(&v)) {
+    d = *f;
+  } else if (const auto* i = std::get_if<int64_t>(&v)) {
+    d = static_cast<double>(*i);
+  } else {
+    return false;
+  }
+  if (!(d >= lo && d <= hi)) return false;  // also rejects NaN
+  *out = d;
+  return true;
+}
+
+bool SetBool(const Raw& v, bool* out) {
+  const auto* b = std::get_if<bool>(&v);
+  if (b == nullptr) return false;
+  *out = *b;
+  return true;
+}
+
+// Looks `v` up in `names`; stores the matching entry of `values`.
+template <class T, size_t N>
+bool SetEnum(const Raw& v, const std::string_view (&names)[N], const T (&values)[N], T* out) {
+  const auto* s = std::get_if<std::string>(&v);
+  if (s == nullptr) return false;
+  for (size_t i = 0; i < N; ++i) {
+    if (*s == names[i]) {
+      *out = values[i];
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SetMemory(Config* c, const Raw& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    if (*i <= 0) return false;
+    c->cache.memory_bytes = static_cast<uint64_t>(*i);
+    c->cache.memory_auto = false;
+    return true;
+  }
+  const auto* s = std::get_if<std::string>(&v);
+  if (s == nullptr) return false;
+  if (*s == "auto") {
+    c->cache.memory_bytes = 0;
+    c->cache.memory_auto = true;
+    return true;
+  }
+  Result<uint64_t> bytes = ParseBytes(*s);
+  if (!bytes.ok() || bytes.value() == 0) return false;
+  c->cache.memory_bytes = bytes.value();
+  c->cache.memory_auto = false;
+  return true;
+}
+
+constexpr std::string_view kPolicyNames[] = {"lru", "epoch"};
+constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch};
+constexpr std::string_view kConsistencyNames[] = {"immutable", "open"};
+constexpr Consistency kConsistencyValues[] = {Consistency::kImmutable, Consistency::kOpen};
+constexpr std::string_view kLevelNames[] = {"debug", "info", "warn", "error", "off"};
+
+// ---- the key table (file order) ---------------------------------------------
+
+constexpr uint32_t kMaxU32 = std::numeric_limits<uint32_t>::max();
+
+const KeyDesc kKeys[] = {
+    {"cache.memory", OptKind::kString, R"(bytes ("4GiB", integer) or "auto")", SetMemory},
+    {"cache.policy", OptKind::kString, R"("lru" or "epoch")",
+     [](Config* c, const Raw& v) {
+       return SetEnum(v, kPolicyNames, kPolicyValues, &c->cache.policy);
+     }},
+    {"cache.consistency", OptKind::kString, R"("immutable" or "open")",
+     [](Config* c, const Raw& v) {
+       return SetEnum(v, kConsistencyNames, kConsistencyValues, &c->cache.consistency);
+     }},
+    {"warmup.batches", OptKind::kInteger, "integer >= 0",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->warmup.batches); }},
+    {"policy.gain_max", OptKind::kFloat, "number 1.0..100",
+     [](Config* c, const Raw& v) { return SetDouble(v, 1.0, 100.0, &c->policy.gain_max); }},
+    {"jobs.orphan_grace", OptKind::kInteger, "integer seconds >= 0",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->jobs.orphan_grace); }},
+    {"fuse.threads", OptKind::kInteger, "integer 0..64 (0: one per core)",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->fuse.threads); }},
+    {"fuse.max_background", OptKind::kInteger, "integer 1..65535",
+     [](Config* c, const Raw& v) { return SetU32(v, 1, 65535, &c->fuse.max_background); }},
+    {"fuse.entry_timeout", OptKind::kFloat, "seconds >= 0",
+     [](Config* c, const Raw& v) {
+       return SetDouble(v, 0.0, std::numeric_limits<double>::max(), &c->fuse.entry_timeout);
+     }},
+    {"fuse.attr_timeout", OptKind::kFloat, "seconds >= 0",
+     [](Config* c, const Raw& v) {
+       return SetDouble(v, 0.0, std::numeric_limits<double>::max(), &c->fuse.attr_timeout);
+     }},
+    {"fuse.allow_other", OptKind::kBool, "true or false",
+     [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.allow_other); }},
+    {"log.level", OptKind::kString, R"("debug", "info", "warn", "error" or "off")",
+     [](Config* c, const Raw& v) {
+       const auto* s = std::get_if<std::string>(&v);
+       if (s == nullptr) return false;
+       if (std::find(std::begin(kLevelNames), std::end(kLevelNames), *s) ==
+           std::end(kLevelNames)) {
+         return false;
+       }
+       c->log.level = *s;
+       return true;
+     }},
+};
+
+const KeyDesc* FindKey(std::string_view name) {
+  for (const KeyDesc& k : kKeys) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::string_view SectionOf(std::string_view key) { return key.substr(0, key.find('.')); }
+
+bool IsSection(std::string_view name) {
+  return std::any_of(std::begin(kKeys), std::end(kKeys),
+                     [&](const KeyDesc& k) { return SectionOf(k.name) == name; });
+}
+
+std::string KnownSections() {
+  std::string out;
+  std::string_view last;
+  for (const KeyDesc& k : kKeys) {
+    if (SectionOf(k.name) == last) continue;
+    last = SectionOf(k.name);
+    if (!out.empty()) out += ", ";
+    out += last;
+  }
+  return out;
+}
+
+// ---- messages ---------------------------------------------------------------
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean cache.memory?)" for a near miss, else "".
+std::string Suggestion(std::string_view name) {
+  const KeyDesc* best = nullptr;
+  size_t best_d = 3;  // at most two edits away
+  for (const KeyDesc& k : kKeys) {
+    size_t d = EditDistance(name, k.name);
+    if (d < best_d) {
+      best_d = d;
+      best = &k;
+    }
+  }
+  return best ? " (did you mean " + std::string(best->name) + "?)" : "";
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(ch));
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// Shortest text that reads back as `d` ("0.99", not "0.98999999999999999").
+std::string DoubleText(double d) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  return ec == std::errc() ? std::string(buf, end) : "?";
+}
+
+// ---- TOML side --------------------------------------------------------------
+
+std::string Describe(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::integer: return std::to_string(n.as_integer()->get());
+    case toml::node_type::floating_point: return DoubleText(n.as_floating_point()->get());
+    case toml::node_type::boolean: return n.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::string: return Quote(n.as_string()->get());
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    default: return "a date/time";
+  }
+}
+
+Raw ToRaw(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::integer: return n.as_integer()->get();
+    case toml::node_type::floating_point: return n.as_floating_point()->get();
+    case toml::node_type::boolean: return n.as_boolean()->get();
+    case toml::node_type::string: return n.as_string()->get();
+    default: return Table{};
+  }
+}
+
+struct Problem {
+  uint32_t line;
+  uint32_t column;
+  std::string text;
+};
+
+class Walker {
+ public:
+  explicit Walker(const std::string& origin) : origin_(origin) {}
+
+  void Section(std::string_view name, const toml::node& node, Config* c) {
+    if (!IsSection(name)) {
+      Add(node, std::string(name) + ": unknown section (known: " + KnownSections() + ")");
+      return;
+    }
+    const toml::table* t = node.as_table();
+    if (t == nullptr) {
+      Add(node, std::string(name) + ": expected a table [" + std::string(name) + "], got " +
+                    Describe(node));
+      return;
+    }
+    for (auto&& [k, v] : *t) {
+      std::string dotted = std::string(name) + "." + std::string(k.str());
+      const KeyDesc* desc = FindKey(dotted);
+      if (desc == nullptr) {
+        Add(v, dotted + ": unknown key" + Suggestion(dotted));
+      } else if (!desc->set(c, ToRaw(v))) {
+        Add(v, dotted + ": expected " + std::string(desc->expected) + ", got " + Describe(v));
+      }
+    }
+  }
+
+  void TopLevel(std::string_view name, const toml::node& node) {
+    std::string why = std::string(name) + ": unknown key";
+    std::string hint = Suggestion(name);
+    if (hint.empty()) {
+      // A bare "memory = ..." probably belongs in a section.
+      for (const KeyDesc& k : kKeys) {
+        if (k.name.substr(k.name.find('.') + 1) == name) {
+          hint = " (keys live in sections: did you mean " + std::string(k.name) + "?)";
+          break;
+        }
+      }
+    }
+    Add(node, why + hint);
+  }
+
+  // All problems, one per line, in file order.
+  Status Finish() {
+    if (problems_.empty()) return Status::Ok();
+    std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
+      return a.line != b.line ? a.line < b.line : a.column < b.column;
+    });
+    std::string msg;
+    for (const Problem& p : problems_) {
+      if (!msg.empty()) msg += '\n';
+      msg += p.text;
+    }
+    return InvalidArgument(std::move(msg));
+  }
+
+ private:
+  void Add(const toml::node& at, std::string what) {
+    const toml::source_position& pos = at.source().begin;
+    std::string where = origin_;
+    if (pos.line > 0) where += ":" + std::to_string(pos.line);
+    problems_.push_back({pos.line, pos.column, where + ": " + what});
+  }
+
+  const std::string& origin_;
+  std::vector<Problem> problems_;
+};
+
+// ---- `-o` side --------------------------------------------------------------
+
+// Reads an `-o` string as the key's type; nullopt if it is not one.
+std::optional<Raw> FromOption(OptKind kind, std::string_view s) {
+  switch (kind) {
+    case OptKind::kString: return Raw{std::string(s)};
+    case OptKind::kBool:
+      if (s == "true") return Raw{true};
+      if (s == "false") return Raw{false};
+      return std::nullopt;
+    case OptKind::kInteger: {
+      int64_t i = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+      return Raw{i};
+    }
+    case OptKind::kFloat: {
+      // from_chars accepts "inf"/"nan"; the setters' range checks reject them.
+      double d = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+      return Raw{d};
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- bytes ------------------------------------------------------------------
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char ch) { return (ch >= 'A' && ch <= 'Z') ? char(ch - 'A' + 'a') : ch; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+bool IsBlank(char ch) { return ch == ' ' || ch == '\t'; }
+
+struct Unit {
+  std::string_view name;
+  uint64_t factor;
+};
+
+constexpr uint64_t kKi = 1024;
+constexpr Unit kUnits[] = {
+    {"", 1},
+    {"b", 1},
+    {"k", kKi},
+    {"kib", kKi},
+    {"kb", 1000},
+    {"m", kKi * kKi},
+    {"mib", kKi * kKi},
+    {"mb", 1000 * 1000},
+    {"g", kKi * kKi * kKi},
+    {"gib", kKi * kKi * kKi},
+    {"gb", 1000ull * 1000 * 1000},
+    {"t", kKi * kKi * kKi * kKi},
+    {"tib", kKi * kKi * kKi * kKi},
+    {"tb", 1000ull * 1000 * 1000 * 1000},
+};
+
+}  // namespace
+
+Result<uint64_t> ParseBytes(std::string_view text) {
+  auto bad = [&](const char* why) {
+    return InvalidArgument("bad size " + Quote(text) + ": " + why);
+  };
+  std::string_view s = text;
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  std::string_view whole = s.substr(0, i);
+  std::string_view frac;
+  if (i < s.size() && s[i] == '.') {
+    size_t start = ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    frac = s.substr(start, i - start);
+    if (frac.empty()) return bad("expected digits after '.'");
+  }
+  if (whole.empty()) {
+    return bad("expected a non-negative integer with an optional unit (k, KiB, M, MiB, G, GiB, "
+               "T, TiB, KB, MB, GB, TB)");
+  }
+  std::string_view unit_text = s.substr(i);
+  while (!unit_text.empty() && IsBlank(unit_text.front())) unit_text.remove_prefix(1);
+
+  const Unit* unit = nullptr;
+  for (const Unit& u : kUnits) {
+    if (EqualsNoCase(unit_text, u.name)) unit = &u;
+  }
+  if (unit == nullptr) {
+    return bad("unknown unit (use k, KiB, M, MiB, G, GiB, T, TiB, KB, MB, GB or TB)");
+  }
+  if (!frac.empty() && unit->factor == 1) return bad("a fraction needs a unit");
+  if (frac.size() > 9) return bad("too many fractional digits");
+
+  uint64_t value = 0;
+  for (char ch : whole) {
+    if (__builtin_mul_overflow(value, 10u, &value) ||
+        __builtin_add_overflow(value, static_cast<uint64_t>(ch - '0'), &value)) {
+      return bad("too large");
+    }
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(value, unit->factor, &bytes)) return bad("too large");
+  if (!frac.empty()) {
+    // frac has at most 9 digits: f < 10^9 and factor <= 2^40, so f*factor fits in 128 bits.
+    uint64_t f = 0;
+    uint64_t scale = 1;
+    for (char ch : frac) {
+      f = f * 10 + static_cast<uint64_t>(ch - '0');
+      scale *= 10;
+    }
+    unsigned __int128 part = static_cast<unsigned __int128>(f) * unit->factor / scale;
+    if (__builtin_add_overflow(bytes, static_cast<uint64_t>(part), &bytes)) {
+      return bad("too large");
+    }
+  }
+  return bytes;
+}
+
+Result<Config> ParseConfig(std::string_view toml_text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    const toml::source_position& pos = e.source().begin;
+    return InvalidArgument(origin + ":" + std::to_string(pos.line) + ":" +
+                           std::to_string(pos.column) + ": TOML syntax error: " +
+                           std::string(e.description()));
+  }
+
+  Config config;
+  Walker walker(origin);
+  for (auto&& [k, v] : root) {
+    if (v.is_table() || IsSection(k.str())) {
+      walker.Section(k.str(), v, &config);
+    } else {
+      walker.TopLevel(k.str(), v);
+    }
+  }
+  Status s = walker.Finish();
+  if (!s.ok()) return s;
+  return config;
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    int err = errno;
+    std::string msg = "cannot open config file " + path + ": " + std::strerror(err);
+    if (err == ENOENT) return NotFound(std::move(msg));
+    if (err == EACCES || err == EPERM) return PermissionDenied(std::move(msg));
+    return IoError(std::move(msg));
+  }
+  std::string text;
+  char buf[16384];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  bool failed = std::ferror(f) != 0;
+  int err = errno;
+  std::fclose(f);
+  if (failed) return IoError("cannot read config file " + path + ": " + std::strerror(err));
+  return ParseConfig(text, path);
+}
+
+Status ApplyOverride(Config* config, std::string_view key, std::string_view value) {
+  const KeyDesc* desc = FindKey(key);
+  if (desc == nullptr) {
+    return InvalidArgument("-o " + std::string(key) + ": unknown config key" +
+                           Suggestion(key));
+  }
+  std::optional<Raw> raw = FromOption(desc->opt_kind, value);
+  Config updated = *config;
+  if (!raw || !desc->set(&updated, *raw)) {
+    return InvalidArgument("-o " + std::string(key) + ": expected " +
+                           std::string(desc->expected) + ", got " + Quote(value));
+  }
+  *config = std::move(updated);
+  return Status::Ok();
+}
+
+bool IsConfigKey(std::string_view key) { return FindKey(key) != nullptr; }
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> keys;
+  for (const KeyDesc& k : kKeys) keys.emplace_back(k.name);
+  return keys;
+}
+
+}  // namespace epochfs

@@ -1,0 +1,124 @@
+#include "epochfs/daemon/daemon.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "epochfs/cache/policy.h"
+#include "epochfs/common/log.h"
+#include "epochfs/control/control_tree.h"
+#include "epochfs/fs/filesystem.h"
+#include "epochfs/fs/session.h"
+#include "epochfs/store/cache_front.h"
+#include "epochfs/store/lower.h"
+
+namespace epochfs {
+namespace {
+
+uint64_t ReadMemAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+uint64_t ReadCgroupLimit() {
+  for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(p);
+    std::string v;
+    if (in >> v && v != "max") {
+      try {
+        return std::stoull(v);
+      } catch (...) {
+      }
+    }
+  }
+  return 0;
+}
+
+std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
+  switch (cfg.cache.policy) {
+    case PolicyKind::kLru:
+    case PolicyKind::kEpoch:  // the epoch policy lands with the control protocol
+      return cache::MakeLruPolicy(budget);
+  }
+  return cache::MakeLruPolicy(budget);
+}
+
+std::string StatsJson(const store::CacheFront& cf) {
+  const store::CacheCounters c = cf.counters();
+  nlohmann::json j;
+  j["version"] = EPOCHFS_VERSION;
+  j["policy"] = cf.policy_name();
+  j["budget"] = cf.ram().budget();
+  j["used"] = cf.ram().used();
+  j["objects"] = cf.ram().objects();
+  j["hits"] = c.hits;
+  j["misses"] = c.misses;
+  j["coalesced"] = c.coalesced;
+  j["bytes_read_lower"] = c.bytes_read_lower;
+  j["admissions"] = c.admissions;
+  j["evictions"] = c.evictions;
+  j["refused"] = c.refused;
+  j["invalidations"] = c.invalidations;
+  j["lower_errors"] = c.lower_errors;
+  j["max_object_bytes"] = cf.max_object_bytes();
+  j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
+  return j.dump(2);
+}
+
+}  // namespace
+
+uint64_t AutoBudget() {
+  uint64_t avail = ReadMemAvailable();
+  uint64_t limit = ReadCgroupLimit();
+  if (limit != 0 && (avail == 0 || limit < avail)) avail = limit;
+  return std::max<uint64_t>(avail / 2, 64ull << 20);
+}
+
+Status RunDaemon(const DaemonArgs& args) {
+  const Config& cfg = args.config;
+  struct stat mst;
+  if (::stat(args.mountpoint.c_str(), &mst) != 0) {
+    return NotFound("mountpoint " + args.mountpoint + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
+  auto lower = store::Lower::Open(args.lower);
+  if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
+
+  const uint64_t budget = cfg.cache.memory_auto ? AutoBudget() : cfg.cache.memory_bytes;
+  store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
+  control::ControlTree control([&cache] { return StatsJson(cache); });
+  fs::Attributor attributor;
+  auto filesystem = fs::Filesystem::Create({&cfg, lower.value().get(), &cache, &control, &attributor});
+  if (!filesystem.ok()) return filesystem.status();
+
+  fs::MountOptions mo;
+  mo.mountpoint = args.mountpoint;
+  mo.fsname = args.lower;
+  mo.fuse_opts = args.fuse_opts;
+  if (cfg.fuse.allow_other) mo.fuse_opts.push_back("allow_other");
+  mo.debug = args.debug;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  mo.threads = cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
+  auto session = fs::Session::Mount(*filesystem.value(), mo);
+  if (!session.ok()) return session.status();
+  if (Status s = session.value()->Daemonize(args.foreground || args.debug); !s.ok()) return s;
+  if (!args.foreground && !args.debug) log::UseSyslog("epochfs");
+  log::Info("mounted " + args.lower + " at " + args.mountpoint + " (budget " +
+            std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
+  Status s = session.value()->Run();
+  session.value().reset();  // unmount before the parts it serves go away
+  log::Info("unmounted " + args.mountpoint);
+  return s;
+}
+
+}  // namespace epochfs

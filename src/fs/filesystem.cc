@@ -1,0 +1,574 @@
+// The FUSE low-level operations of epochfs.
+#include "epochfs/fs/filesystem.h"
+
+#include <fuse_lowlevel.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "epochfs/common/hash.h"
+#include "epochfs/common/log.h"
+#include "errno_map.h"
+#include "inode_table.h"
+
+namespace epochfs::fs {
+namespace {
+
+// What an open file handle (fi->fh) points at.
+struct OpenFile {
+  enum class Kind { kObject, kStream, kVirtualRead, kVirtualWrite } kind;
+  store::ObjectRef object;  // kObject
+  UniqueFd fd;              // kStream
+  std::string path;         // kVirtual*: control path
+  std::string content;      // kVirtualRead: snapshot; kVirtualWrite: buffer
+  std::mutex mu;            // kVirtualWrite: guards content
+  bool dirty = false;       // kVirtualWrite: written since the last flush
+};
+
+// What an open directory handle points at: a snapshot of the listing, so that
+// offsets stay valid while the directory changes underneath.
+struct OpenDir {
+  struct Entry {
+    std::string name;
+    struct stat st;   // lower: lstat; virtual: synthesised
+    NodeKind kind;
+    std::string path;  // child's lower or control path
+  };
+  std::vector<Entry> entries;
+};
+
+bool ValidName(const char* name) {
+  size_t n = std::strlen(name);
+  if (n == 0 || n > NAME_MAX) return false;
+  if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) return false;
+  return std::strchr(name, '/') == nullptr;
+}
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return dir.empty() ? name : dir + "/" + name;
+}
+
+cache::ObjectId ObjectIdOf(const struct stat& st) {
+  const uint64_t key[2] = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  return Checksum(key, sizeof(key));
+}
+
+store::Version VersionOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec};
+}
+
+class FilesystemImpl final : public Filesystem {
+ public:
+  FilesystemImpl(const FsParts& p, const struct stat& root_st)
+      : cfg_(*p.config),
+        lower_(*p.lower),
+        cache_(*p.cache),
+        control_(*p.control),
+        attributor_(*p.attributor),
+        inodes_(root_st),
+        open_mode_(cfg_.cache.consistency == Consistency::kOpen),
+        entry_timeout_(open_mode_ ? 0.0 : cfg_.fuse.entry_timeout),
+        attr_timeout_(open_mode_ ? 0.0 : cfg_.fuse.attr_timeout),
+        start_time_(::time(nullptr)) {
+    FillOps();
+  }
+
+  const fuse_lowlevel_ops& ops() const override { return ops_; }
+
+ private:
+  static FilesystemImpl& Self(fuse_req_t req) {
+    return *static_cast<FilesystemImpl*>(fuse_req_userdata(req));
+  }
+
+  // ---- attributes -------------------------------------------------------
+
+  struct stat VirtualAttr(fuse_ino_t ino, const control::VNode& v) const {
+    struct stat st {};
+    st.st_ino = ino;
+    st.st_mode = v.is_dir ? (S_IFDIR | 0755) : (S_IFREG | (v.writable ? 0644 : 0444));
+    st.st_nlink = v.is_dir ? 2 : 1;
+    st.st_uid = v.uid;
+    st.st_gid = v.gid;
+    st.st_size = 0;  // contents are dynamic; served with direct_io
+    st.st_blksize = 4096;
+    st.st_atim.tv_sec = st.st_mtim.tv_sec = st.st_ctim.tv_sec = start_time_;
+    return st;
+  }
+
+  // Lower attributes as the kernel sees them: our inode number, no write bits.
+  static struct stat Exposed(fuse_ino_t ino, struct stat st) {
+    st.st_ino = ino;
+    return st;
+  }
+
+  void ReplyEntry(fuse_req_t req, const NodeView& v, double timeout) {
+    fuse_entry_param e {};
+    e.ino = v.ino;
+    e.generation = 1;
+    e.attr = v.kind == NodeKind::kLower ? Exposed(v.ino, v.st) : v.st;
+    e.attr_timeout = timeout;
+    e.entry_timeout = timeout;
+    fuse_reply_entry(req, &e);
+  }
+
+  // Resolves `name` in directory `parent` and takes one lookup on the child.
+  Result<NodeView> LookupChild(const NodeView& parent, const char* name) {
+    if (!ValidName(name)) return InvalidArgument("bad name");
+    if (parent.kind == NodeKind::kVirtual) {
+      std::string path = Join(parent.path, name);
+      auto vn = control_.Stat(path);
+      if (!vn.ok()) return vn.status();
+      NodeView v = inodes_.Ref(NodeKind::kVirtual, path, {});
+      v.st = VirtualAttr(v.ino, vn.value());
+      return v;
+    }
+    if (parent.ino == FUSE_ROOT_ID && std::strcmp(name, kControlDirName) == 0) {
+      NodeView v = inodes_.Ref(NodeKind::kVirtual, "", {});
+      v.st = VirtualAttr(v.ino, control::VNode{true, false, 0, 0});
+      return v;
+    }
+    std::string path = Join(parent.path, name);
+    auto st = lower_.Stat(path);
+    if (!st.ok()) return st.status();
+    return inodes_.Ref(NodeKind::kLower, path, st.value());
+  }
+
+  // ---- ops --------------------------------------------------------------
+
+  static void Init(void* userdata, fuse_conn_info* conn) {
+    auto* self = static_cast<FilesystemImpl*>(userdata);
+    conn->max_background = self->cfg_.fuse.max_background;
+    conn->congestion_threshold = conn->max_background * 3 / 4;
+    if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+    conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+    conn->time_gran = 1;
+  }
+
+  static void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    auto& self = Self(req);
+    auto p = self.inodes_.Get(parent);
+    if (!p) return (void)fuse_reply_err(req, ESTALE);
+    if (std::strlen(name) > NAME_MAX) return (void)fuse_reply_err(req, ENAMETOOLONG);
+    auto child = self.LookupChild(*p, name);
+    if (!child.ok()) {
+      if (child.status().code() == Code::kNotFound && p->kind == NodeKind::kLower) {
+        // Negative entry: the dataset is immutable, remember the absence.
+        fuse_entry_param e {};
+        e.entry_timeout = self.entry_timeout_;
+        return (void)fuse_reply_entry(req, &e);
+      }
+      return (void)fuse_reply_err(req, ToErrno(child.status()));
+    }
+    double timeout = child.value().kind == NodeKind::kVirtual ? 0.0 : self.entry_timeout_;
+    self.ReplyEntry(req, child.value(), timeout);
+  }
+
+  static void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    Self(req).inodes_.Forget(ino, nlookup);
+    fuse_reply_none(req);
+  }
+
+  static void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+    auto& self = Self(req);
+    for (size_t i = 0; i < count; ++i) self.inodes_.Forget(forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+  }
+
+  static void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
+    auto& self = Self(req);
+    auto v = self.inodes_.Get(ino);
+    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (v->kind == NodeKind::kVirtual) {
+      auto vn = self.control_.Stat(v->path);
+      if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
+      struct stat st = self.VirtualAttr(ino, vn.value());
+      return (void)fuse_reply_attr(req, &st, 0.0);
+    }
+    struct stat st = v->st;
+    if (self.open_mode_) {
+      auto fresh = self.lower_.Stat(v->path);
+      if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+      st = fresh.value();
+      self.inodes_.SetAttr(ino, st);
+    }
+    st = Exposed(ino, st);
+    fuse_reply_attr(req, &st, self.attr_timeout_);
+  }
+
+  static void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+                      fuse_file_info* fi) {
+    auto& self = Self(req);
+    auto v = self.inodes_.Get(ino);
+    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    // Truncating a control file to zero before writing it is allowed (shell
+    // redirection without O_TRUNC support); nothing else changes attributes.
+    if (v->kind == NodeKind::kVirtual && to_set == FUSE_SET_ATTR_SIZE && attr->st_size == 0) {
+      return GetAttr(req, ino, fi);
+    }
+    fuse_reply_err(req, EROFS);
+  }
+
+  static void ReadLink(fuse_req_t req, fuse_ino_t ino) {
+    auto& self = Self(req);
+    auto v = self.inodes_.Get(ino);
+    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (v->kind != NodeKind::kLower) return (void)fuse_reply_err(req, EINVAL);
+    auto target = self.lower_.ReadLink(v->path);
+    if (!target.ok()) return (void)fuse_reply_err(req, ToErrno(target.status()));
+    fuse_reply_readlink(req, target.value().c_str());
+  }
+
+  static void OpenDirOp(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    auto& self = Self(req);
+    auto v = self.inodes_.Get(ino);
+    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    auto dir = std::make_unique<OpenDir>();
+    if (v->kind == NodeKind::kVirtual) {
+      auto names = self.control_.List(v->path);
+      if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
+      for (const std::string& n : names.value()) {
+        std::string path = Join(v->path, n);
+        auto vn = self.control_.Stat(path);
+        if (!vn.ok()) continue;
+        dir->entries.push_back({n, self.VirtualAttr(0, vn.value()), NodeKind::kVirtual, path});
+      }
+    } else {
+      auto list = self.lower_.List(v->path);
+      if (!list.ok()) return (void)fuse_reply_err(req, ToErrno(list.status()));
+      for (auto& e : list.value()) {
+        if (ino == FUSE_ROOT_ID && e.name == kControlDirName) continue;  // shadowed
+        std::string path = Join(v->path, e.name);
+        dir->entries.push_back({std::move(e.name), e.st, NodeKind::kLower, std::move(path)});
+      }
+      if (ino == FUSE_ROOT_ID) {
+        dir->entries.push_back({kControlDirName,
+                                self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
+                                NodeKind::kVirtual, ""});
+      }
+    }
+    fi->fh = reinterpret_cast<uint64_t>(dir.release());
+    fi->cache_readdir = v->kind == NodeKind::kLower && !self.open_mode_;
+    fi->keep_cache = fi->cache_readdir;
+    fuse_reply_open(req, fi);
+  }
+
+  static void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                            fuse_file_info* fi, bool plus) {
+    auto& self = Self(req);
+    auto* dir = reinterpret_cast<OpenDir*>(fi->fh);
+    std::vector<char> buf(size);
+    size_t used = 0;
+    // Offsets: 1 = ".", 2 = "..", 3 + i = entry i.
+    const size_t total = dir->entries.size() + 2;
+    for (size_t i = static_cast<size_t>(off); i < total; ++i) {
+      const off_t next = static_cast<off_t>(i + 1);
+      size_t len;
+      if (i < 2) {
+        struct stat st {};
+        st.st_ino = ino;
+        st.st_mode = S_IFDIR;
+        const char* name = i == 0 ? "." : "..";
+        if (plus) {
+          fuse_entry_param e {};
+          e.attr = st;
+          len = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, next);
+        } else {
+          len = fuse_add_direntry(req, buf.data() + used, size - used, name, &st, next);
+        }
+      } else {
+        const OpenDir::Entry& ent = dir->entries[i - 2];
+        if (plus) {
+          // readdirplus hands the kernel a lookup on each entry it accepts.
+          fuse_entry_param e {};
+          NodeView v = self.inodes_.Ref(ent.kind, ent.path, ent.st);
+          e.ino = v.ino;
+          e.generation = 1;
+          e.attr = ent.kind == NodeKind::kLower ? Exposed(v.ino, ent.st) : ent.st;
+          e.attr.st_ino = v.ino;
+          double t = ent.kind == NodeKind::kVirtual ? 0.0 : self.entry_timeout_;
+          e.attr_timeout = e.entry_timeout = t;
+          len = fuse_add_direntry_plus(req, buf.data() + used, size - used, ent.name.c_str(), &e,
+                                       next);
+          if (len > size - used) self.inodes_.Forget(v.ino, 1);
+        } else {
+          struct stat st = ent.st;
+          st.st_ino = 0;  // unknown: the kernel looks the name up
+          len = fuse_add_direntry(req, buf.data() + used, size - used, ent.name.c_str(), &st,
+                                  next);
+        }
+      }
+      if (len > size - used) break;
+      used += len;
+    }
+    fuse_reply_buf(req, buf.data(), used);
+  }
+
+  static void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+    ReadDirCommon(req, ino, size, off, fi, false);
+  }
+  static void ReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                          fuse_file_info* fi) {
+    ReadDirCommon(req, ino, size, off, fi, true);
+  }
+
+  static void ReleaseDir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+    delete reinterpret_cast<OpenDir*>(fi->fh);
+    fuse_reply_err(req, 0);
+  }
+
+  static void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    auto& self = Self(req);
+    auto v = self.inodes_.Get(ino);
+    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    const int acc = fi->flags & O_ACCMODE;
+    if (v->kind == NodeKind::kVirtual) return self.OpenVirtual(req, *v, fi, acc);
+    if (acc != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
+    if (!S_ISREG(v->st.st_mode)) return (void)fuse_reply_err(req, EACCES);
+
+    struct stat st = v->st;
+    const cache::ObjectId id = ObjectIdOf(st);
+    if (self.open_mode_) {
+      auto fresh = self.lower_.Stat(v->path);
+      if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+      if (VersionOf(fresh.value()) != VersionOf(st) || fresh.value().st_ino != st.st_ino) {
+        self.cache_.Invalidate(id);
+      }
+      st = fresh.value();
+      self.inodes_.SetAttr(ino, st);
+    }
+
+    auto file = std::make_unique<OpenFile>();
+    if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
+      auto fd = self.lower_.OpenFile(v->path);
+      if (!fd.ok()) return (void)fuse_reply_err(req, ToErrno(fd.status()));
+      file->kind = OpenFile::Kind::kStream;
+      file->fd = std::move(fd).value();
+    } else {
+      const fuse_ctx* ctx = fuse_req_ctx(req);
+      Attributor::Attribution who = self.attributor_.Attribute(ctx->pid, v->path);
+      store::GetRequest g{ObjectIdOf(st), v->path, VersionOf(st), who.job, who.sample};
+      auto obj = self.cache_.Get(g);
+      if (!obj.ok()) return (void)fuse_reply_err(req, ToErrno(obj.status()));
+      file->kind = OpenFile::Kind::kObject;
+      file->object = std::move(obj).value();
+    }
+    fi->fh = reinterpret_cast<uint64_t>(file.release());
+    fi->noflush = 1;
+    fi->keep_cache = 0;  // every read comes to the daemon, so every access is seen
+    fuse_reply_open(req, fi);
+  }
+
+  void OpenVirtual(fuse_req_t req, const NodeView& v, fuse_file_info* fi, int acc) {
+    auto vn = control_.Stat(v.path);
+    if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
+    if (vn.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
+    auto file = std::make_unique<OpenFile>();
+    file->path = v.path;
+    if (acc == O_RDONLY) {
+      auto content = control_.Read(v.path);
+      if (!content.ok()) return (void)fuse_reply_err(req, ToErrno(content.status()));
+      file->kind = OpenFile::Kind::kVirtualRead;
+      file->content = std::move(content).value();
+    } else {
+      if (!vn.value().writable) return (void)fuse_reply_err(req, EACCES);
+      file->kind = OpenFile::Kind::kVirtualWrite;
+      if (!(fi->flags & O_TRUNC)) {
+        auto content = control_.Read(v.path);
+        if (content.ok()) file->content = std::move(content).value();
+      }
+    }
+    fi->fh = reinterpret_cast<uint64_t>(file.release());
+    fi->direct_io = 1;
+    fi->nonseekable = 0;
+    fuse_reply_open(req, fi);
+  }
+
+  static void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off,
+                   fuse_file_info* fi) {
+    auto& self = Self(req);
+    auto* f = reinterpret_cast<OpenFile*>(fi->fh);
+    const auto slice = [&](const char* data, size_t len) {
+      if (static_cast<uint64_t>(off) >= len) return (void)fuse_reply_buf(req, nullptr, 0);
+      size_t n = std::min(size, len - static_cast<size_t>(off));
+      fuse_reply_buf(req, data + off, n);
+    };
+    switch (f->kind) {
+      case OpenFile::Kind::kObject:
+        return slice(f->object->data.data(), f->object->data.size());
+      case OpenFile::Kind::kVirtualRead:
+        return slice(f->content.data(), f->content.size());
+      case OpenFile::Kind::kVirtualWrite: {
+        std::lock_guard lock(f->mu);
+        return slice(f->content.data(), f->content.size());
+      }
+      case OpenFile::Kind::kStream: {
+        thread_local std::vector<char> buf;
+        if (buf.size() < size) buf.resize(size);
+        auto n = self.lower_.ReadAt(f->fd.get(), buf.data(), size, static_cast<uint64_t>(off));
+        self.cache_.CountStreamed(n.ok() ? n.value() : 0, !n.ok());
+        if (!n.ok()) return (void)fuse_reply_err(req, ToErrno(n.status()));
+        return (void)fuse_reply_buf(req, buf.data(), n.value());
+      }
+    }
+  }
+
+  static void Write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
+                    fuse_file_info* fi) {
+    auto* f = reinterpret_cast<OpenFile*>(fi->fh);
+    if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
+      return (void)fuse_reply_err(req, EROFS);
+    }
+    constexpr size_t kMaxControlFile = 64u << 20;
+    std::lock_guard lock(f->mu);
+    if (static_cast<uint64_t>(off) + size > kMaxControlFile) {
+      return (void)fuse_reply_err(req, EFBIG);
+    }
+    if (f->content.size() < static_cast<size_t>(off) + size) f->content.resize(off + size);
+    std::memcpy(f->content.data() + off, buf, size);
+    f->dirty = true;
+    fuse_reply_write(req, size);
+  }
+
+  static void Flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+    auto& self = Self(req);
+    auto* f = reinterpret_cast<OpenFile*>(fi->fh);
+    if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
+      return (void)fuse_reply_err(req, 0);
+    }
+    std::lock_guard lock(f->mu);
+    if (!f->dirty) return (void)fuse_reply_err(req, 0);
+    f->dirty = false;
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    Status s = self.control_.Write(f->path, f->content, {ctx->uid, ctx->gid, ctx->pid});
+    fuse_reply_err(req, ToErrno(s));
+  }
+
+  static void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+    delete reinterpret_cast<OpenFile*>(fi->fh);
+    fuse_reply_err(req, 0);
+  }
+
+  static void StatFs(fuse_req_t req, fuse_ino_t /*ino*/) {
+    auto& self = Self(req);
+    auto sv = self.lower_.StatFs();
+    if (!sv.ok()) return (void)fuse_reply_err(req, ToErrno(sv.status()));
+    struct statvfs out = sv.value();
+    out.f_flag |= ST_RDONLY;
+    fuse_reply_statfs(req, &out);
+  }
+
+  static void MkDir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/) {
+    auto& self = Self(req);
+    auto p = self.inodes_.Get(parent);
+    if (!p) return (void)fuse_reply_err(req, ESTALE);
+    if (p->kind != NodeKind::kVirtual) return (void)fuse_reply_err(req, EROFS);
+    if (!ValidName(name)) return (void)fuse_reply_err(req, EINVAL);
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    Status s = self.control_.Mkdir(Join(p->path, name), {ctx->uid, ctx->gid, ctx->pid});
+    if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
+    auto child = self.LookupChild(*p, name);
+    if (!child.ok()) return (void)fuse_reply_err(req, ToErrno(child.status()));
+    self.ReplyEntry(req, child.value(), 0.0);
+  }
+
+  static void RmDir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    auto& self = Self(req);
+    auto p = self.inodes_.Get(parent);
+    if (!p) return (void)fuse_reply_err(req, ESTALE);
+    if (p->kind != NodeKind::kVirtual) return (void)fuse_reply_err(req, EROFS);
+    if (!ValidName(name)) return (void)fuse_reply_err(req, EINVAL);
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    Status s = self.control_.Rmdir(Join(p->path, name), {ctx->uid, ctx->gid, ctx->pid});
+    fuse_reply_err(req, ToErrno(s));
+  }
+
+  // Every other modifying operation: the dataset is read-only.
+  static void MkNod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
+    fuse_reply_err(req, EROFS);
+  }
+  static void Unlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+  static void SymLink(fuse_req_t req, const char*, fuse_ino_t, const char*) {
+    fuse_reply_err(req, EROFS);
+  }
+  static void Rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*,
+                     unsigned int) {
+    fuse_reply_err(req, EROFS);
+  }
+  static void Link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
+    fuse_reply_err(req, EROFS);
+  }
+  static void Create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
+    fuse_reply_err(req, EROFS);
+  }
+  static void SetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+    fuse_reply_err(req, EROFS);
+  }
+  static void RemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+  static void Fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
+    fuse_reply_err(req, EROFS);
+  }
+
+  void FillOps() {
+    ops_ = {};
+    ops_.init = Init;
+    ops_.lookup = Lookup;
+    ops_.forget = Forget;
+    ops_.forget_multi = ForgetMulti;
+    ops_.getattr = GetAttr;
+    ops_.setattr = SetAttr;
+    ops_.readlink = ReadLink;
+    ops_.opendir = OpenDirOp;
+    ops_.readdir = ReadDir;
+    ops_.readdirplus = ReadDirPlus;
+    ops_.releasedir = ReleaseDir;
+    ops_.open = Open;
+    ops_.read = Read;
+    ops_.write = Write;
+    ops_.flush = Flush;
+    ops_.release = Release;
+    ops_.statfs = StatFs;
+    ops_.mkdir = MkDir;
+    ops_.rmdir = RmDir;
+    ops_.mknod = MkNod;
+    ops_.unlink = Unlink;
+    ops_.symlink = SymLink;
+    ops_.rename = Rename;
+    ops_.link = Link;
+    ops_.create = Create;
+    ops_.setxattr = SetXattr;
+    ops_.removexattr = RemoveXattr;
+    ops_.fallocate = Fallocate;
+  }
+
+  const Config& cfg_;
+  const store::Lower& lower_;
+  store::CacheFront& cache_;
+  control::ControlPlane& control_;
+  Attributor& attributor_;
+  InodeTable inodes_;
+  const bool open_mode_;
+  const double entry_timeout_;
+  const double attr_timeout_;
+  const time_t start_time_;
+  fuse_lowlevel_ops ops_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Filesystem>> Filesystem::Create(const FsParts& parts) {
+  auto root = parts.lower->Stat("");
+  if (!root.ok()) return root.status();
+  if (!S_ISDIR(root.value().st_mode)) return InvalidArgument(parts.lower->root() + ": not a directory");
+  return std::unique_ptr<Filesystem>(new FilesystemImpl(parts, root.value()));
+}
+
+}  // namespace epochfs::fs

@@ -1,0 +1,110 @@
+#include "epochfs/fs/session.h"
+
+#include <fuse_lowlevel.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+
+#include "epochfs/common/log.h"
+
+namespace epochfs::fs {
+namespace {
+
+// libfuse reports mount problems through its log callback; keep the last
+// message so that the mount error names the cause in one line.
+std::mutex g_fuse_log_mu;
+std::string g_last_fuse_message;
+
+void FuseLog(enum fuse_log_level level, const char* fmt, va_list ap) {
+  char buf[1024];
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  std::string msg(buf);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  {
+    std::lock_guard lock(g_fuse_log_mu);
+    g_last_fuse_message = msg;
+  }
+  // Mount errors reach the user through Session::Mount's Status; the rest is
+  // debugging detail.
+  (void)level;
+  log::Debug("libfuse: " + msg);
+}
+
+std::string LastFuseMessage() {
+  std::lock_guard lock(g_fuse_log_mu);
+  std::string m = g_last_fuse_message;
+  if (m.rfind("fuse: ", 0) == 0) m = m.substr(6);
+  return m;
+}
+
+// Escapes ',' and '\' for a -o option value.
+std::string EscapeOpt(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == ',' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Session::Impl {
+  fuse_session* se = nullptr;
+  bool mounted = false;
+  bool handlers = false;
+  unsigned threads = 4;
+};
+
+Result<std::unique_ptr<Session>> Session::Mount(Filesystem& fs, const MountOptions& opts) {
+  fuse_set_log_func(FuseLog);
+  std::string o = "default_permissions,fsname=" + EscapeOpt(opts.fsname) + ",subtype=epochfs";
+  for (const std::string& f : opts.fuse_opts) o += "," + f;
+  std::vector<std::string> argv_s = {"epochfs", "-o", o};
+  if (opts.debug) argv_s.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+
+  std::unique_ptr<Session> session(new Session());
+  session->impl_ = std::make_unique<Impl>();
+  session->impl_->threads = opts.threads;
+  Impl& im = *session->impl_;
+  im.se = fuse_session_new(&args, &fs.ops(), sizeof(fuse_lowlevel_ops), &fs);
+  fuse_opt_free_args(&args);
+  if (im.se == nullptr) return InvalidArgument("bad FUSE option: " + LastFuseMessage());
+  if (fuse_set_signal_handlers(im.se) != 0) return Internal("cannot install signal handlers");
+  im.handlers = true;
+  if (fuse_session_mount(im.se, opts.mountpoint.c_str()) != 0) {
+    return IoError("cannot mount " + opts.mountpoint + ": " + LastFuseMessage());
+  }
+  im.mounted = true;
+  return session;
+}
+
+Session::~Session() {
+  if (!impl_) return;
+  if (impl_->mounted) fuse_session_unmount(impl_->se);
+  if (impl_->handlers) fuse_remove_signal_handlers(impl_->se);
+  if (impl_->se != nullptr) fuse_session_destroy(impl_->se);
+}
+
+Status Session::Daemonize(bool foreground) {
+  if (fuse_daemonize(foreground ? 1 : 0) != 0) return Internal("cannot daemonize");
+  return Status::Ok();
+}
+
+Status Session::Run() {
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_max_threads(cfg, impl_->threads);
+  fuse_loop_cfg_set_idle_threads(cfg, impl_->threads);
+  fuse_loop_cfg_set_clone_fd(cfg, 1);
+  int rc = fuse_session_loop_mt(impl_->se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  // A signal ends the loop with rc = 0 and exited set; unmount is clean too.
+  if (rc != 0 && rc != -EINTR) return Internal("session loop ended with error " + std::to_string(rc));
+  return Status::Ok();
+}
+
+}  // namespace epochfs::fs

@@ -1,0 +1,102 @@
+// epochfs: args → config → daemon.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "epochfs/common/log.h"
+#include "epochfs/config/config.h"
+#include "epochfs/daemon/daemon.h"
+
+namespace {
+
+// Splits "a,b\,c,d" on unescaped commas.
+std::vector<std::string> SplitOptions(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      cur.push_back(s[++i]);
+    } else if (s[i] == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(s[i]);
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// Generic mount(8) options that mount.fuse3 or fstab may pass: accepted and
+// ignored (the dataset view is always read-only, nodev/nosuid always hold).
+const std::set<std::string> kIgnored = {
+    "rw",    "ro",      "dev",    "nodev",  "suid",     "nosuid",     "exec", "noexec",
+    "atime", "noatime", "relatime", "nodiratime", "sync", "async",    "auto", "noauto",
+    "user",  "nouser",  "users",  "_netdev", "nofail", "defaults", "default_permissions"};
+// FUSE options handed to the kernel mount (key or key=value).
+const std::set<std::string> kFuse = {"allow_other", "allow_root", "auto_unmount", "fsname",
+                                     "subtype",     "max_read"};
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "epochfs: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"epochfs: a FUSE cache for training datasets on slow storage"};
+  epochfs::DaemonArgs args;
+  std::vector<std::string> opts;
+  std::string config_file;
+  app.add_option("LOWER", args.lower, "dataset directory on slow storage")->required();
+  app.add_option("MOUNTPOINT", args.mountpoint, "where to mount it")->required();
+  app.add_flag("-f,--foreground", args.foreground, "stay in the foreground");
+  app.add_flag("-d,--debug", args.debug, "trace FUSE requests (implies -f)");
+  app.add_option("-o", opts, "options: config key=value overrides and FUSE mount options")
+      ->allow_extra_args(false);
+  app.add_option("--config", config_file, "TOML config file");
+  app.set_version_flag("-V,--version", std::string("epochfs ") + EPOCHFS_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return Fail(std::string(e.what()) + " (see epochfs --help)");
+  }
+
+  epochfs::Config cfg;
+  if (!config_file.empty()) {
+    auto loaded = epochfs::LoadConfigFile(config_file);
+    if (!loaded.ok()) return Fail(loaded.status().message());
+    cfg = loaded.value();
+  }
+  for (const std::string& group : opts) {
+    for (const std::string& opt : SplitOptions(group)) {
+      const size_t eq = opt.find('=');
+      const std::string key = opt.substr(0, eq);
+      if (epochfs::IsConfigKey(key)) {
+        if (eq == std::string::npos) return Fail("-o " + key + ": needs a value (" + key + "=...)");
+        if (auto s = epochfs::ApplyOverride(&cfg, key, opt.substr(eq + 1)); !s.ok()) {
+          return Fail(s.message());
+        }
+      } else if (kFuse.count(key) != 0) {
+        args.fuse_opts.push_back(opt);
+      } else if (kIgnored.count(key) == 0) {
+        return Fail("unknown option '" + opt + "' (see epochfs(8))");
+      }
+    }
+  }
+  epochfs::log::Level level;
+  if (epochfs::log::ParseLevel(cfg.log.level, &level)) epochfs::log::SetLevel(level);
+  if (args.debug) epochfs::log::SetLevel(epochfs::log::Level::kDebug);
+  args.config = cfg;
+
+  epochfs::Status s = epochfs::RunDaemon(args);
+  if (!s.ok()) return Fail(s.message());
+  return 0;
+}

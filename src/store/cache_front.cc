@@ -1,0 +1,139 @@
+#include "epochfs/store/cache_front.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "epochfs/common/hash.h"
+#include "epochfs/common/log.h"
+
+namespace epochfs::store {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy, uint64_t budget)
+    : lower_(lower),
+      ram_(budget),
+      max_object_(std::min<uint64_t>(budget / 4, uint64_t{1} << 30)),
+      policy_(std::move(policy)) {}
+
+Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
+  if (ObjectRef hit = ram_.Find(req.id)) {
+    if (hit->version == req.version) {
+      c_.hits.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard lock(policy_mu_);
+      cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
+      ApplyLocked(policy_->OnHit(a), nullptr);
+      return hit;
+    }
+    Invalidate(req.id);
+  }
+
+  std::promise<Result<ObjectRef>> promise;
+  std::shared_future<Result<ObjectRef>> fut;
+  bool leader = false;
+  {
+    std::lock_guard lock(flights_mu_);
+    auto it = flights_.find(req.id);
+    if (it != flights_.end()) {
+      fut = it->second;
+    } else {
+      fut = promise.get_future().share();
+      flights_.emplace(req.id, fut);
+      leader = true;
+    }
+  }
+  if (!leader) {
+    c_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    return fut.get();
+  }
+  Result<ObjectRef> r = Load(req);
+  {
+    std::lock_guard lock(flights_mu_);
+    flights_.erase(req.id);
+  }
+  promise.set_value(r);
+  return r;
+}
+
+Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
+  const uint64_t start = NowNs();
+  auto fail = [this](Status s) -> Result<ObjectRef> {
+    c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  };
+  auto fd = lower_.OpenFile(req.rel);
+  if (!fd.ok()) return fail(fd.status());
+  struct stat st;
+  if (::fstat(fd.value().get(), &st) != 0) return fail(StatusFromErrno(errno, req.rel));
+  if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": no longer a regular file"));
+  auto data = lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
+  if (!data.ok()) {
+    log::Warn(req.rel + ": " + data.status().message());
+    return fail(data.status());
+  }
+  auto obj = std::make_shared<Object>();
+  obj->id = req.id;
+  obj->version = {static_cast<uint64_t>(st.st_size),
+                  st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec};
+  obj->data = std::move(data).value();
+  obj->checksum = Checksum(obj->data.data(), obj->data.size());
+  const uint64_t now = NowNs();
+  c_.misses.fetch_add(1, std::memory_order_relaxed);
+  c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
+
+  ObjectRef ref = std::move(obj);
+  if (ref->version != req.version) {
+    // The file changed since the caller's stat: serve what is there now, but
+    // do not cache bytes that disagree with the attributes the kernel holds.
+    return ref;
+  }
+  std::lock_guard lock(policy_mu_);
+  cache::Access a{req.id, ref->data.size(), req.job, req.sample, now};
+  ApplyLocked(policy_->OnMiss(a, now - start), ref);
+  return ref;
+}
+
+void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) {
+  for (cache::ObjectId victim : d.evict) {
+    if (ram_.Erase(victim)) c_.evictions.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (d.admit && loaded) {
+    if (ram_.Insert(loaded)) {
+      c_.admissions.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      c_.refused.fetch_add(1, std::memory_order_relaxed);
+      policy_->OnDropped(loaded->id);
+    }
+  }
+}
+
+void CacheFront::Invalidate(cache::ObjectId id) {
+  std::lock_guard lock(policy_mu_);
+  if (ram_.Erase(id)) c_.invalidations.fetch_add(1, std::memory_order_relaxed);
+  policy_->OnDropped(id);
+}
+
+void CacheFront::CountStreamed(uint64_t bytes, bool error) {
+  c_.bytes_read_lower.fetch_add(bytes, std::memory_order_relaxed);
+  if (error) c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CacheFront::WithPolicy(const std::function<cache::Decision(cache::Policy&)>& fn) {
+  std::lock_guard lock(policy_mu_);
+  ApplyLocked(fn(*policy_), nullptr);
+}
+
+CacheCounters CacheFront::counters() const {
+  auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  return {ld(c_.hits),      ld(c_.misses),       ld(c_.coalesced),
+          ld(c_.bytes_read_lower), ld(c_.evictions), ld(c_.admissions),
+          ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations)};
+}
+
+}  // namespace epochfs::store

@@ -1,0 +1,345 @@
+"""Shared helpers for epochfs real-mount integration tests.
+
+Every test case that mounts something derives from MountTestCase. Mounts are
+always torn down by cleanups registered *before* the daemon starts
+(fusermount3 -u, then lazy unmount, then SIGKILL of the process), so a failing
+or crashing test never leaves a mount behind.
+
+Binaries:
+  EPOCHFS_BIN  the epochfs executable (default: <repo>/build/src/epochfs)
+  FAULTFS_BIN  the faultfs fixture     (default: <repo>/build/tests/integration/faultfs)
+
+Exit status 77 (meson: SKIP) only when /dev/fuse is missing or we are not root.
+Standard library only; runs with Debian's /usr/bin/python3.
+"""
+
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SKIP_EXIT = 77
+
+VERSION_TEXT = "epochfs 0.1.0\nprotocol 1\n"
+STATS_INT_FIELDS = ("budget", "used", "hits", "misses", "bytes_read_lower",
+                    "objects", "evictions", "lower_errors")
+
+MOUNT_TIMEOUT = 15.0   # seconds until .epochfs/version must be readable
+EXIT_TIMEOUT = 10.0    # seconds for a daemon to exit after unmount / signal
+
+
+def epochfs_bin():
+    return os.environ.get("EPOCHFS_BIN") or os.path.join(REPO, "build", "src", "epochfs")
+
+
+def faultfs_bin():
+    return os.environ.get("FAULTFS_BIN") or os.path.join(
+        REPO, "build", "tests", "integration", "faultfs")
+
+
+def skip_reason():
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse missing"
+    if os.geteuid() != 0:
+        return "not root"
+    return None
+
+
+def main():
+    """unittest.main() with the meson SKIP convention."""
+    reason = skip_reason()
+    if reason:
+        print("SKIP: " + reason)
+        sys.exit(SKIP_EXIT)
+    unittest.main(verbosity=2)
+
+
+# --------------------------------------------------------------------------
+# /proc/mounts
+# --------------------------------------------------------------------------
+
+def _unescape_mounts(field):
+    # /proc/mounts escapes space, tab, newline and backslash as octal.
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mount_entries(path):
+    """All /proc/mounts entries (source, target, fstype, options) at path."""
+    path = os.path.realpath(path)
+    found = []
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 4 and _unescape_mounts(parts[1]) == path:
+                found.append((_unescape_mounts(parts[0]), path, parts[2], parts[3]))
+    return found
+
+
+def is_mounted(path):
+    return bool(mount_entries(path))
+
+
+def force_unmount(path):
+    """Best effort: leave nothing mounted at path."""
+    for _ in range(5):
+        if not is_mounted(path):
+            return
+        subprocess.run(["fusermount3", "-u", path], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        if not is_mounted(path):
+            return
+        subprocess.run(["fusermount3", "-uz", path], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        subprocess.run(["umount", "-l", path], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        time.sleep(0.1)
+
+
+def wait_for(pred, timeout, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# Data helpers
+# --------------------------------------------------------------------------
+
+def det_bytes(size, seed):
+    """Deterministic pseudo-random bytes (same seed+size -> same bytes)."""
+    return random.Random(seed * 1000003 + size).randbytes(size)
+
+
+def write_file(path, data, mode=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    if mode is not None:
+        os.chmod(path, mode)
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_file_raw(path, bufsize=256 * 1024):
+    """open + read(2) until EOF + close, without Python's buffering layer."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, bufsize)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------
+# A running epochfs
+# --------------------------------------------------------------------------
+
+class Daemon:
+    """An epochfs process started in the foreground (-f) by MountTestCase.mount."""
+
+    def __init__(self, proc, lower, mnt, stderr_path):
+        self.proc = proc
+        self.lower = lower
+        self.mnt = mnt
+        self.stderr_path = stderr_path
+
+    def path(self, *rel):
+        return os.path.join(self.mnt, *rel)
+
+    def stats(self):
+        with open(self.path(".epochfs", "stats")) as f:
+            return json.load(f)
+
+    def version(self):
+        with open(self.path(".epochfs", "version")) as f:
+            return f.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stderr_text(self):
+        try:
+            with open(self.stderr_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def unmount(self):
+        """fusermount3 -u; returns the daemon's exit status."""
+        r = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("fusermount3 -u failed: %s" % r.stderr.strip())
+        return self.wait_exit()
+
+    def wait_exit(self, timeout=EXIT_TIMEOUT):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("epochfs did not exit within %.0fs" % timeout)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=EXIT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+class MountTestCase(unittest.TestCase):
+    """Base class: temp dirs, daemon start, guaranteed teardown."""
+
+    def setUp(self):
+        reason = skip_reason()
+        if reason:
+            self.skipTest(reason)
+        self.tmp = tempfile.mkdtemp(prefix="epochfs-it-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    # -- temp paths ---------------------------------------------------------
+    def make_dir(self, name):
+        p = os.path.join(self.tmp, name)
+        os.makedirs(p, exist_ok=True)
+        return p
+
+    def make_mountpoint(self, name="mnt"):
+        p = os.path.join(self.tmp, name)
+        n = 1
+        while os.path.exists(p):
+            n += 1
+            p = os.path.join(self.tmp, "%s%d" % (name, n))
+        os.makedirs(p)
+        # Registered after rmtree, so it runs before it (cleanups are LIFO).
+        self.addCleanup(force_unmount, p)
+        return p
+
+    # -- epochfs ------------------------------------------------------------
+    def epochfs_cmd(self, lower, mnt, opts=None, extra=None, foreground=True):
+        cmd = [epochfs_bin()]
+        if foreground:
+            cmd.append("-f")
+        if opts:
+            cmd += ["-o", ",".join(opts)]
+        if extra:
+            cmd += list(extra)
+        cmd += [lower, mnt]
+        return cmd
+
+    def mount(self, lower, mnt=None, opts=None, extra=None, check=True):
+        """Start `epochfs -f [-o opts] [extra] lower mnt`; wait until ready."""
+        if mnt is None:
+            mnt = self.make_mountpoint()
+        binary = epochfs_bin()
+        if not os.access(binary, os.X_OK):
+            self.fail("epochfs binary not found: %s (set EPOCHFS_BIN)" % binary)
+        stderr_path = os.path.join(self.tmp, "epochfs-%d.stderr" % time.monotonic_ns())
+        errf = open(stderr_path, "wb")
+        proc = subprocess.Popen(self.epochfs_cmd(lower, mnt, opts, extra),
+                                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
+        errf.close()
+        d = Daemon(proc, lower, mnt, stderr_path)
+        self.addCleanup(d.kill)
+        self.addCleanup(force_unmount, mnt)
+        if check:
+            self.wait_ready(d)
+        return d
+
+    def wait_ready(self, d, timeout=MOUNT_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if d.proc.poll() is not None:
+                self.fail("epochfs exited with %s before the mount was ready; stderr:\n%s"
+                          % (d.proc.returncode, d.stderr_text()))
+            if is_mounted(d.mnt):
+                try:
+                    if d.version() == VERSION_TEXT:
+                        return
+                    last = "version=%r" % d.version()
+                except OSError as e:
+                    last = e
+            time.sleep(0.05)
+        self.fail("mount not ready after %.0fs (last: %s); stderr:\n%s"
+                  % (timeout, last, d.stderr_text()))
+
+    def assert_stats_sane(self, st):
+        for k in STATS_INT_FIELDS:
+            self.assertIn(k, st)
+            self.assertIsInstance(st[k], int, k)
+            self.assertNotIsInstance(st[k], bool, k)
+            self.assertGreaterEqual(st[k], 0, k)
+        self.assertIsInstance(st.get("policy"), str)
+        self.assertLessEqual(st["used"], st["budget"], "used > budget: %r" % st)
+        ram = st["tiers"]["ram"]
+        self.assertIsInstance(ram["objects"], int)
+        self.assertIsInstance(ram["bytes"], int)
+        self.assertLessEqual(ram["bytes"], st["budget"], "ram.bytes > budget: %r" % st)
+
+    # -- faultfs ------------------------------------------------------------
+    def mount_faultfs(self, source):
+        """Mount faultfs(source) on a temp dir; returns its mountpoint."""
+        mnt = self.make_mountpoint("faultfs")
+        binary = faultfs_bin()
+        if not os.access(binary, os.X_OK):
+            self.fail("faultfs fixture not found: %s (set FAULTFS_BIN)" % binary)
+        errp = os.path.join(self.tmp, "faultfs.stderr")
+        errf = open(errp, "wb")
+        proc = subprocess.Popen([binary, source, mnt, "-f", "-o", "allow_other"],
+                                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
+        errf.close()
+
+        def stop():
+            force_unmount(mnt)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        self.addCleanup(stop)
+        if not wait_for(lambda: is_mounted(mnt) or proc.poll() is not None, MOUNT_TIMEOUT) \
+                or proc.poll() is not None:
+            with open(errp, errors="replace") as f:
+                self.fail("faultfs did not mount: %s" % f.read())
+        return mnt
+
+    def assert_errno(self, expected, fn, *args, **kwargs):
+        """fn(*args) must raise OSError with errno in expected (int or tuple)."""
+        if isinstance(expected, int):
+            expected = (expected,)
+        try:
+            fn(*args, **kwargs)
+        except OSError as e:
+            self.assertIn(e.errno, expected, "%s%r: got %s, want %s" % (
+                getattr(fn, "__name__", fn), args, errno.errorcode.get(e.errno, e.errno),
+                "/".join(errno.errorcode[x] for x in expected)))
+            return e
+        self.fail("%s%r: succeeded, want %s" % (
+            getattr(fn, "__name__", fn), args,
+            "/".join(errno.errorcode[x] for x in expected)))

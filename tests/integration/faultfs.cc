@@ -1,0 +1,144 @@
+// faultfs — a fault-injecting, read-only passthrough FUSE filesystem used as
+// epochfs' LOWER in integration tests (test fixture, not part of the product).
+//
+//   faultfs SOURCE MOUNTPOINT [libfuse options, e.g. -f -o allow_other]
+//
+// Mirrors SOURCE at MOUNTPOINT. Every read(2) of a regular file whose name
+// (last path component) contains "EIO" fails with EIO; open, stat and listing
+// of that file still succeed, so the failure shows up on the data path exactly
+// like a bad disk sector or a flaky network filesystem would. Everything else
+// is a plain passthrough. Modifying operations are not implemented (ENOSYS /
+// EROFS from the kernel); tests change SOURCE directly instead.
+//
+// Files are opened with direct_io so that every read reaches this process and
+// the kernel page cache of the faultfs mount never hides a fault.
+//
+// Uses the high-level libfuse 3 API; single-threaded loop is not forced, so
+// every callback is reentrant (no shared mutable state besides g_source).
+
+#define FUSE_USE_VERSION 31
+
+#include <fuse.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string g_source;  // absolute path of SOURCE, set once before fuse_main
+
+std::string Real(const char* path) { return g_source + path; }
+
+bool IsFaulty(const char* path) {
+  const char* base = std::strrchr(path, '/');
+  base = base ? base + 1 : path;
+  return std::strstr(base, "EIO") != nullptr;
+}
+
+void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
+  cfg->use_ino = 0;
+  cfg->entry_timeout = 0;  // tests mutate SOURCE underneath us
+  cfg->attr_timeout = 0;
+  cfg->negative_timeout = 0;
+  return nullptr;
+}
+
+int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
+  int rc = fi ? fstat(static_cast<int>(fi->fh), st) : lstat(Real(path).c_str(), st);
+  return rc == -1 ? -errno : 0;
+}
+
+int FaultReadlink(const char* path, char* buf, size_t size) {
+  if (size == 0) return -EINVAL;
+  ssize_t n = readlink(Real(path).c_str(), buf, size - 1);
+  if (n == -1) return -errno;
+  buf[n] = '\0';
+  return 0;
+}
+
+int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*offset*/,
+                 fuse_file_info* /*fi*/, fuse_readdir_flags /*flags*/) {
+  DIR* dir = opendir(Real(path).c_str());
+  if (dir == nullptr) return -errno;
+  while (dirent* de = readdir(dir)) {
+    struct stat st {};
+    st.st_ino = de->d_ino;
+    st.st_mode = static_cast<mode_t>(de->d_type) << 12;
+    if (filler(buf, de->d_name, &st, 0, static_cast<fuse_fill_dir_flags>(0)) != 0) break;
+  }
+  closedir(dir);
+  return 0;
+}
+
+int FaultOpen(const char* path, fuse_file_info* fi) {
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
+  int fd = open(Real(path).c_str(), fi->flags & ~(O_CREAT | O_TRUNC | O_EXCL));
+  if (fd == -1) return -errno;
+  fi->fh = static_cast<uint64_t>(fd);
+  fi->direct_io = 1;
+  return 0;
+}
+
+int FaultRead(const char* path, char* buf, size_t size, off_t offset, fuse_file_info* fi) {
+  if (IsFaulty(path)) return -EIO;
+  ssize_t n = pread(static_cast<int>(fi->fh), buf, size, offset);
+  return n == -1 ? -errno : static_cast<int>(n);
+}
+
+int FaultRelease(const char* /*path*/, fuse_file_info* fi) {
+  close(static_cast<int>(fi->fh));
+  return 0;
+}
+
+int FaultStatfs(const char* path, struct statvfs* st) {
+  return statvfs(Real(path).c_str(), st) == -1 ? -errno : 0;
+}
+
+int FaultAccess(const char* path, int mask) {
+  return access(Real(path).c_str(), mask) == -1 ? -errno : 0;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: faultfs SOURCE MOUNTPOINT [fuse options]\n");
+    return 2;
+  }
+  char resolved[PATH_MAX];
+  if (realpath(argv[1], resolved) == nullptr) {
+    std::fprintf(stderr, "faultfs: %s: %s\n", argv[1], std::strerror(errno));
+    return 1;
+  }
+  g_source = resolved;
+  if (g_source == "/") g_source.clear();
+
+  fuse_operations ops {};
+  ops.init = FaultInit;
+  ops.getattr = FaultGetattr;
+  ops.readlink = FaultReadlink;
+  ops.readdir = FaultReaddir;
+  ops.open = FaultOpen;
+  ops.read = FaultRead;
+  ops.release = FaultRelease;
+  ops.statfs = FaultStatfs;
+  ops.access = FaultAccess;
+
+  // Drop SOURCE from argv; libfuse parses the rest (MOUNTPOINT, -f, -o ...).
+  std::vector<char*> args;
+  args.push_back(argv[0]);
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  return fuse_main(static_cast<int>(args.size() - 1), args.data(), &ops, nullptr);
+}

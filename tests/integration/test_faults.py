@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""Faults and limits: lower EIO (through the faultfs fixture), files that
+vanish or shrink under the daemon, cache.consistency=open vs immutable, and
+the memory budget (stats.used never exceeds stats.budget)."""
+
+import errno
+import json
+import multiprocessing
+import os
+import time
+
+import epochfs_test as et
+
+KiB = 1024
+MiB = 1024 * KiB
+FORK = multiprocessing.get_context("fork")
+
+
+def read_or_errno(path):
+    """(bytes, None) or (None, errno) for open+read-to-EOF+close."""
+    try:
+        return et.read_file_raw(path), None
+    except OSError as e:
+        return None, e.errno
+
+
+class EioTest(et.MountTestCase):
+    def setUp(self):
+        super().setUp()
+        self.src = self.make_dir("src")
+        self.good = {}
+        for i, size in enumerate((0, 1, 5000, 110 * KiB, 2 * MiB + 7)):
+            name = "good_%d.bin" % size
+            self.good[name] = et.det_bytes(size, 300 + i)
+            et.write_file(os.path.join(self.src, name), self.good[name])
+        et.write_file(os.path.join(self.src, "bad_EIO.bin"), et.det_bytes(200 * KiB, 9))
+        et.write_file(os.path.join(self.src, "sub", "deep_EIO_small"), b"tiny")
+        self.faultmnt = self.mount_faultfs(self.src)
+
+    def test_fixture(self):
+        # The fixture itself: good files pass through, *EIO* files fail on read.
+        for name, data in self.good.items():
+            self.assertEqual(et.read_file_raw(os.path.join(self.faultmnt, name)), data)
+        self.assertEqual(os.stat(os.path.join(self.faultmnt, "bad_EIO.bin")).st_size, 200 * KiB)
+        _, err = read_or_errno(os.path.join(self.faultmnt, "bad_EIO.bin"))
+        self.assertEqual(err, errno.EIO)
+
+    def check_eio_mount(self, opts):
+        d = self.mount(self.faultmnt, opts=opts)
+        # stat works: metadata comes from LOWER's getattr.
+        self.assertEqual(os.stat(d.path("bad_EIO.bin")).st_size, 200 * KiB)
+        for rel in ("bad_EIO.bin", os.path.join("sub", "deep_EIO_small")):
+            for attempt in range(3):
+                with self.subTest(rel=rel, attempt=attempt):
+                    data, err = read_or_errno(d.path(rel))
+                    self.assertEqual(err, errno.EIO, "read gave %r" % (
+                        data[:20] if data is not None else None))
+        self.assertTrue(d.alive(), d.stderr_text())
+        for name, data in self.good.items():
+            self.assertEqual(et.read_file_raw(d.path(name)), data, name)
+        self.assertEqual(d.version(), et.VERSION_TEXT)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertGreaterEqual(st["lower_errors"], 1, st)
+        return d
+
+    def test_eio_default(self):
+        self.check_eio_mount(None)
+
+    def test_eio_lru(self):
+        d = self.check_eio_mount(["cache.memory=64MiB", "cache.policy=lru"])
+        # A failed load leaves nothing cached for that file.
+        st = d.stats()
+        self.assertLessEqual(st["objects"], len(self.good), st)
+
+    def test_eio_consistency_open(self):
+        self.check_eio_mount(["cache.consistency=open", "cache.policy=lru"])
+
+    def test_eio_concurrent(self):
+        d = self.mount(self.faultmnt, opts=["cache.memory=64MiB", "cache.policy=lru"])
+        q = FORK.Queue()
+
+        def child(wid):
+            errs = []
+            for rep in range(5):
+                for name in sorted(self.good) + ["bad_EIO.bin"]:
+                    data, err = read_or_errno(d.path(name))
+                    if name == "bad_EIO.bin":
+                        if err != errno.EIO:
+                            errs.append("%d: bad file gave %s" % (wid, err or "data"))
+                    elif err is not None or data != self.good[name]:
+                        errs.append("%d: %s gave %s" % (wid, name, err or "wrong bytes"))
+            q.put(errs)
+        procs = [FORK.Process(target=child, args=(w,)) for w in range(8)]
+        for p in procs:
+            p.start()
+        errors = []
+        for _ in procs:
+            errors += q.get(timeout=120)
+        for p in procs:
+            p.join()
+        self.assertEqual(errors, [])
+        self.assertTrue(d.alive())
+        self.assertGreaterEqual(d.stats()["lower_errors"], 1)
+
+
+class VanishTest(et.MountTestCase):
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        for i in range(4):
+            et.write_file(os.path.join(self.lower, "f%d.bin" % i), et.det_bytes(150 * KiB, i))
+        et.write_file(os.path.join(self.lower, "dir", "x.bin"), et.det_bytes(10 * KiB, 77))
+        et.write_file(os.path.join(self.lower, "keep.bin"), et.det_bytes(64 * KiB, 99))
+
+    def check_alive(self, d):
+        self.assertTrue(d.alive(), d.stderr_text())
+        self.assertEqual(et.read_file_raw(d.path("keep.bin")), et.det_bytes(64 * KiB, 99))
+        self.assert_stats_sane(d.stats())
+
+    def test_vanished_file(self):
+        for opts in (["cache.policy=lru"], ["cache.consistency=open", "cache.policy=lru"], None):
+            with self.subTest(opts=opts):
+                p = os.path.join(self.lower, "f0.bin")
+                et.write_file(p, et.det_bytes(150 * KiB, 0))
+                d = self.mount(self.lower, opts=opts)
+                os.stat(d.path("f0.bin"))             # looked up, never read
+                os.unlink(p)
+                data, err = read_or_errno(d.path("f0.bin"))
+                self.assertIn(err, (errno.ENOENT, errno.EIO),
+                              "vanished file gave %s" % ("data" if data is not None else err))
+                self.check_alive(d)
+                d.unmount()
+
+    def test_vanished_while_open(self):
+        d = self.mount(self.lower, opts=["cache.policy=lru"])
+        fd = os.open(d.path("f1.bin"), os.O_RDONLY)
+        try:
+            os.unlink(os.path.join(self.lower, "f1.bin"))
+            try:
+                data = os.pread(fd, 1 << 20, 0)
+                # Served from an fd or a copy taken at open: must be the old bytes.
+                self.assertEqual(data, et.det_bytes(150 * KiB, 1))
+            except OSError as e:
+                self.assertIn(e.errno, (errno.ENOENT, errno.EIO))
+        finally:
+            os.close(fd)
+        self.check_alive(d)
+
+    def test_vanished_directory(self):
+        d = self.mount(self.lower)
+        self.assertEqual(os.listdir(d.path("dir")), ["x.bin"])
+        os.unlink(os.path.join(self.lower, "dir", "x.bin"))
+        os.rmdir(os.path.join(self.lower, "dir"))
+        try:
+            names = os.listdir(d.path("dir"))
+            self.assertEqual(names, [])
+        except OSError as e:
+            self.assertIn(e.errno, (errno.ENOENT, errno.EIO, errno.ESTALE))
+        data, err = read_or_errno(d.path("dir", "x.bin"))
+        self.assertIn(err, (errno.ENOENT, errno.EIO, errno.ESTALE))
+        self.check_alive(d)
+
+    def test_replaced_by_directory(self):
+        d = self.mount(self.lower)
+        os.stat(d.path("f2.bin"))
+        os.unlink(os.path.join(self.lower, "f2.bin"))
+        os.mkdir(os.path.join(self.lower, "f2.bin"))
+        data, err = read_or_errno(d.path("f2.bin"))
+        self.assertIsNone(data, "directory served as file data")
+        self.assertIn(err, (errno.ENOENT, errno.EIO, errno.EISDIR, errno.ESTALE))
+        self.check_alive(d)
+
+    def test_shrunk_file(self):
+        d = self.mount(self.lower, opts=["cache.policy=lru"])
+        old = et.det_bytes(150 * KiB, 3)
+        self.assertEqual(os.stat(d.path("f3.bin")).st_size, len(old))
+        new = b"short now"
+        with open(os.path.join(self.lower, "f3.bin"), "r+b") as f:
+            f.truncate(len(new))
+            f.write(new)
+        data, err = read_or_errno(d.path("f3.bin"))
+        if data is not None:
+            # Never zero padding or garbage: a prefix of the new bytes, or the
+            # complete new file.
+            self.assertTrue(new.startswith(data),
+                            "shrunk file gave %d bytes: %r" % (len(data), data[:40]))
+        else:
+            self.assertIn(err, (errno.EIO, errno.ENOENT, errno.ESTALE))
+        self.check_alive(d)
+
+
+class ConsistencyTest(et.MountTestCase):
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        self.p = os.path.join(self.lower, "sample.bin")
+        self.a = et.det_bytes(10000, 1)
+        et.write_file(self.p, self.a)
+        et.write_file(os.path.join(self.lower, "other.bin"), et.det_bytes(7000, 2))
+
+    def replace_lower(self, data, mtime_shift_s=0):
+        st = os.stat(self.p)
+        with open(self.p, "r+b") as f:
+            f.truncate(0)
+            f.write(data)
+        if mtime_shift_s:
+            t = st.st_mtime_ns + mtime_shift_s * 10**9
+            os.utime(self.p, ns=(t, t))
+
+    def test_open_serves_fresh(self):
+        d = self.mount(self.lower, opts=["cache.consistency=open", "cache.policy=lru",
+                                         "cache.memory=64MiB"])
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), self.a)
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), self.a)
+        s1 = d.stats()
+        self.assertEqual((s1["misses"], s1["hits"]), (1, 1), s1)
+        # Bigger file.
+        b = et.det_bytes(25000, 2)
+        self.replace_lower(b, 3)
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), b)
+        self.assertEqual(os.stat(d.path("sample.bin")).st_size, len(b))
+        # Smaller file.
+        c = et.det_bytes(3000, 3)
+        self.replace_lower(c, 6)
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), c)
+        with open(d.path("sample.bin"), "rb") as f:
+            self.assertEqual(f.read(), c)
+        # Same size, only mtime differs.
+        e = et.det_bytes(3000, 4)
+        self.replace_lower(e, 9)
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), e)
+        s2 = d.stats()
+        self.assertGreaterEqual(s2["misses"], 4, s2)
+        # Unchanged file: a hit again, bytes read from LOWER unchanged.
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), e)
+        s3 = d.stats()
+        self.assertEqual(s3["misses"], s2["misses"], (s2, s3))
+        self.assertEqual(s3["bytes_read_lower"], s2["bytes_read_lower"], (s2, s3))
+        self.assert_stats_sane(s3)
+        self.assertLessEqual(s3["objects"], 1)
+
+    def test_open_while_other_fd_open(self):
+        d = self.mount(self.lower, opts=["cache.consistency=open", "cache.policy=lru"])
+        fd = os.open(d.path("sample.bin"), os.O_RDONLY)
+        try:
+            first = os.pread(fd, 1 << 20, 0)
+            self.assertEqual(first, self.a)
+            b = et.det_bytes(12000, 5)
+            self.replace_lower(b, 3)
+            self.assertEqual(et.read_file_raw(d.path("sample.bin")), b)
+        finally:
+            os.close(fd)
+        self.assertTrue(d.alive())
+
+    def test_immutable_serves_old_or_new(self):
+        d = self.mount(self.lower, opts=["cache.consistency=immutable", "cache.policy=lru",
+                                         "cache.memory=64MiB"])
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), self.a)
+        b = et.det_bytes(10000, 7)
+        self.replace_lower(b, 3)
+        got = et.read_file_raw(d.path("sample.bin"))
+        self.assertIn(got, (self.a, b), "immutable: neither old nor new bytes")
+        self.assertTrue(d.alive())
+
+
+class BudgetTest(et.MountTestCase):
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        self.data = {}
+        for i in range(24):
+            name = "img_%02d.bin" % i
+            self.data[name] = et.det_bytes(150 * KiB + i * 100, 500 + i)
+        self.data["huge.bin"] = et.det_bytes(3 * MiB, 999)      # bigger than the budget
+        self.data["exact.bin"] = et.det_bytes(MiB, 998)         # exactly the budget
+        for name, data in self.data.items():
+            et.write_file(os.path.join(self.lower, name), data)
+
+    def check_invariants(self, st, budget):
+        self.assert_stats_sane(st)
+        self.assertEqual(st["budget"], budget)
+        self.assertLessEqual(st["used"], budget, st)
+        self.assertLessEqual(st["tiers"]["ram"]["bytes"], budget, st)
+
+    def test_sequential(self):
+        d = self.mount(self.lower, opts=["cache.memory=1MiB", "cache.policy=lru"])
+        for rep in range(3):
+            for name in sorted(self.data):
+                self.assertEqual(et.read_file_raw(d.path(name)), self.data[name], name)
+                self.check_invariants(d.stats(), MiB)
+        st = d.stats()
+        self.assertGreater(st["evictions"], 0, st)
+        self.assertGreater(st["misses"], 26, st)
+        self.assertLessEqual(st["objects"], MiB // (150 * KiB) + 1, st)
+
+    def test_default_policy(self):
+        d = self.mount(self.lower, opts=["cache.memory=1MiB"])
+        for rep in range(2):
+            for name in sorted(self.data):
+                self.assertEqual(et.read_file_raw(d.path(name)), self.data[name], name)
+                self.check_invariants(d.stats(), MiB)
+
+    def test_concurrent_with_poller(self):
+        budget = MiB
+        d = self.mount(self.lower, opts=["cache.memory=1MiB", "cache.policy=lru"])
+        q = FORK.Queue()
+        stop = FORK.Event()
+
+        def reader(wid):
+            errs = []
+            names = sorted(self.data)
+            for rep in range(4):
+                for name in names[wid % len(names):] + names[:wid % len(names)]:
+                    data, err = read_or_errno(d.path(name))
+                    if data != self.data[name]:
+                        errs.append("%d: %s: %s" % (wid, name, err or "wrong bytes"))
+            q.put(("reader", errs))
+
+        def poller():
+            errs, n = [], 0
+            while not stop.is_set():
+                try:
+                    with open(d.path(".epochfs", "stats")) as f:
+                        st = json.load(f)
+                    n += 1
+                    if st["used"] > st["budget"] or st["budget"] != budget \
+                            or st["tiers"]["ram"]["bytes"] > budget:
+                        errs.append("budget violated: %r" % st)
+                except (OSError, ValueError) as e:
+                    errs.append("stats: %r" % e)
+                if len(errs) > 5:
+                    break
+                time.sleep(0.002)
+            q.put(("poller", errs + ([] if n > 10 else ["poller only polled %d times" % n])))
+
+        readers = [FORK.Process(target=reader, args=(w,)) for w in range(8)]
+        pol = FORK.Process(target=poller)
+        pol.start()
+        for p in readers:
+            p.start()
+        errors = []
+        for _ in readers:
+            errors += q.get(timeout=200)[1]
+        stop.set()
+        errors += q.get(timeout=30)[1]
+        for p in readers + [pol]:
+            p.join()
+        self.assertEqual(errors, [])
+        st = d.stats()
+        self.check_invariants(st, budget)
+        self.assertGreater(st["evictions"], 0, st)
+        self.assertTrue(d.alive())
+
+
+if __name__ == "__main__":
+    et.main()

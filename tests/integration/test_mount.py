@@ -1,0 +1,437 @@
+#!/usr/bin/python3
+"""Mount lifecycle: startup, .epochfs/ virtual files, option and config
+handling, mount errors, unmount by signal / fusermount3 / auto_unmount,
+daemon mode, `mount -t fuse.epochfs` and fstab."""
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import time
+
+import epochfs_test as et
+
+MiB = 1024 * 1024
+
+
+def find_daemon_pids(mnt):
+    """PIDs of epochfs processes whose command line names mnt."""
+    pids = []
+    real = os.path.realpath(mnt)
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if not argv or "epochfs" not in os.path.basename(argv[0]):
+            continue
+        if any(os.path.realpath(a) == real for a in argv[1:] if a.startswith("/")):
+            pids.append(int(d))
+    return pids
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except OSError:
+        return False
+
+
+class LowerMixin:
+    def make_lower(self):
+        lower = self.make_dir("lower")
+        et.write_file(os.path.join(lower, "a.bin"), et.det_bytes(5000, 1))
+        et.write_file(os.path.join(lower, "sub", "b.txt"), b"hello epochfs\n")
+        return lower
+
+    def check_lower_visible(self, mnt):
+        self.assertEqual(et.read_file(os.path.join(mnt, "a.bin")), et.det_bytes(5000, 1))
+        self.assertEqual(et.read_file(os.path.join(mnt, "sub", "b.txt")), b"hello epochfs\n")
+
+
+class VirtualFilesTest(LowerMixin, et.MountTestCase):
+    def test_version_exact(self):
+        d = self.mount(self.make_lower())
+        self.assertEqual(d.version(), "epochfs 0.1.0\nprotocol 1\n")
+        st = os.stat(d.path(".epochfs", "version"))
+        self.assertEqual(st.st_size, len("epochfs 0.1.0\nprotocol 1\n"))
+
+    def test_epochfs_dir_listed(self):
+        d = self.mount(self.make_lower())
+        names = sorted(os.listdir(d.mnt))
+        self.assertEqual(names, sorted([".epochfs", "a.bin", "sub"]))
+        self.assertTrue(os.path.isdir(d.path(".epochfs")))
+        inner = os.listdir(d.path(".epochfs"))
+        self.assertIn("version", inner)
+        self.assertIn("stats", inner)
+        # .epochfs exists only at the root, not inside subdirectories.
+        self.assertNotIn(".epochfs", os.listdir(d.path("sub")))
+        self.assertFalse(os.path.exists(d.path("sub", ".epochfs")))
+
+    def test_stats_fresh(self):
+        d = self.mount(self.make_lower(), opts=["cache.memory=64MiB", "cache.policy=lru"])
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertEqual(st["budget"], 64 * MiB)
+        self.assertEqual(st["policy"], "lru")
+        for k in ("used", "hits", "misses", "bytes_read_lower", "objects", "evictions",
+                  "lower_errors"):
+            self.assertEqual(st[k], 0, "fresh mount: %s=%r" % (k, st[k]))
+        self.assertEqual(st["tiers"]["ram"]["objects"], 0)
+        self.assertEqual(st["tiers"]["ram"]["bytes"], 0)
+
+    def test_stats_is_fresh_on_every_open(self):
+        d = self.mount(self.make_lower(), opts=["cache.memory=64MiB", "cache.policy=lru"])
+        s0 = d.stats()
+        et.read_file(d.path("a.bin"))
+        s1 = d.stats()
+        self.assert_stats_sane(s1)
+        self.assertEqual(s1["misses"], s0["misses"] + 1, (s0, s1))
+        self.assertGreaterEqual(s1["bytes_read_lower"], 5000)
+        # Reading the stats file itself must not count as a hit or miss.
+        for _ in range(3):
+            d.stats()
+        s2 = d.stats()
+        self.assertEqual((s2["hits"], s2["misses"]), (s1["hits"], s1["misses"]))
+
+    def test_stats_valid_json_with_small_reads(self):
+        d = self.mount(self.make_lower())
+        fd = os.open(d.path(".epochfs", "stats"), os.O_RDONLY)
+        try:
+            chunks = []
+            while True:
+                b = os.read(fd, 7)
+                if not b:
+                    break
+                chunks.append(b)
+        finally:
+            os.close(fd)
+        self.assert_stats_sane(json.loads(b"".join(chunks)))
+
+
+class OptionsTest(LowerMixin, et.MountTestCase):
+    def test_config_file_and_override(self):
+        lower = self.make_lower()
+        conf = os.path.join(self.tmp, "epochfs.toml")
+        with open(conf, "w") as f:
+            f.write('# test config\n[cache]\nmemory = "8MiB"\npolicy = "lru"\n')
+        d = self.mount(lower, extra=["--config", conf])
+        st = d.stats()
+        self.assertEqual(st["budget"], 8 * MiB)
+        self.assertEqual(st["policy"], "lru")
+        self.assertEqual(d.unmount(), 0)
+        # -o overrides the file.
+        d = self.mount(lower, mnt=d.mnt, opts=["cache.memory=16MiB"], extra=["--config", conf])
+        self.assertEqual(d.stats()["budget"], 16 * MiB)
+        self.check_lower_visible(d.mnt)
+
+    def test_memory_units(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        for value, want in (("1MiB", MiB), ("3145728", 3 * MiB), ("1GiB", 1024 * MiB)):
+            d = self.mount(lower, mnt=mnt, opts=["cache.memory=" + value])
+            self.assertEqual(d.stats()["budget"], want, value)
+            self.assertEqual(d.unmount(), 0)
+
+    def test_config_keys_accepted(self):
+        d = self.mount(self.make_lower(), opts=[
+            "cache.memory=64MiB", "cache.policy=lru", "cache.consistency=open",
+            "fuse.threads=4", "fuse.entry_timeout=1", "log.level=debug"])
+        self.check_lower_visible(d.mnt)
+        d = self.mount(d.lower, opts=["cache.consistency=immutable", "log.level=info"])
+        self.check_lower_visible(d.mnt)
+
+    def test_fuse_options(self):
+        lower = self.make_lower()
+        d = self.mount(lower, opts=["ro", "allow_other", "default_permissions",
+                                    "fsname=epochfs-it-src", "auto_unmount"])
+        self.check_lower_visible(d.mnt)
+        ents = et.mount_entries(d.mnt)
+        self.assertEqual(len(ents), 1, ents)
+        source, _, fstype, mopts = ents[0]
+        self.assertEqual(source, "epochfs-it-src")
+        self.assertTrue(fstype.startswith("fuse"), fstype)
+        self.assertIn("ro", mopts.split(","))
+        self.assertIn("allow_other", mopts.split(","))
+        self.assertIn("default_permissions", mopts.split(","))
+
+    def test_generic_mount_options_ignored(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        for opts in (["rw", "dev", "suid", "exec", "atime"],
+                     ["nodev", "nosuid", "noexec", "noatime"]):
+            d = self.mount(lower, mnt=mnt, opts=opts)
+            self.check_lower_visible(d.mnt)
+            self.assertEqual(d.unmount(), 0, opts)
+
+    def test_debug_flag(self):
+        d = self.mount(self.make_lower(), extra=["-d"])
+        self.check_lower_visible(d.mnt)
+        self.assertEqual(d.unmount(), 0)
+
+
+class MountErrorsTest(LowerMixin, et.MountTestCase):
+    def run_failing(self, lower, mnt, opts=None, extra=None, foreground=True):
+        cmd = self.epochfs_cmd(lower, mnt, opts, extra, foreground)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=20,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            self.fail("%s: did not exit (should have failed)" % cmd)
+        self.assertEqual(r.returncode, 1, "%s: exit %d, stderr %r" % (cmd, r.returncode, r.stderr))
+        lines = r.stderr.strip("\n").split("\n")
+        self.assertEqual(len(lines), 1, "%s: want one stderr line, got %r" % (cmd, r.stderr))
+        self.assertTrue(lines[0].startswith("epochfs: "), "%s: %r" % (cmd, lines[0]))
+        if os.path.isdir(mnt):
+            self.assertFalse(et.is_mounted(mnt), "%s: left a mount" % cmd)
+        return lines[0]
+
+    def test_missing_lower(self):
+        mnt = self.make_mountpoint()
+        missing = os.path.join(self.tmp, "no-such-lower")
+        self.run_failing(missing, mnt)
+        self.run_failing(missing, mnt, foreground=False)
+
+    def test_lower_not_a_directory(self):
+        f = os.path.join(self.tmp, "plainfile")
+        et.write_file(f, b"x")
+        self.run_failing(f, self.make_mountpoint())
+
+    def test_missing_mountpoint(self):
+        lower = self.make_lower()
+        self.run_failing(lower, os.path.join(self.tmp, "no-such-mnt"))
+        self.run_failing(lower, os.path.join(self.tmp, "no-such-mnt"), foreground=False)
+
+    def test_mountpoint_not_a_directory(self):
+        f = os.path.join(self.tmp, "mnt-file")
+        et.write_file(f, b"x")
+        self.run_failing(self.make_lower(), f)
+        self.assertFalse(et.is_mounted(f))
+
+    def test_unknown_config_key(self):
+        line = self.run_failing(self.make_lower(), self.make_mountpoint(),
+                                opts=["cache.no_such_key=1"])
+        self.assertIn("cache.no_such_key", line)
+        self.run_failing(self.make_lower(), self.make_mountpoint(),
+                         opts=["nosection=1"])
+
+    def test_bad_values(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        for opt in ("cache.memory=banana", "cache.memory=-5", "cache.memory=12XB",
+                    "cache.policy=fifo-ish", "cache.consistency=sometimes",
+                    "fuse.threads=many", "log.level=loud"):
+            line = self.run_failing(lower, mnt, opts=[opt])
+            self.assertIn(opt.split("=")[0], line, opt)
+        self.run_failing(lower, mnt, opts=["cache.memory=banana"], foreground=False)
+
+    def test_bad_mount_option(self):
+        self.run_failing(self.make_lower(), self.make_mountpoint(),
+                         opts=["no_such_mount_option"])
+
+    def test_bad_config_file(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        conf = os.path.join(self.tmp, "bad.toml")
+        with open(conf, "w") as f:
+            f.write('[cache]\nmemory = "8MiB"\nbogus_key = 3\n')
+        line = self.run_failing(lower, mnt, extra=["--config", conf])
+        self.assertIn("bogus_key", line)
+        self.assertRegex(line, r"(:3\b|line 3\b)", "error should name the file line")
+        with open(conf, "w") as f:
+            f.write('[cache\nmemory = \n')
+        self.run_failing(lower, mnt, extra=["--config", conf])
+        self.run_failing(lower, mnt, extra=["--config", os.path.join(self.tmp, "nope.toml")])
+
+    def test_mountpoint_still_usable_after_errors(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.run_failing(lower, mnt, opts=["cache.memory=banana"])
+        d = self.mount(lower, mnt=mnt)
+        self.check_lower_visible(d.mnt)
+
+
+class UnmountTest(LowerMixin, et.MountTestCase):
+    def assert_clean(self, mnt):
+        self.assertFalse(et.is_mounted(mnt), "still mounted: %s" % mnt)
+        os.stat(mnt)  # no ENOTCONN
+        self.assertEqual(os.listdir(mnt), [])
+
+    def test_sigterm(self):
+        d = self.mount(self.make_lower())
+        self.check_lower_visible(d.mnt)
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text())
+        self.assert_clean(d.mnt)
+
+    def test_sigint(self):
+        d = self.mount(self.make_lower())
+        self.check_lower_visible(d.mnt)
+        d.proc.send_signal(signal.SIGINT)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text())
+        self.assert_clean(d.mnt)
+
+    def test_sigterm_idle(self):
+        d = self.mount(self.make_lower())
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text())
+        self.assert_clean(d.mnt)
+
+    def test_fusermount_u(self):
+        d = self.mount(self.make_lower())
+        self.check_lower_visible(d.mnt)
+        self.assertEqual(d.unmount(), 0, d.stderr_text())
+        self.assert_clean(d.mnt)
+
+    def test_umount(self):
+        d = self.mount(self.make_lower())
+        subprocess.run(["umount", d.mnt], check=True)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text())
+        self.assert_clean(d.mnt)
+
+    def test_remount_same_mountpoint(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        for sig in (None, signal.SIGTERM, None):
+            d = self.mount(lower, mnt=mnt)
+            self.check_lower_visible(mnt)
+            if sig is None:
+                self.assertEqual(d.unmount(), 0)
+            else:
+                d.proc.send_signal(sig)
+                self.assertEqual(d.wait_exit(), 0)
+            self.assert_clean(mnt)
+
+    def test_auto_unmount_after_sigkill(self):
+        d = self.mount(self.make_lower(), opts=["auto_unmount"])
+        self.check_lower_visible(d.mnt)
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait(timeout=5)
+
+        def clean():
+            if et.is_mounted(d.mnt):
+                return False
+            try:
+                os.stat(d.mnt)
+            except OSError as e:
+                return e.errno != errno.ENOTCONN
+            return True
+        self.assertTrue(et.wait_for(clean, 3.0),
+                        "mount left after SIGKILL with auto_unmount: %s"
+                        % et.mount_entries(d.mnt))
+        self.assertEqual(os.listdir(d.mnt), [])
+
+
+class DaemonModeTest(LowerMixin, et.MountTestCase):
+    def wait_pids_gone(self, pids):
+        self.assertTrue(et.wait_for(lambda: not any(pid_alive(p) for p in pids), et.EXIT_TIMEOUT),
+                        "daemon still running: %s" % pids)
+
+    def track(self, mnt):
+        def kill_leftovers():
+            for p in find_daemon_pids(mnt):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        self.addCleanup(kill_leftovers)
+        self.addCleanup(et.force_unmount, mnt)
+
+    def test_background(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        cmd = self.epochfs_cmd(lower, mnt, ["cache.memory=32MiB"], foreground=False)
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(time.monotonic() - t0, 20)
+        # The mount is ready when the parent returns.
+        self.assertTrue(et.is_mounted(mnt))
+        self.assertEqual(open(os.path.join(mnt, ".epochfs", "version")).read(), et.VERSION_TEXT)
+        self.check_lower_visible(mnt)
+        pids = find_daemon_pids(mnt)
+        self.assertEqual(len(pids), 1, pids)
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        self.wait_pids_gone(pids)
+        self.assertFalse(et.is_mounted(mnt))
+
+    def test_background_sigterm(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        r = subprocess.run(self.epochfs_cmd(lower, mnt, foreground=False), capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pids = find_daemon_pids(mnt)
+        self.assertEqual(len(pids), 1, pids)
+        os.kill(pids[0], signal.SIGTERM)
+        self.wait_pids_gone(pids)
+        self.assertTrue(et.wait_for(lambda: not et.is_mounted(mnt), 3.0))
+
+    def path_with_epochfs(self):
+        bindir = self.make_dir("bin")
+        os.symlink(os.path.abspath(et.epochfs_bin()), os.path.join(bindir, "epochfs"))
+        env = dict(os.environ)
+        env["PATH"] = bindir + ":" + env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        return env
+
+    def check_helper_mount(self, mnt, budget):
+        self.assertTrue(et.wait_for(lambda: et.is_mounted(mnt), 5.0))
+        self.assertEqual(open(os.path.join(mnt, ".epochfs", "version")).read(), et.VERSION_TEXT)
+        self.check_lower_visible(mnt)
+        self.assertEqual(json.load(open(os.path.join(mnt, ".epochfs", "stats")))["budget"], budget)
+        ents = et.mount_entries(mnt)
+        self.assertEqual(len(ents), 1, ents)
+        pids = find_daemon_pids(mnt)
+        self.assertEqual(len(pids), 1, pids)
+        r = subprocess.run(["umount", mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_pids_gone(pids)
+        self.assertFalse(et.is_mounted(mnt))
+
+    def test_mount_t_fuse_epochfs(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        r = subprocess.run(["mount", "-t", "fuse.epochfs", lower, mnt, "-o",
+                            "cache.memory=24MiB,cache.policy=lru,nodev,nosuid,noatime"],
+                           env=self.path_with_epochfs(), capture_output=True, text=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, "mount -t fuse.epochfs: %s" % r.stderr)
+        self.check_helper_mount(mnt, 24 * MiB)
+
+    def test_mount_t_fuse_epochfs_error(self):
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        r = subprocess.run(["mount", "-t", "fuse.epochfs", self.make_lower(), mnt, "-o",
+                            "cache.memory=banana"],
+                           env=self.path_with_epochfs(), capture_output=True, text=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("epochfs: ", r.stderr)
+        self.assertFalse(et.is_mounted(mnt))
+
+    def test_fstab(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        fstab = os.path.join(self.tmp, "fstab")
+        with open(fstab, "w") as f:
+            f.write("# test fstab\n%s %s fuse.epochfs cache.memory=40MiB,nodev,noatime,"
+                    "default_permissions 0 0\n" % (lower, mnt))
+        r = subprocess.run(["mount", "--fstab", fstab, mnt], env=self.path_with_epochfs(),
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, "mount via fstab: %s" % r.stderr)
+        self.check_helper_mount(mnt, 40 * MiB)
+
+
+if __name__ == "__main__":
+    et.main()

@@ -1,0 +1,285 @@
+#!/usr/bin/python3
+"""The dataset view: read-only (EROFS for every modifying op), listings and
+stat fields equal to LOWER, symlinks, hard links, odd names, deep trees and
+large directories."""
+
+import errno
+import os
+import stat
+
+import epochfs_test as et
+
+ODD_NAMES = [
+    "with space.txt",
+    "  leading spaces",
+    "trailing space ",
+    "ünïcödé-日本語-🙂.bin",
+    "quote'dq\"amp&semi;.txt",
+    "#hash%percent",
+    "-dash",
+    "back\\slash",
+    "new\nline",
+    "tab\there",
+    "x" * 255,
+    "é" * 127,          # 254 bytes in UTF-8
+]
+
+DEEP = 48
+
+
+def build_tree(root):
+    """A LOWER exercising names, links, modes, owners and times."""
+    files = {}
+
+    def add(rel, data, mode=0o644, uid=None, gid=None, mtime_ns=None):
+        p = os.path.join(root, rel)
+        et.write_file(p, data, mode)
+        if uid is not None:
+            os.chown(p, uid, gid)
+        if mtime_ns is not None:
+            os.utime(p, ns=(mtime_ns, mtime_ns))
+        files[rel] = data
+
+    add("plain.txt", b"plain\n")
+    add("empty", b"")
+    add("mode600", b"secret", 0o600)
+    add("mode755.sh", b"#!/bin/sh\necho hi\n", 0o755)
+    add("mode444", b"ro", 0o444)
+    add("owned", b"owned by 1234:5678", 0o640, 1234, 5678)
+    add("old", b"old file", mtime_ns=1_000_000_000 * 946_684_800 + 123_456_789)
+    add("future", b"future file", mtime_ns=1_000_000_000 * 4_102_444_800 + 1)
+    for i, n in enumerate(ODD_NAMES):
+        add(os.path.join("odd", n), et.det_bytes(100 + i, 7))
+    deep = os.path.join(*["d%02d" % i for i in range(DEEP)])
+    add(os.path.join(deep, "leaf.bin"), et.det_bytes(3333, 3))
+    for i in range(2500):
+        add(os.path.join("big", "f%05d.dat" % i), b"%d\n" % i)
+    add(os.path.join("sub dir", "inner file"), b"inner")
+    os.makedirs(os.path.join(root, "emptydir"))
+    os.makedirs(os.path.join(root, "dir700"))
+    os.chmod(os.path.join(root, "dir700"), 0o700)
+    os.chown(os.path.join(root, "dir700"), 1234, 5678)
+    os.utime(os.path.join(root, "emptydir"), ns=(10**18, 10**18 + 5))
+    # Symlinks: relative, absolute, to a dir, dangling, chained.
+    os.symlink("plain.txt", os.path.join(root, "link-rel"))
+    os.symlink("/etc/hostname", os.path.join(root, "link-abs"))
+    os.symlink("sub dir", os.path.join(root, "link-dir"))
+    os.symlink("does/not/exist", os.path.join(root, "link-dangling"))
+    os.symlink("link-rel", os.path.join(root, "link-chain"))
+    os.symlink("../plain.txt", os.path.join(root, "odd", "link up ✓"))
+    # Hard link: nlink 2 on both names.
+    os.link(os.path.join(root, "plain.txt"), os.path.join(root, "hardlink.txt"))
+    files["hardlink.txt"] = files["plain.txt"]
+    os.utime(root, ns=(10**18, 10**18 + 7))
+    return files
+
+
+def walk(root):
+    """{relpath: lstat} for everything under root (not following links)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            out[os.path.relpath(p, root)] = os.lstat(p)
+    return out
+
+
+class ReadOnlyViewTest(et.MountTestCase):
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        self.files = build_tree(self.lower)
+
+    def test_listings_and_stat_match_lower(self):
+        d = self.mount(self.lower)
+        want = walk(self.lower)
+        got = walk(d.mnt)
+        self.assertIn(".epochfs", got)
+        got = {k: v for k, v in got.items()
+               if k != ".epochfs" and not k.startswith(".epochfs" + os.sep)}
+        self.assertEqual(sorted(got), sorted(want))
+        for rel, ls in want.items():
+            ms = got[rel]
+            with self.subTest(rel=rel):
+                self.assertEqual(stat.S_IFMT(ms.st_mode), stat.S_IFMT(ls.st_mode))
+                self.assertEqual(stat.S_IMODE(ms.st_mode), stat.S_IMODE(ls.st_mode))
+                self.assertEqual(ms.st_uid, ls.st_uid)
+                self.assertEqual(ms.st_gid, ls.st_gid)
+                self.assertEqual(ms.st_mtime_ns, ls.st_mtime_ns)
+                if not stat.S_ISDIR(ls.st_mode):
+                    self.assertEqual(ms.st_size, ls.st_size)
+                if stat.S_ISREG(ls.st_mode):
+                    self.assertEqual(ms.st_nlink, ls.st_nlink)
+        self.assertEqual(os.stat(d.mnt).st_mtime_ns, os.stat(self.lower).st_mtime_ns)
+        self.assertEqual(got["hardlink.txt"].st_nlink, 2)
+
+    def test_listdir_exact(self):
+        d = self.mount(self.lower)
+        self.assertEqual(sorted(os.listdir(d.path("big"))), sorted(os.listdir(
+            os.path.join(self.lower, "big"))))
+        self.assertEqual(len(os.listdir(d.path("big"))), 2500)
+        self.assertEqual(sorted(os.listdir(d.path("odd"))),
+                         sorted(ODD_NAMES + ["link up ✓"]))
+        self.assertEqual(os.listdir(d.path("emptydir")), [])
+        # scandir d_type agrees with lstat.
+        with os.scandir(d.mnt) as it:
+            for e in it:
+                if e.name == ".epochfs":
+                    continue
+                ls = os.lstat(os.path.join(self.lower, e.name))
+                self.assertEqual(e.is_symlink(), stat.S_ISLNK(ls.st_mode), e.name)
+                self.assertEqual(e.is_dir(follow_symlinks=False), stat.S_ISDIR(ls.st_mode),
+                                 e.name)
+        # Listing twice (cached / readdirplus paths) gives the same answer.
+        self.assertEqual(sorted(os.listdir(d.path("big"))), sorted(os.listdir(d.path("big"))))
+
+    def test_contents_all_files(self):
+        d = self.mount(self.lower)
+        for rel, data in self.files.items():
+            with self.subTest(rel=rel):
+                self.assertEqual(et.read_file(d.path(rel)), data)
+
+    def test_symlinks(self):
+        d = self.mount(self.lower)
+        for rel in ("link-rel", "link-abs", "link-dir", "link-dangling", "link-chain",
+                    os.path.join("odd", "link up ✓")):
+            with self.subTest(rel=rel):
+                self.assertTrue(os.path.islink(d.path(rel)))
+                self.assertEqual(os.readlink(d.path(rel)),
+                                 os.readlink(os.path.join(self.lower, rel)))
+        # Relative links resolve inside the mount.
+        self.assertEqual(et.read_file(d.path("link-rel")), b"plain\n")
+        self.assertEqual(et.read_file(d.path("link-chain")), b"plain\n")
+        self.assertEqual(et.read_file(d.path("odd", "link up ✓")), b"plain\n")
+        self.assertEqual(et.read_file(d.path("link-dir", "inner file")), b"inner")
+        self.assertEqual(os.listdir(d.path("link-dir")), ["inner file"])
+        self.assert_errno(errno.ENOENT, os.stat, d.path("link-dangling"))
+
+    def test_deep_tree(self):
+        d = self.mount(self.lower)
+        rel = os.path.join(*["d%02d" % i for i in range(DEEP)], "leaf.bin")
+        self.assertEqual(et.read_file(d.path(rel)), et.det_bytes(3333, 3))
+        # Walk down with relative opens (each level a separate lookup).
+        fd = os.open(d.mnt, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for i in range(DEEP):
+                nfd = os.open("d%02d" % i, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            self.assertEqual(os.listdir(fd), ["leaf.bin"])
+        finally:
+            os.close(fd)
+
+    def test_missing_names(self):
+        d = self.mount(self.lower)
+        self.assert_errno(errno.ENOENT, os.stat, d.path("no-such-file"))
+        self.assert_errno(errno.ENOENT, os.stat, d.path("odd", "no-such-file"))
+        self.assert_errno(errno.ENOTDIR, os.stat, d.path("plain.txt", "x"))
+        self.assert_errno(errno.ENOENT, os.stat, d.path(".epochfs", "no-such"))
+        self.assert_errno(errno.ENOTDIR, os.listdir, d.path("plain.txt"))
+        self.assert_errno(errno.EISDIR, et.read_file, d.path("big"))
+        self.assert_errno((errno.ENAMETOOLONG, errno.ENOENT), os.stat, d.path("y" * 256))
+
+    def test_modes_enforced_with_default_permissions(self):
+        # As root everything is readable; the kernel still honours exec bits.
+        d = self.mount(self.lower, opts=["default_permissions"])
+        self.assertTrue(os.access(d.path("mode755.sh"), os.X_OK))
+        self.assertFalse(os.access(d.path("plain.txt"), os.X_OK))
+        self.assertEqual(et.read_file(d.path("mode600")), b"secret")
+
+
+class ErofsTest(et.MountTestCase):
+    """Every modifying operation fails with EROFS and LOWER stays unchanged."""
+
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        et.write_file(os.path.join(self.lower, "f.txt"), b"original")
+        et.write_file(os.path.join(self.lower, "g.txt"), b"other")
+        et.write_file(os.path.join(self.lower, "dir", "h.txt"), b"in dir")
+        os.makedirs(os.path.join(self.lower, "emptydir"))
+        os.symlink("f.txt", os.path.join(self.lower, "ln"))
+        self.before = {k: (v.st_mode, v.st_size, v.st_mtime_ns, v.st_uid, v.st_gid)
+                       for k, v in walk(self.lower).items()}
+
+    def battery(self, d):
+        p = d.path
+        E = errno.EROFS
+        ops = [
+            ("open O_WRONLY", lambda: os.open(p("f.txt"), os.O_WRONLY)),
+            ("open O_RDWR", lambda: os.open(p("f.txt"), os.O_RDWR)),
+            ("open O_WRONLY|O_APPEND", lambda: os.open(p("f.txt"), os.O_WRONLY | os.O_APPEND)),
+            ("open O_WRONLY|O_TRUNC", lambda: os.open(p("f.txt"), os.O_WRONLY | os.O_TRUNC)),
+            ("create", lambda: os.open(p("new.txt"), os.O_WRONLY | os.O_CREAT, 0o644)),
+            ("create excl", lambda: os.open(p("dir", "new"), os.O_RDWR | os.O_CREAT | os.O_EXCL)),
+            ("mkdir", lambda: os.mkdir(p("newdir"))),
+            ("mkdir nested", lambda: os.mkdir(p("dir", "newdir"))),
+            ("mknod fifo", lambda: os.mkfifo(p("fifo"))),
+            ("unlink", lambda: os.unlink(p("f.txt"))),
+            ("unlink symlink", lambda: os.unlink(p("ln"))),
+            ("rmdir", lambda: os.rmdir(p("emptydir"))),
+            ("rename", lambda: os.rename(p("f.txt"), p("f2.txt"))),
+            ("rename over", lambda: os.rename(p("f.txt"), p("g.txt"))),
+            ("rename dir", lambda: os.rename(p("dir"), p("dir2"))),
+            ("truncate", lambda: os.truncate(p("f.txt"), 0)),
+            ("truncate grow", lambda: os.truncate(p("f.txt"), 100)),
+            ("chmod", lambda: os.chmod(p("f.txt"), 0o777)),
+            ("chmod dir", lambda: os.chmod(p("dir"), 0o700)),
+            ("chown", lambda: os.chown(p("f.txt"), 1, 1)),
+            ("symlink", lambda: os.symlink("f.txt", p("ln2"))),
+            ("link", lambda: os.link(p("f.txt"), p("f-hard"))),
+            ("setxattr", lambda: os.setxattr(p("f.txt"), "user.test", b"v")),
+            ("removexattr", lambda: os.removexattr(p("f.txt"), "user.test")),
+            ("utime", lambda: os.utime(p("f.txt"), (1, 1))),
+            ("utime now", lambda: os.utime(p("f.txt"))),
+        ]
+        for name, fn in ops:
+            with self.subTest(op=name):
+                try:
+                    r = fn()
+                    if isinstance(r, int):
+                        os.close(r)
+                    self.fail("%s succeeded, want EROFS" % name)
+                except OSError as e:
+                    self.assertEqual(e.errno, E, "%s: got %s, want EROFS" % (
+                        name, errno.errorcode.get(e.errno, e.errno)))
+        # ftruncate / write on a read-only fd: EBADF/EINVAL from the kernel is
+        # fine; the point is that nothing changes.
+        fd = os.open(p("f.txt"), os.O_RDONLY)
+        try:
+            self.assert_errno((errno.EBADF, errno.EINVAL, errno.EROFS), os.write, fd, b"x")
+            self.assert_errno((errno.EBADF, errno.EINVAL, errno.EROFS), os.ftruncate, fd, 0)
+        finally:
+            os.close(fd)
+        after = {k: (v.st_mode, v.st_size, v.st_mtime_ns, v.st_uid, v.st_gid)
+                 for k, v in walk(self.lower).items()}
+        self.assertEqual(after, self.before)
+        self.assertEqual(et.read_file(os.path.join(self.lower, "f.txt")), b"original")
+        self.assertEqual(et.read_file(p("f.txt")), b"original")
+        self.assertTrue(d.alive())
+
+    def test_erofs_default(self):
+        self.battery(self.mount(self.lower))
+
+    def test_erofs_mount_ro(self):
+        self.battery(self.mount(self.lower, opts=["ro"]))
+
+    def test_erofs_rw_option(self):
+        # "rw" is accepted and ignored: the dataset view stays read-only.
+        self.battery(self.mount(self.lower, opts=["rw"]))
+
+    def test_virtual_files_not_writable(self):
+        d = self.mount(self.lower)
+        for rel in ("version", "stats"):
+            with self.subTest(rel=rel):
+                self.assert_errno((errno.EROFS, errno.EACCES, errno.EPERM),
+                                  os.open, d.path(".epochfs", rel), os.O_WRONLY)
+        self.assert_errno((errno.EROFS, errno.EACCES, errno.EPERM),
+                          os.unlink, d.path(".epochfs", "version"))
+        self.assert_errno((errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTEMPTY, errno.EBUSY),
+                          os.rmdir, d.path(".epochfs"))
+        self.assertEqual(d.version(), et.VERSION_TEXT)
+
+
+if __name__ == "__main__":
+    et.main()
