@@ -76,7 +76,7 @@ struct Job {
   uint32_t epoch = 0;
   const Order* cur_order = nullptr;   // nullptr: implicit (every sample once)
   const Order* next_order = nullptr;  // nullptr: not declared yet
-  const Order* prev_order = nullptr;  // while the tail lives
+  const Order* prev_order = nullptr;  // of the tail's epoch (nullptr: implicit)
   uint64_t consumed = 0;              // distinct samples of the current order read
   uint64_t tail_until = 0;            // consumed count at which the tail is released
   uint64_t epoch_start_ns = 0;
@@ -399,45 +399,45 @@ class EpochPolicy final : public Policy {
       ++j.warm_load_n;
     }
 
-    // A read of a previous-epoch sample that epoch never consumed, while the
-    // tail lives, is a late read of that epoch (loaders read ahead and out of
-    // order): it may hit the tail but does not count for the current epoch.
-    const bool late = j.prev_order != nullptr && j.prev_order->PosOf(x) != kAbsent &&
-                      j.seen[x] != j.epoch && j.seen[x] != j.epoch + 1;
     const Region r = static_cast<Region>(j.where[x]);
-    if (r == Region::kCur || r == Region::kTail) {  // S33: hit in cur frees its bytes
+    if (r == Region::kCur || r == Region::kTail) {  // S33: a hit in cur frees its bytes
       pool_ += Unhold(j, x);
     }
-    if (late) {
-      j.seen[x] = j.epoch;
-    } else if (j.InCur(x) && j.seen[x] != j.epoch + 1) {
+    // A hit in the tail is a late read of the previous epoch (loaders read
+    // ahead and out of order): it neither counts nor admits for this epoch.
+    if (r == Region::kTail) return;
+    if (j.InCur(x) && j.seen[x] != j.epoch + 1) {
       j.seen[x] = j.epoch + 1;
       ++j.consumed;
-      // Admission first (S34–S37), then the progress that may end the epoch's
-      // caching (warm-up end, done).
+      // Admission first (S34–S37), then the progress that may end warm-up,
+      // release the tail or finish the last epoch.
       if (j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
       Progress(j, a.now_ns);
       return;
     }
-    if (!late && j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
+    // A re-read, or a sample outside the current order (an early read of the
+    // next epoch): it may still enter `next`.
+    if (j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
   }
 
   // Batch boundaries, warm-up end, tail release, last-epoch end.
   void Progress(Job& j, uint64_t now) {
     const uint64_t len = j.CurLen();
     const uint64_t b = j.spec.batch_size;
-    const bool batch_done = j.consumed % b == 0 || j.consumed == len;
+    const bool batch_done = j.consumed % b == 0 || j.consumed >= len;
     if (!batch_done) return;
     if (j.state == JobState::kWarmup) {
-      const bool whole = j.consumed == len;
+      const bool whole = j.consumed >= len;
       if ((params_.warmup_batches == 0 && whole) ||
           (params_.warmup_batches > 0 &&
            (CeilDiv(j.consumed, b) >= params_.warmup_batches || whole))) {
         FinishWarmup(j, now);
       }
     }
-    if (j.prev_order != nullptr && j.consumed >= j.tail_until) ReleaseTail(j);
-    if (j.state == JobState::kLastEpoch && j.consumed == len) {
+    if (!j.lists[static_cast<int>(Region::kTail)].empty() && j.consumed >= j.tail_until) {
+      ReleaseTail(j);
+    }
+    if (j.state == JobState::kLastEpoch && j.consumed >= len) {
       ReleaseAll(j);
       j.state = JobState::kDone;
     }
@@ -527,6 +527,7 @@ class EpochPolicy final : public Policy {
       } else {
         ReleaseRegion(j, Region::kNext);  // filled for an epoch that was skipped
       }
+      // The tail's order is kept while the tail lives (for invariant checks).
       j.prev_order = j.lists[static_cast<int>(Region::kTail)].empty() ? nullptr : j.cur_order;
       j.tail_until = static_cast<uint64_t>(TailBatches(j)) * j.spec.batch_size;
       j.prev_stats = j.cur_stats;
@@ -762,8 +763,8 @@ Status EpochPolicy::CheckInvariants() const {
           ++counted[j.next_order->PosOf(x) / j.spec.batch_size];
         } else if (reg == Region::kCur && !j.InCur(x)) {
           return fail(who + "sample " + Str(x) + " in cur is not in the current order");
-        } else if (reg == Region::kTail &&
-                   (j.prev_order == nullptr || j.prev_order->PosOf(x) == kAbsent)) {
+        } else if (reg == Region::kTail && j.prev_order != nullptr &&
+                   j.prev_order->PosOf(x) == kAbsent) {
           return fail(who + "sample " + Str(x) + " in tail is not in the previous order");
         }
       }

@@ -38,6 +38,19 @@ class LruPolicy final : public Policy {
     return d;
   }
 
+  Status CheckInvariants() const override {
+    uint64_t sum = 0;
+    for (const Entry& e : order_) {
+      auto it = index_.find(e.id);
+      if (it == index_.end() || &*it->second != &e) return Internal("invariant: lru index");
+      sum += e.size;
+    }
+    if (index_.size() != order_.size()) return Internal("invariant: lru index size");
+    if (sum != used_) return Internal("invariant: lru used bytes");
+    if (used_ > budget_) return Internal("invariant: lru over budget");
+    return Status::Ok();
+  }
+
   void OnDropped(ObjectId id) override {
     auto it = index_.find(id);
     if (it == index_.end()) return;

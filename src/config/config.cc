@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <variant>
 
 #include <toml++/toml.h>
@@ -347,29 +346,35 @@ class Walker {
 
 // ---- `-o` side --------------------------------------------------------------
 
-// Reads an `-o` string as the key's type; nullopt if it is not one.
-std::optional<Raw> FromOption(OptKind kind, std::string_view s) {
+// Reads an `-o` string as the key's type into *out; false if it is not one.
+// (Out-parameter rather than optional<Raw>: g++ 12 with sanitizers warns,
+// wrongly, about an uninitialised string inside optional<variant<...>>.)
+bool FromOption(OptKind kind, std::string_view s, Raw* out) {
   switch (kind) {
-    case OptKind::kString: return Raw{std::string(s)};
+    case OptKind::kString:
+      out->emplace<std::string>(s);
+      return true;
     case OptKind::kBool:
-      if (s == "true") return Raw{true};
-      if (s == "false") return Raw{false};
-      return std::nullopt;
+      if (s != "true" && s != "false") return false;
+      out->emplace<bool>(s == "true");
+      return true;
     case OptKind::kInteger: {
       int64_t i = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
-      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-      return Raw{i};
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return false;
+      out->emplace<int64_t>(i);
+      return true;
     }
     case OptKind::kFloat: {
       // from_chars accepts "inf"/"nan"; the setters' range checks reject them.
       double d = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-      return Raw{d};
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return false;
+      out->emplace<double>(d);
+      return true;
     }
   }
-  return std::nullopt;
+  return false;
 }
 
 // ---- bytes ------------------------------------------------------------------
@@ -521,9 +526,9 @@ Status ApplyOverride(Config* config, std::string_view key, std::string_view valu
     return InvalidArgument("-o " + std::string(key) + ": unknown config key" +
                            Suggestion(key));
   }
-  std::optional<Raw> raw = FromOption(desc->opt_kind, value);
+  Raw raw;
   Config updated = *config;
-  if (!raw || !desc->set(&updated, *raw)) {
+  if (!FromOption(desc->opt_kind, value, &raw) || !desc->set(&updated, raw)) {
     return InvalidArgument("-o " + std::string(key) + ": expected " +
                            std::string(desc->expected) + ", got " + Quote(value));
   }

@@ -1,0 +1,212 @@
+#include "epochfs/control/attribution.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "epochfs/common/unique_fd.h"
+
+namespace epochfs::control {
+namespace {
+
+class RealProcReader final : public ProcReader {
+ public:
+  explicit RealProcReader(std::string root) : root_(std::move(root)) {}
+
+  Result<ProcStat> Stat(pid_t pid) const override {
+    if (pid <= 0) return NotFound("pid " + std::to_string(pid));
+    const std::string path = root_ + "/" + std::to_string(pid) + "/stat";
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
+      int e = errno;
+      if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
+      return IoError(path + ": " + std::strerror(e));
+    }
+    char buf[1024];
+    ssize_t n;
+    do {
+      n = ::read(fd.get(), buf, sizeof(buf) - 1);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      int e = errno;
+      if (e == ESRCH) return NotFound("no process " + std::to_string(pid));
+      return IoError(path + ": " + std::strerror(e));
+    }
+    std::string_view s(buf, static_cast<size_t>(n));
+    // "pid (comm) state ppid ... starttime(22) ...": comm may hold spaces and
+    // parentheses, so fields are counted after the last ')'.
+    size_t paren = s.rfind(')');
+    if (paren == std::string_view::npos) return IoError(path + ": unparsable");
+    s.remove_prefix(paren + 1);
+    ProcStat out;
+    int field = 2;  // the field that ended at ')'
+    size_t i = 0;
+    bool have_ppid = false, have_start = false;
+    while (i < s.size() && !have_start) {
+      while (i < s.size() && s[i] == ' ') ++i;
+      size_t b = i;
+      while (i < s.size() && s[i] != ' ' && s[i] != '\n') ++i;
+      if (b == i) break;
+      ++field;
+      std::string_view tok = s.substr(b, i - b);
+      if (field == 4 || field == 22) {
+        uint64_t v = 0;
+        for (char c : tok) {
+          if (c < '0' || c > '9') return IoError(path + ": unparsable field " + std::to_string(field));
+          v = v * 10 + static_cast<uint64_t>(c - '0');
+        }
+        if (field == 4) {
+          out.ppid = static_cast<pid_t>(v);
+          have_ppid = true;
+        } else {
+          out.start_time = v;
+          have_start = true;
+        }
+      }
+    }
+    if (!have_ppid || !have_start) return IoError(path + ": truncated");
+    return out;
+  }
+
+ private:
+  std::string root_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcReader> MakeProcReader(std::string proc_root) {
+  return std::make_unique<RealProcReader>(std::move(proc_root));
+}
+
+Attributor::Attributor(std::unique_ptr<ProcReader> proc, AttributorOptions options)
+    : proc_(std::move(proc)), opt_(options) {}
+
+Status Attributor::AddPid(JobId job, pid_t pid) {
+  if (pid <= 0) return InvalidArgument("pid " + std::to_string(pid) + " is not a process");
+  Result<ProcStat> st = proc_->Stat(pid);
+  if (!st.ok()) return InvalidArgument("pid " + std::to_string(pid) + ": no such process");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = registered_.find(pid);
+  if (it != registered_.end() && it->second.start_time == st.value().start_time) {
+    if (it->second.job == job) return Status::Ok();
+    return InvalidArgument("pid " + std::to_string(pid) + " is registered to another job");
+  }
+  registered_[pid] = Registered{st.value().start_time, job};
+  if (auto c = cache_.find(pid); c != cache_.end()) {
+    lru_.erase(c->second.lru);
+    cache_.erase(c);
+  }
+  DropNegativesLocked();
+  ++generation_;
+  return Status::Ok();
+}
+
+void Attributor::RemoveJob(JobId job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(registered_, [job](const auto& kv) { return kv.second.job == job; });
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (it->second.job == job) {
+      lru_.erase(it->second.lru);
+      it = cache_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  ++generation_;
+}
+
+std::vector<pid_t> Attributor::Pids(JobId job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<pid_t> out;
+  for (const auto& [pid, r] : registered_) {
+    if (r.job == job) out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t Attributor::cache_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+void Attributor::DropNegativesLocked() {
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (it->second.job == kNoJob) {
+      lru_.erase(it->second.lru);
+      it = cache_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool Attributor::Known(pid_t pid, uint64_t start, JobId* job) {
+  if (auto r = registered_.find(pid); r != registered_.end() && r->second.start_time == start) {
+    *job = r->second.job;
+    return true;
+  }
+  auto c = cache_.find(pid);
+  if (c == cache_.end()) return false;
+  if (c->second.start_time != start) {  // the pid was reused: the entry is stale
+    lru_.erase(c->second.lru);
+    cache_.erase(c);
+    return false;
+  }
+  lru_.splice(lru_.begin(), lru_, c->second.lru);
+  *job = c->second.job;
+  return true;
+}
+
+void Attributor::CacheLocked(pid_t pid, uint64_t start, JobId job) {
+  if (opt_.cache_capacity == 0) return;
+  if (auto c = cache_.find(pid); c != cache_.end()) {
+    c->second.start_time = start;
+    c->second.job = job;
+    lru_.splice(lru_.begin(), lru_, c->second.lru);
+    return;
+  }
+  while (cache_.size() >= opt_.cache_capacity) {
+    cache_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  lru_.push_front(pid);
+  cache_.emplace(pid, Cached{start, job, lru_.begin()});
+}
+
+JobId Attributor::Lookup(pid_t pid) {
+  if (pid <= 0) return kNoJob;
+  Result<ProcStat> st = proc_->Stat(pid);
+  if (!st.ok()) return kNoJob;
+  uint64_t gen;
+  JobId found = kNoJob;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Known(pid, st.value().start_time, &found)) return found;
+    gen = generation_;
+  }
+  std::vector<std::pair<pid_t, uint64_t>> chain{{pid, st.value().start_time}};
+  pid_t p = st.value().ppid;
+  for (int depth = 0; depth < opt_.max_depth && p > 0; ++depth) {
+    Result<ProcStat> s = proc_->Stat(p);
+    if (!s.ok()) break;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Known(p, s.value().start_time, &found)) break;
+    }
+    chain.emplace_back(p, s.value().start_time);
+    if (s.value().ppid == p) break;  // defensive: a broken table must not loop
+    p = s.value().ppid;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation_ == gen) {
+    for (const auto& [cp, start] : chain) CacheLocked(cp, start, found);
+  }
+  return found;
+}
+
+}  // namespace epochfs::control

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# read_bench.sh — hot-cache read throughput of epochfs relative to tmpfs.
+#
+#   tests/bench/read_bench.sh [BUILD_DIR]     (default ./build; run as root)
+#
+# What it measures (DESIGN §5): the cost of the FUSE path for cache HITS.
+#   1. N files of SIZE_KIB KiB (default 2000 × 110 KiB) in a tmpfs dir; epochfs
+#      mounted over it (cache.policy=lru, budget large enough to hold all);
+#      one warm-up pass loads every file into the cache. Then, for 1, 2 and 4
+#      threads, `readfiles` (open + read-to-EOF + close) over all files,
+#      REPEATS times, directly on tmpfs and through the mount. The table shows
+#      files/s for each and the ratio epochfs/tmpfs (1.00 = as fast as tmpfs).
+#   2. One BIG_MIB MiB file (default 512), read through the mount (hot) vs
+#      tmpfs: MB/s and ratio.
+# Both sides read hot data: tmpfs from RAM, epochfs from its RAM tier (or the
+# kernel page cache, if the daemon uses it). The machine is noisy: compare the
+# ratios of one run, not absolute numbers across runs.
+#
+# Environment: N, SIZE_KIB, REPEATS, BIG_MIB, THREADS ("1 2 4"),
+#              EPOCHFS_BIN, READFILES_BIN, EPOCHFS_OPTS (extra -o options).
+# Cleans up (unmount, kill, remove the tmpfs dir) on any exit.
+set -euo pipefail
+
+BUILD=${1:-./build}
+EPOCHFS=${EPOCHFS_BIN:-$BUILD/src/epochfs}
+READFILES=${READFILES_BIN:-$BUILD/tests/bench/readfiles}
+N=${N:-2000}
+SIZE_KIB=${SIZE_KIB:-110}
+REPEATS=${REPEATS:-5}
+BIG_MIB=${BIG_MIB:-512}
+THREADS=${THREADS:-"1 2 4"}
+
+die() { echo "read_bench: $*" >&2; exit 1; }
+[[ -x $EPOCHFS ]] || die "no epochfs binary at $EPOCHFS (build it, or set EPOCHFS_BIN)"
+[[ -x $READFILES ]] || die "no readfiles binary at $READFILES (ninja -C $BUILD tests/bench/readfiles)"
+[[ -e /dev/fuse ]] || die "/dev/fuse missing"
+[[ $(id -u) -eq 0 ]] || die "run as root"
+
+WORK=$(mktemp -d /dev/shm/epochfs-bench.XXXXXX)
+LOWER=$WORK/lower
+MNT=$WORK/mnt
+LOG=$WORK/epochfs.log
+DAEMON_PID=
+mkdir -p "$LOWER/small" "$LOWER/big" "$MNT"
+
+cleanup() {
+  local rc=$?
+  if grep -qs " $MNT fuse" /proc/mounts; then
+    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || true
+  fi
+  if [[ -n $DAEMON_PID ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      kill -0 "$DAEMON_PID" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -9 "$DAEMON_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- dataset ---------------------------------------------------------------
+echo "generating $N files of $SIZE_KIB KiB and one $BIG_MIB MiB file in $WORK ..."
+head -c $((N * SIZE_KIB * 1024)) /dev/urandom |
+  (cd "$LOWER/small" && split -b $((SIZE_KIB * 1024)) -a 5 -d - img_)
+head -c $((BIG_MIB * 1024 * 1024)) /dev/urandom > "$LOWER/big/blob.bin"
+(cd "$LOWER/small" && ls) > "$WORK/names"
+[[ $(wc -l < "$WORK/names") -eq $N ]] || die "dataset generation failed"
+sed "s|^|$LOWER/small/|" "$WORK/names" > "$WORK/list.tmpfs"
+sed "s|^|$MNT/small/|" "$WORK/names" > "$WORK/list.mnt"
+echo "$LOWER/big/blob.bin" > "$WORK/big.tmpfs"
+echo "$MNT/big/blob.bin" > "$WORK/big.mnt"
+
+# --- mount -------------------------------------------------------------------
+budget_mib=$(( (N * SIZE_KIB / 1024) + BIG_MIB + 256 ))
+opts="cache.memory=${budget_mib}MiB,cache.policy=lru${EPOCHFS_OPTS:+,$EPOCHFS_OPTS}"
+"$EPOCHFS" -f -o "$opts" "$LOWER" "$MNT" > "$LOG" 2>&1 &
+DAEMON_PID=$!
+for _ in $(seq 100); do
+  [[ -r $MNT/.epochfs/version ]] && break
+  kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$LOG" >&2; die "epochfs exited"; }
+  sleep 0.1
+done
+[[ -r $MNT/.epochfs/version ]] || { cat "$LOG" >&2; die "mount not ready after 10 s"; }
+echo "epochfs mounted: $EPOCHFS -o $opts (pid $DAEMON_PID)"
+
+# readfiles -q output → one field
+field() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+run() {  # run LIST THREADS REPEATS → "files_per_s mb_per_s"
+  local out
+  out=$("$READFILES" -q -t "$2" -r "$3" "$1") || die "readfiles failed on $1: $out"
+  echo "$(field best_files_per_s <<<"$out") $(field best_mb_per_s <<<"$out")"
+}
+
+# --- warm-up ---------------------------------------------------------------
+"$READFILES" -q -t 2 -r 1 "$WORK/list.mnt" > /dev/null || die "warm-up failed"
+"$READFILES" -q -t 2 -r 1 "$WORK/list.tmpfs" > /dev/null
+
+echo
+echo "small files: $N x $SIZE_KIB KiB, hot, best of $REPEATS repeats"
+printf '%-8s %14s %14s %10s\n' threads tmpfs_files/s epochfs_files/s ratio
+for t in $THREADS; do
+  read -r tf _ < <(run "$WORK/list.tmpfs" "$t" "$REPEATS")
+  read -r ef _ < <(run "$WORK/list.mnt" "$t" "$REPEATS")
+  printf '%-8s %14.0f %14.0f %10s\n' "$t" "$tf" "$ef" "$(ratio "$ef" "$tf")"
+done
+
+# --- large file -------------------------------------------------------------
+"$READFILES" -q -r 1 "$WORK/big.mnt" > /dev/null || die "large-file warm-up failed"
+read -r _ tm < <(run "$WORK/big.tmpfs" 1 3)
+read -r _ em < <(run "$WORK/big.mnt" 1 3)
+echo
+echo "large file: one $BIG_MIB MiB file, hot, 1 thread, best of 3"
+printf '%-8s %14s %14s %10s\n' "" tmpfs_MB/s epochfs_MB/s ratio
+printf '%-8s %14.1f %14.1f %10s\n' "" "$tm" "$em" "$(ratio "$em" "$tm")"
+
+echo
+echo "epochfs stats: $(tr -d '\n' < "$MNT/.epochfs/stats")"
+fusermount3 -u "$MNT"
+for _ in $(seq 50); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
+wait "$DAEMON_PID" && echo "epochfs exited 0" || echo "epochfs exited $?"
+DAEMON_PID=

@@ -1,0 +1,139 @@
+// Test harness: a Policy in front of a shadow store (the set of resident
+// objects). Every Decision is applied to the shadow store and checked against
+// the Policy contract: evict only resident objects, admit only on a miss and
+// only an object not resident, resident bytes within the budget, and
+// CheckInvariants() after every event.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "epochfs/cache/policy.h"
+
+namespace epochfs::cache::testing {
+
+class Harness {
+ public:
+  explicit Harness(std::unique_ptr<Policy> p) : p_(std::move(p)) {}
+
+  Policy& policy() { return *p_; }
+
+  void AddJob(const JobSpec& spec, std::vector<SampleRef> samples) {
+    ASSERT_TRUE(p_->AddJob(spec).ok());
+    for (const SampleRef& s : samples) sizes_[s.object] = s.size;
+    samples_[spec.id] = samples;
+    ASSERT_TRUE(p_->SetSamples(spec.id, std::move(samples)).ok());
+  }
+
+  // Job `job` reads its sample `x` at `now`; a miss costs load_ns. Returns
+  // whether it was a hit; `last` keeps the Decision.
+  bool Read(JobId job, uint32_t x, uint64_t now, uint64_t load_ns = 1000) {
+    const SampleRef& s = samples_.at(job).at(x);
+    return Touch(Access{s.object, s.size, job, static_cast<int64_t>(x), now}, load_ns);
+  }
+
+  bool Touch(const Access& a, uint64_t load_ns = 1000) {
+    const bool hit = resident_.count(a.object) != 0;
+    last = hit ? p_->OnHit(a) : p_->OnMiss(a, load_ns);
+    Apply(last, hit ? 0 : a.object);
+    return hit;
+  }
+
+  Decision BeginEpoch(JobId job, uint32_t epoch, uint64_t now) {
+    Result<Decision> r = p_->BeginEpoch(job, epoch, now);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    last = r.ok() ? r.value() : Decision{};
+    Apply(last, 0);
+    return last;
+  }
+
+  Decision EndJob(JobId job) {
+    Result<Decision> r = p_->EndJob(job);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    last = r.ok() ? r.value() : Decision{};
+    Apply(last, 0);
+    return last;
+  }
+
+  void Drop(ObjectId id) {
+    resident_.erase(id);
+    p_->OnDropped(id);
+    Check();
+  }
+
+  // Applies a Decision; `loaded` is the object of a miss (0 otherwise).
+  void Apply(const Decision& d, ObjectId loaded) {
+    for (ObjectId v : d.evict) {
+      EXPECT_EQ(resident_.count(v), 1u) << "evicts object " << v << " that is not resident";
+      resident_.erase(v);
+      ++evictions;
+    }
+    if (d.admit) {
+      EXPECT_NE(loaded, 0u) << "admit outside a miss";
+      EXPECT_EQ(resident_.count(loaded), 0u) << "admits resident object " << loaded;
+      resident_.insert(loaded);
+      ++admissions;
+    }
+    Check();
+  }
+
+  void Check() {
+    uint64_t bytes = 0;
+    for (ObjectId id : resident_) bytes += sizes_[id];
+    EXPECT_LE(bytes, p_->budget());
+    EXPECT_EQ(bytes, p_->resident_bytes());
+    Status st = p_->CheckInvariants();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    ++checks;
+  }
+
+  bool resident(ObjectId id) const { return resident_.count(id) != 0; }
+  const std::set<ObjectId>& resident_set() const { return resident_; }
+  void set_size(ObjectId id, uint64_t size) { sizes_[id] = size; }
+
+  Decision last;
+  uint64_t evictions = 0;
+  uint64_t admissions = 0;
+  uint64_t checks = 0;
+
+ private:
+  std::unique_ptr<Policy> p_;
+  std::set<ObjectId> resident_;
+  std::map<ObjectId, uint64_t> sizes_;
+  std::map<JobId, std::vector<SampleRef>> samples_;
+};
+
+// n samples of `size` bytes whose objects are base+0 .. base+n-1.
+inline std::vector<SampleRef> UniformSamples(uint32_t n, uint64_t size, ObjectId base) {
+  std::vector<SampleRef> v;
+  for (uint32_t i = 0; i < n; ++i) v.push_back({base + i, size});
+  return v;
+}
+
+inline std::vector<uint32_t> Iota(uint32_t n) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+inline std::vector<uint32_t> Reversed(uint32_t n) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = n - 1 - i;
+  return v;
+}
+
+inline JobSnapshot Snap(Policy& p, JobId id) {
+  for (const JobSnapshot& s : p.Jobs()) {
+    if (s.id == id) return s;
+  }
+  ADD_FAILURE() << "no job " << id;
+  return {};
+}
+
+}  // namespace epochfs::cache::testing
