@@ -9,6 +9,8 @@
 // exceptions; toml::parse_error is caught here and becomes a Status.
 #include "epochfs/config/config.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -17,8 +19,6 @@
 #include <cstring>
 #include <limits>
 #include <variant>
-
-#include <toml++/toml.h>
 
 namespace epochfs {
 namespace {
@@ -157,8 +157,7 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);
        if (s == nullptr) return false;
-       if (std::find(std::begin(kLevelNames), std::end(kLevelNames), *s) ==
-           std::end(kLevelNames)) {
+       if (std::find(std::begin(kLevelNames), std::end(kLevelNames), *s) == std::end(kLevelNames)) {
          return false;
        }
        c->log.level = *s;
@@ -251,23 +250,35 @@ std::string DoubleText(double d) {
 
 std::string Describe(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::integer: return std::to_string(n.as_integer()->get());
-    case toml::node_type::floating_point: return DoubleText(n.as_floating_point()->get());
-    case toml::node_type::boolean: return n.as_boolean()->get() ? "true" : "false";
-    case toml::node_type::string: return Quote(n.as_string()->get());
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    default: return "a date/time";
+    case toml::node_type::integer:
+      return std::to_string(n.as_integer()->get());
+    case toml::node_type::floating_point:
+      return DoubleText(n.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return n.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::string:
+      return Quote(n.as_string()->get());
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    default:
+      return "a date/time";
   }
 }
 
 Raw ToRaw(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::integer: return n.as_integer()->get();
-    case toml::node_type::floating_point: return n.as_floating_point()->get();
-    case toml::node_type::boolean: return n.as_boolean()->get();
-    case toml::node_type::string: return n.as_string()->get();
-    default: return Table{};
+    case toml::node_type::integer:
+      return n.as_integer()->get();
+    case toml::node_type::floating_point:
+      return n.as_floating_point()->get();
+    case toml::node_type::boolean:
+      return n.as_boolean()->get();
+    case toml::node_type::string:
+      return n.as_string()->get();
+    default:
+      return Table{};
   }
 }
 
@@ -402,14 +413,14 @@ constexpr Unit kUnits[] = {
     {"k", kKi},
     {"kib", kKi},
     {"kb", 1000},
-    {"m", kKi * kKi},
-    {"mib", kKi * kKi},
+    {"m", kKi* kKi},
+    {"mib", kKi* kKi},
     {"mb", 1000 * 1000},
-    {"g", kKi * kKi * kKi},
-    {"gib", kKi * kKi * kKi},
+    {"g", kKi* kKi* kKi},
+    {"gib", kKi* kKi* kKi},
     {"gb", 1000ull * 1000 * 1000},
-    {"t", kKi * kKi * kKi * kKi},
-    {"tib", kKi * kKi * kKi * kKi},
+    {"t", kKi* kKi* kKi* kKi},
+    {"tib", kKi* kKi* kKi* kKi},
     {"tb", 1000ull * 1000 * 1000 * 1000},
 };
 
@@ -434,8 +445,9 @@ Result<uint64_t> ParseBytes(std::string_view text) {
     if (frac.empty()) return bad("expected digits after '.'");
   }
   if (whole.empty()) {
-    return bad("expected a non-negative integer with an optional unit (k, KiB, M, MiB, G, GiB, "
-               "T, TiB, KB, MB, GB, TB)");
+    return bad(
+        "expected a non-negative integer with an optional unit (k, KiB, M, MiB, G, GiB, "
+        "T, TiB, KB, MB, GB, TB)");
   }
   std::string_view unit_text = s.substr(i);
   while (!unit_text.empty() && IsBlank(unit_text.front())) unit_text.remove_prefix(1);
@@ -482,8 +494,8 @@ Result<Config> ParseConfig(std::string_view toml_text, const std::string& origin
   } catch (const toml::parse_error& e) {
     const toml::source_position& pos = e.source().begin;
     return InvalidArgument(origin + ":" + std::to_string(pos.line) + ":" +
-                           std::to_string(pos.column) + ": TOML syntax error: " +
-                           std::string(e.description()));
+                           std::to_string(pos.column) +
+                           ": TOML syntax error: " + std::string(e.description()));
   }
 
   Config config;
@@ -523,14 +535,13 @@ Result<Config> LoadConfigFile(const std::string& path) {
 Status ApplyOverride(Config* config, std::string_view key, std::string_view value) {
   const KeyDesc* desc = FindKey(key);
   if (desc == nullptr) {
-    return InvalidArgument("-o " + std::string(key) + ": unknown config key" +
-                           Suggestion(key));
+    return InvalidArgument("-o " + std::string(key) + ": unknown config key" + Suggestion(key));
   }
   Raw raw;
   Config updated = *config;
   if (!FromOption(desc->opt_kind, value, &raw) || !desc->set(&updated, raw)) {
-    return InvalidArgument("-o " + std::string(key) + ": expected " +
-                           std::string(desc->expected) + ", got " + Quote(value));
+    return InvalidArgument("-o " + std::string(key) + ": expected " + std::string(desc->expected) +
+                           ", got " + Quote(value));
   }
   *config = std::move(updated);
   return Status::Ok();

@@ -85,20 +85,30 @@ std::unique_ptr<ProcReader> MakeProcReader(std::string proc_root) {
 Attributor::Attributor(std::unique_ptr<ProcReader> proc, AttributorOptions options)
     : proc_(std::move(proc)), opt_(options) {}
 
-Status Attributor::AddPid(JobId job, pid_t pid) {
-  if (pid <= 0) return InvalidArgument("pid " + std::to_string(pid) + " is not a process");
-  Result<ProcStat> st = proc_->Stat(pid);
-  if (!st.ok()) return InvalidArgument("pid " + std::to_string(pid) + ": no such process");
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = registered_.find(pid);
-  if (it != registered_.end() && it->second.start_time == st.value().start_time) {
-    if (it->second.job == job) return Status::Ok();
-    return InvalidArgument("pid " + std::to_string(pid) + " is registered to another job");
+Status Attributor::AddPid(JobId job, pid_t pid) { return AddPids(job, {pid}); }
+
+Status Attributor::AddPids(JobId job, const std::vector<pid_t>& pids) {
+  std::vector<uint64_t> starts;
+  starts.reserve(pids.size());
+  for (pid_t pid : pids) {  // /proc first, without the mutex
+    if (pid <= 0) return InvalidArgument("pid " + std::to_string(pid) + " is not a process");
+    Result<ProcStat> st = proc_->Stat(pid);
+    if (!st.ok()) return InvalidArgument("pid " + std::to_string(pid) + ": no such process");
+    starts.push_back(st.value().start_time);
   }
-  registered_[pid] = Registered{st.value().start_time, job};
-  if (auto c = cache_.find(pid); c != cache_.end()) {
-    lru_.erase(c->second.lru);
-    cache_.erase(c);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    auto it = registered_.find(pids[i]);
+    if (it != registered_.end() && it->second.start_time == starts[i] && it->second.job != job) {
+      return InvalidArgument("pid " + std::to_string(pids[i]) + " is registered to another job");
+    }
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    registered_[pids[i]] = Registered{starts[i], job};
+    if (auto c = cache_.find(pids[i]); c != cache_.end()) {
+      lru_.erase(c->second.lru);
+      cache_.erase(c);
+    }
   }
   DropNegativesLocked();
   ++generation_;

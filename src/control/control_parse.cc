@@ -483,16 +483,16 @@ Result<uint32_t> ParseEpochMarker(std::string_view text) {
   while (b < e && IsSpace(text[b])) ++b;
   while (e > b && IsSpace(text[e - 1])) --e;
   std::string_view tok = text.substr(b, e - b);
-  if (tok.empty()) return InvalidArgument("epoch: expected one integer, got nothing");
+  if (tok.empty()) return InvalidArgument("expected one integer, got nothing");
   for (char c : tok) {
     if (!IsDigit(c)) {
-      return InvalidArgument("epoch: expected one non-negative integer, got " +
+      return InvalidArgument("expected one non-negative integer, got " +
                              QuoteForMessage(tok, 32));
     }
   }
   uint64_t v;
   if (tok.size() > 10 || !ParseU64(tok, &v) || v >= kMaxEpochs) {
-    return InvalidArgument("epoch: " + QuoteForMessage(tok, 32) + " is out of range (0.." +
+    return InvalidArgument(QuoteForMessage(tok, 32) + " is out of range (0.." +
                            std::to_string(kMaxEpochs - 1) + ")");
   }
   return static_cast<uint32_t>(v);

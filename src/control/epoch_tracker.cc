@@ -24,18 +24,18 @@ bool EpochTracker::SameOrder(uint32_t epoch, const std::vector<uint32_t>& order)
   return true;
 }
 
-Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order) {
+Status EpochTracker::CheckOrder(uint32_t epoch, const std::vector<uint32_t>& order) const {
   const std::string e = std::to_string(epoch);
   if (cur_ && epoch < *cur_) {
     if (SameOrder(epoch, order)) return Status::Ok();
-    return InvalidArgument("order/" + e + ": epoch " + e + " has ended (current epoch " +
+    return InvalidArgument("epoch " + e + " has ended (current epoch " +
                            std::to_string(*cur_) + ")");
   }
   auto it = orders_.find(epoch);
   if (it != orders_.end()) {
     if (SameOrder(epoch, order)) return Status::Ok();
     if (cur_ && epoch == *cur_) {
-      return InvalidArgument("order/" + e + ": epoch " + e +
+      return InvalidArgument("epoch " + e +
                              " has begun; its order can no longer change");
     }
   } else {
@@ -44,10 +44,19 @@ Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order
     if (held >= kMaxPendingOrders) {
       std::string list;
       for (const auto& [k, o] : orders_) list += (list.empty() ? "" : ", ") + std::to_string(k);
-      return InvalidArgument("order/" + e + ": too many orders declared ahead (held: " + list +
+      return InvalidArgument("too many orders declared ahead (held: " + list +
                              "); declare epoch K+1 during epoch K");
     }
   }
+  for (uint32_t idx : order) {
+    if (idx >= last_.size()) return InvalidArgument("index out of range for epoch " + e);
+  }
+  return Status::Ok();
+}
+
+Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order) {
+  if (Status s = CheckOrder(epoch, order); !s.ok()) return s;
+  if (SameOrder(epoch, order)) return Status::Ok();
   Order o;
   o.pos.assign(last_.size(), kAbsent);
   for (size_t i = 0; i < order.size(); ++i) o.pos[order[i]] = static_cast<uint32_t>(i);
@@ -58,7 +67,7 @@ Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order
 
 Result<bool> EpochTracker::MarkEpoch(uint32_t epoch) {
   if (cur_ && epoch < *cur_) {
-    return InvalidArgument("epoch: " + std::to_string(epoch) + " is before the current epoch " +
+    return InvalidArgument(std::to_string(epoch) + " is before the current epoch " +
                            std::to_string(*cur_));
   }
   if (cur_ && epoch == *cur_) return false;

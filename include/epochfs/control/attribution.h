@@ -69,6 +69,8 @@ class Attributor {
   // same job is a no-op. A registered pid whose process has since exited (start
   // time changed) is replaced silently.
   Status AddPid(JobId job, pid_t pid);
+  // All of `pids` or none of them (same rules as AddPid).
+  Status AddPids(JobId job, const std::vector<pid_t>& pids);
   // Forgets the job's pids and every cached attribution to it.
   void RemoveJob(JobId job);
   // Registered pids of `job`, ascending.

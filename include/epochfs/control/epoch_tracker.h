@@ -70,6 +70,8 @@ class EpochTracker {
   // too many orders are pending. Re-declaring a future epoch replaces it;
   // re-declaring the same order is a no-op.
   Status SetOrder(uint32_t epoch, const std::vector<uint32_t>& order);
+  // The checks of SetOrder alone: OK exactly when SetOrder would succeed.
+  Status CheckOrder(uint32_t epoch, const std::vector<uint32_t>& order) const;
 
   // True when `order` equals the order held for `epoch`.
   bool SameOrder(uint32_t epoch, const std::vector<uint32_t>& order) const;

@@ -181,8 +181,9 @@ TEST(ConfigErrors, WrongTypes) {
       {"[cache]\npolicy = 1", "t.toml:2: cache.policy: expected \"lru\" or \"epoch\", got 1"},
       {"[cache]\nmemory = true", "t.toml:2: cache.memory: expected bytes"},
       {"[cache]\nmemory = 4.5", "t.toml:2: cache.memory: expected bytes"},
-      {"[cache]\nmemory = [1, 2]", "t.toml:2: cache.memory: expected bytes (\"4GiB\", integer) "
-                                   "or \"auto\", got an array"},
+      {"[cache]\nmemory = [1, 2]",
+       "t.toml:2: cache.memory: expected bytes (\"4GiB\", integer) "
+       "or \"auto\", got an array"},
       {"[log]\nlevel = { x = 1 }", "t.toml:2: log.level: expected"},
       {"[jobs]\norphan_grace = 1979-05-27", "t.toml:2: jobs.orphan_grace: expected"},
       {"[warmup]\nbatches = false", "t.toml:2: warmup.batches: expected integer >= 0, got false"},
@@ -199,8 +200,9 @@ TEST(ConfigErrors, OutOfRange) {
     const char* text;
     const char* want;
   } cases[] = {
-      {"fuse.threads = 65", "t.toml:1: fuse.threads: expected integer 0..64 (0: one per core), "
-                            "got 65"},
+      {"fuse.threads = 65",
+       "t.toml:1: fuse.threads: expected integer 0..64 (0: one per core), "
+       "got 65"},
       {"fuse.threads = -1", "fuse.threads: expected integer 0..64 (0: one per core), got -1"},
       {"fuse.max_background = 0", "fuse.max_background: expected integer 1..65535, got 0"},
       {"fuse.max_background = 65536", "fuse.max_background: expected integer 1..65535"},
@@ -213,8 +215,9 @@ TEST(ConfigErrors, OutOfRange) {
       {"warmup.batches = 4294967296", "warmup.batches: expected integer >= 0"},
       {"jobs.orphan_grace = -5", "jobs.orphan_grace: expected integer seconds >= 0, got -5"},
       {"cache.memory = 0", "cache.memory: expected bytes (\"4GiB\", integer) or \"auto\", got 0"},
-      {"cache.memory = -4096", "cache.memory: expected bytes (\"4GiB\", integer) or \"auto\", "
-                               "got -4096"},
+      {"cache.memory = -4096",
+       "cache.memory: expected bytes (\"4GiB\", integer) or \"auto\", "
+       "got -4096"},
   };
   for (const Case& c : cases) {
     std::string m = ErrorOf(c.text);
@@ -228,7 +231,8 @@ TEST(ConfigErrors, BadSizeStrings) {
     std::string text = std::string("\n\n[cache]\nmemory = \"") + bad + "\"\n";
     std::string m = ErrorOf(text);
     EXPECT_NE(m.find("t.toml:4: cache.memory: expected bytes (\"4GiB\", integer) or \"auto\", "
-                     "got \"" + std::string(bad) + "\""),
+                     "got \"" +
+                     std::string(bad) + "\""),
               std::string::npos)
         << m;
   }
@@ -244,16 +248,17 @@ TEST(ConfigErrors, TheBriefsExampleMessage) {
 }
 
 TEST(ConfigErrors, BadEnums) {
-  EXPECT_NE(ErrorOf("cache.policy = \"LRU\"").find(
-                "cache.policy: expected \"lru\" or \"epoch\", got \"LRU\""),
+  EXPECT_NE(ErrorOf("cache.policy = \"LRU\"")
+                .find("cache.policy: expected \"lru\" or \"epoch\", got \"LRU\""),
             std::string::npos);
-  EXPECT_NE(ErrorOf("cache.consistency = \"mutable\"").find(
-                "cache.consistency: expected \"immutable\" or \"open\", got \"mutable\""),
+  EXPECT_NE(ErrorOf("cache.consistency = \"mutable\"")
+                .find("cache.consistency: expected \"immutable\" or \"open\", got \"mutable\""),
             std::string::npos);
-  EXPECT_NE(ErrorOf("log.level = \"verbose\"").find(
-                "log.level: expected \"debug\", \"info\", \"warn\", \"error\" or \"off\", got "
+  EXPECT_NE(
+      ErrorOf("log.level = \"verbose\"")
+          .find("log.level: expected \"debug\", \"info\", \"warn\", \"error\" or \"off\", got "
                 "\"verbose\""),
-            std::string::npos);
+      std::string::npos);
 }
 
 TEST(ConfigErrors, EscapesControlCharactersInValues) {
@@ -399,8 +404,9 @@ TEST(Override, Errors) {
       {"fuse.attr_timeout", "inf", "-o fuse.attr_timeout: expected seconds >= 0"},
       {"fuse.allow_other", "yes", "-o fuse.allow_other: expected true or false, got \"yes\""},
       {"fuse.allow_other", "", "-o fuse.allow_other: expected true or false"},
-      {"log.level", "trace", "-o log.level: expected \"debug\", \"info\", \"warn\", \"error\" "
-                             "or \"off\", got \"trace\""},
+      {"log.level", "trace",
+       "-o log.level: expected \"debug\", \"info\", \"warn\", \"error\" "
+       "or \"off\", got \"trace\""},
   };
   for (const Case& c : cases) {
     std::string m = OverrideError(c.key, c.value);
@@ -411,8 +417,8 @@ TEST(Override, Errors) {
 
 TEST(Override, IsConfigKey) {
   for (const std::string& k : ConfigKeys()) EXPECT_TRUE(IsConfigKey(k)) << k;
-  for (const char* k : {"allow_other", "ro", "auto_unmount", "cache", "memory", "cache.",
-                        ".memory", "cache.memory.x", "CACHE.MEMORY", ""}) {
+  for (const char* k : {"allow_other", "ro", "auto_unmount", "cache", "memory", "cache.", ".memory",
+                        "cache.memory.x", "CACHE.MEMORY", ""}) {
     EXPECT_FALSE(IsConfigKey(k)) << k;
   }
 }
@@ -480,11 +486,36 @@ TEST(ParseBytes, Table) {
 }
 
 TEST(ParseBytes, Rejects) {
-  for (const char* bad :
-       {"", " ", "-1", "-0", "+5", "lots", "k", "GiB", "4X", "4 4", "4GiBB", "4Gi", "4iB",
-        "1.5", "1.", ".5k", "1..5k", "1.5.5k", "0x10", "1e9", "4,096", "1.0000000001G",
-        "18446744073709551616", "99999999999999999999999", "16777216TiB", "17179869184G",
-        "18446744073709551615k", "4\nG", "nan", "inf"}) {
+  for (const char* bad : {"",
+                          " ",
+                          "-1",
+                          "-0",
+                          "+5",
+                          "lots",
+                          "k",
+                          "GiB",
+                          "4X",
+                          "4 4",
+                          "4GiBB",
+                          "4Gi",
+                          "4iB",
+                          "1.5",
+                          "1.",
+                          ".5k",
+                          "1..5k",
+                          "1.5.5k",
+                          "0x10",
+                          "1e9",
+                          "4,096",
+                          "1.0000000001G",
+                          "18446744073709551616",
+                          "99999999999999999999999",
+                          "16777216TiB",
+                          "17179869184G",
+                          "18446744073709551615k",
+                          "4\nG",
+                          "nan",
+                          "inf"}) {
     Result<uint64_t> r = ParseBytes(bad);
     EXPECT_FALSE(r.ok()) << "accepted \"" << bad << "\" as " << (r.ok() ? r.value() : 0);
     if (!r.ok()) {

@@ -1,0 +1,172 @@
+// JobRegistry: the jobs registered under .epochfs/jobs/, their control files,
+// and the per-read question "which job, which sample, which epoch, which batch".
+//
+// The fs layer calls it for every control-file operation and for every
+// dataset read-open; it never sees FUSE types. Lifecycle of a job:
+//
+//   Register (mkdir) → kRegistered
+//   WriteConfig      → kConfigured   (JobSink::OnConfigured: Policy::AddJob)
+//   WriteSamples     (needs config)  (JobSink::ResolveSamples, then OnSamples)
+//   WriteOrder K     (needs samples) (JobSink::OnOrder: Policy::SetOrder)
+//   WriteEpoch K / first attributed access begins an epoch → kRunning
+//                                    (JobSink::OnEpochBegin: Policy::BeginEpoch)
+//   last epoch's order consumed, or an epoch >= `epochs` begins → kDone
+//   Remove (rmdir)   → gone          (JobSink::OnJobEnd: Policy::EndJob)
+//
+// Files are write-once in substance: config and samples may be rewritten only
+// with identical content (a restarted job re-declares itself), an order only
+// until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
+//
+// Errors: every Write* returns InvalidArgument for bad content (the fs layer
+// fails the write/flush with EINVAL), PermissionDenied unless the caller is the
+// job's owner or root, NotFound for an unknown job. Every failed write also
+// records "FILE: reason" as the job's last_error (readable in `status`);
+// nothing already accepted is changed by a failed write.
+//
+// Thread safety: all methods are thread-safe. Lock order, outermost first:
+//   JobRegistry::mu_  →  Attributor's mutex  →  the policy's mutex (inside JobSink)
+// JobSink callbacks other than ResolveSamples run with mu_ held and must not
+// call back into the registry. Nothing holding the policy mutex may call the
+// registry.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "epochfs/cache/policy.h"
+#include "epochfs/common/status.h"
+#include "epochfs/control/attribution.h"
+#include "epochfs/control/control_parse.h"
+#include "epochfs/control/epoch_tracker.h"
+
+namespace epochfs::control {
+
+enum class JobState : uint8_t { kRegistered, kConfigured, kRunning, kDone };
+// "registered" | "configured" | "running" | "done"
+const char* JobStateName(JobState s);
+
+// Where the registry forwards accepted changes: implemented by the daemon
+// (resolve paths on the lower store, drive the Policy, apply its Decisions).
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  // Called WITHOUT the registry mutex (may block on lower-store I/O). Maps
+  // `paths` (relative to dataset subdir `root`) to objects, in order. An error
+  // fails the samples write (InvalidArgument recommended, naming the path).
+  virtual Result<std::vector<cache::SampleRef>> ResolveSamples(
+      const std::string& root, const std::vector<std::string>& paths) = 0;
+  // Called with the registry mutex held. An error fails the write; the
+  // registry then commits nothing.
+  virtual Status OnConfigured(const cache::JobSpec& spec, const JobConfig& config) = 0;
+  virtual Status OnSamples(JobId job, std::vector<cache::SampleRef> samples) = 0;
+  virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
+  virtual void OnEpochBegin(JobId job, uint32_t epoch) = 0;
+  virtual void OnJobEnd(JobId job) = 0;
+};
+
+// How OnAccess attributed a read.
+enum class AttributionSource : uint8_t { kNone, kProcess, kOrders };
+
+struct AccessInfo {
+  JobId job = kNoJob;
+  AttributionSource source = AttributionSource::kNone;
+  int64_t sample = -1;            // index in the job's sample list, -1 if not a sample
+  std::optional<uint32_t> epoch;  // epoch the access counts for (samples only)
+  int64_t batch = -1;             // batch in that epoch's declared order, -1 if unknown
+  bool repeat = false;            // the sample was already consumed in `epoch`
+};
+
+// A copy of one job's control state, for readdir, `pids` and `status`.
+struct JobSnapshot {
+  JobId id = kNoJob;
+  std::string name;
+  uid_t owner = 0;
+  JobState state = JobState::kRegistered;
+  std::optional<JobConfig> config;
+  size_t sample_count = 0;
+  std::optional<uint32_t> epoch;          // current epoch
+  std::vector<uint32_t> declared_epochs;  // epochs with an order held (order/ listing)
+  uint64_t accesses = 0;                  // attributed read-opens
+  std::string last_error;                 // "" when no write ever failed
+  std::vector<pid_t> pids;                // registered pids, ascending
+};
+
+struct JobRegistryOptions {
+  size_t max_jobs = 1024;
+  uint32_t prefetch_factor = 2;  // read-ahead window: loaders × prefetch_factor batches
+  AttributorOptions attributor;
+};
+
+class JobRegistry {
+ public:
+  // `sink` must outlive the registry. `proc` reads /proc (MakeProcReader()).
+  JobRegistry(JobSink& sink, std::unique_ptr<ProcReader> proc, JobRegistryOptions options = {});
+  JobRegistry(const JobRegistry&) = delete;
+  JobRegistry& operator=(const JobRegistry&) = delete;
+  ~JobRegistry();
+
+  // Job names: [A-Za-z0-9._-]{1,64}, not "." or "..".
+  static Status ValidateName(std::string_view name);
+
+  // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
+  // it; 0 = unknown) is registered as one of the job's pids when it is alive.
+  // Exists (Code::kExists) for a taken name; NoSpace past max_jobs or when ids
+  // run out (ids are never reused within the registry's life).
+  Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
+  // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
+  Status Remove(std::string_view name, uid_t caller);
+  // OK when `caller` may write NAME's files (owner or root), else
+  // PermissionDenied; NotFound for an unknown job.
+  Status CheckWrite(std::string_view name, uid_t caller) const;
+
+  // The complete content of one control-file write (fs layer: at flush).
+  Status WriteConfig(std::string_view name, uid_t caller, std::string_view text);
+  Status WriteSamples(std::string_view name, uid_t caller, std::string_view text);
+  Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text);
+  Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text);
+  // Adds the listed pids, and `writer_pid` when non-zero (the writer as FUSE
+  // reports it: right even when the job runs in another pid namespace).
+  Status WritePids(std::string_view name, uid_t caller, std::string_view text, pid_t writer_pid);
+
+  // One dataset read-open by process `pid` (FUSE ctx pid, 0 allowed) of
+  // `object`: attribution (registered pids and descendants; else the single
+  // active job whose held orders include the object; else none), then epoch
+  // tracking. May call JobSink::OnEpochBegin.
+  AccessInfo OnAccess(pid_t pid, cache::ObjectId object);
+
+  std::vector<std::string> JobNames() const;  // sorted
+  Result<JobSnapshot> Snapshot(std::string_view name) const;
+  Result<JobId> Find(std::string_view name) const;
+
+ private:
+  struct Job;
+
+  // REQUIRES: mu_ held.
+  Result<Job*> FindForWrite(std::string_view name, uid_t caller) const;
+  Status Fail(Job* job, const char* file, Status s);
+  // REQUIRES: mu_ held. Forwards a tracker result to the sink and the state.
+  void ApplyTracked(Job* job, const TrackedAccess& t);
+  void BeginEpochLocked(Job* job, uint32_t epoch);
+
+  JobSink& sink_;
+  const JobRegistryOptions opt_;
+  Attributor attributor_;  // own mutex, taken after mu_
+
+  mutable std::mutex mu_;  // the registry mutex: before Attributor's and the policy's
+  std::map<std::string, std::unique_ptr<Job>, std::less<>> jobs_;  // guarded by mu_
+  std::unordered_map<JobId, Job*> by_id_;                          // guarded by mu_
+  JobId next_id_ = 1;                                              // guarded by mu_
+  bool ids_exhausted_ = false;                                     // guarded by mu_
+};
+
+}  // namespace epochfs::control

@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include "epochfs/common/hash.h"
+#include "epochfs/common/status.h"
+#include "epochfs/common/unique_fd.h"
+
+namespace epochfs {
+namespace {
+
+TEST(Status, OkAndErrors) {
+  EXPECT_TRUE(Status::Ok().ok());
+  Status s = InvalidArgument("bad index 7");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.ToString(), "InvalidArgument: bad index 7");
+}
+
+TEST(Result, HoldsValueOrStatus) {
+  Result<int> v(5);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v.value(), 5);
+  EXPECT_TRUE(v.status().ok());
+  Result<int> e(NotFound("x"));
+  EXPECT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), Code::kNotFound);
+}
+
+TEST(Checksum, IsXxh3AndSensitive) {
+  const char a[] = "epochfs";
+  EXPECT_EQ(Checksum(a, 7), Checksum(a, 7));
+  EXPECT_NE(Checksum(a, 7), Checksum(a, 6));
+  EXPECT_EQ(Checksum("", 0), 0x2D06800538D394C2ull);  // XXH3-64 of the empty input
+}
+
+TEST(UniqueFd, ClosesOnce) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  {
+    UniqueFd a(fds[0]);
+    UniqueFd b(std::move(a));
+    EXPECT_FALSE(a.valid());
+    EXPECT_TRUE(b.valid());
+  }
+  EXPECT_EQ(::close(fds[0]), -1);  // already closed by b
+  ::close(fds[1]);
+}
+
+}  // namespace
+}  // namespace epochfs

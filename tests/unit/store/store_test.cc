@@ -1,0 +1,217 @@
+// Unit tests of the RAM store, the lower reader and the cache front, on a real
+// temporary directory. Also built under TSan (suite 'tsan').
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "epochfs/store/cache_front.h"
+#include "epochfs/store/lower.h"
+#include "epochfs/store/ram_store.h"
+
+namespace epochfs::store {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/epochfs-store-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { stdfs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& rel, size_t size, unsigned seed) {
+    stdfs::create_directories(stdfs::path(path_ + "/" + rel).parent_path());
+    std::string data(size, '\0');
+    std::mt19937 rng(seed);
+    for (char& c : data) c = static_cast<char>(rng());
+    std::ofstream(path_ + "/" + rel, std::ios::binary).write(data.data(), data.size());
+    return data;
+  }
+
+ private:
+  std::string path_;
+};
+
+ObjectRef MakeObject(cache::ObjectId id, size_t size) {
+  auto o = std::make_shared<Object>();
+  o->id = id;
+  o->data.assign(size, 'x');
+  o->version.size = size;
+  return o;
+}
+
+TEST(RamStore, EnforcesBudgetAndCountsBytes) {
+  RamStore s(100);
+  EXPECT_TRUE(s.Insert(MakeObject(1, 60)));
+  EXPECT_FALSE(s.Insert(MakeObject(2, 41)));  // would exceed
+  EXPECT_TRUE(s.Insert(MakeObject(3, 40)));
+  EXPECT_FALSE(s.Insert(MakeObject(1, 0)));   // already present
+  EXPECT_EQ(s.used(), 100u);
+  EXPECT_EQ(s.objects(), 2u);
+  EXPECT_TRUE(s.Erase(1));
+  EXPECT_FALSE(s.Erase(1));
+  EXPECT_EQ(s.used(), 40u);
+  EXPECT_EQ(s.Find(3)->data.size(), 40u);
+  EXPECT_EQ(s.Find(1), nullptr);
+}
+
+TEST(RamStore, ConcurrentInsertsNeverExceedBudget) {
+  RamStore s(10'000);
+  std::vector<std::thread> ts;
+  std::atomic<uint64_t> max_seen{0};
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        cache::ObjectId id = static_cast<cache::ObjectId>(t * 100000 + i);
+        s.Insert(MakeObject(id, 97));
+        uint64_t u = s.used();
+        uint64_t m = max_seen.load();
+        while (u > m && !max_seen.compare_exchange_weak(m, u)) {
+        }
+        if (i % 3 == 0) s.Erase(id);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_LE(max_seen.load(), 10'000u);
+  EXPECT_EQ(s.used(), s.objects() * 97);
+}
+
+TEST(Lower, RefusesEscapesAndSymlinkTraversal) {
+  TempDir d;
+  d.Write("a/file", 10, 1);
+  ASSERT_EQ(::symlink("/etc", (d.path() + "/a/etc").c_str()), 0);
+  auto lower = Lower::Open(d.path());
+  ASSERT_TRUE(lower.ok());
+  const Lower& l = *lower.value();
+  EXPECT_TRUE(l.Stat("a/file").ok());
+  EXPECT_EQ(l.Stat("../etc").status().code(), Code::kNotFound);
+  EXPECT_EQ(l.Stat("/etc/passwd").status().code(), Code::kNotFound);
+  EXPECT_EQ(l.Stat("a/etc/passwd").status().code(), Code::kNotFound);  // through a symlink
+  auto link = l.Stat("a/etc");  // the symlink itself is visible
+  ASSERT_TRUE(link.ok());
+  EXPECT_TRUE(S_ISLNK(link.value().st_mode));
+  EXPECT_EQ(l.ReadLink("a/etc").value(), "/etc");
+  EXPECT_FALSE(l.OpenFile("a/etc").ok());
+  EXPECT_EQ(Lower::Open(d.path() + "/missing").status().code(), Code::kNotFound);
+}
+
+TEST(Lower, ListSkipsDotsAndStatsEntries) {
+  TempDir d;
+  d.Write("x/one", 3, 1);
+  d.Write("x/two", 5, 2);
+  auto lower = Lower::Open(d.path());
+  auto list = lower.value()->List("x");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list.value().size(), 2u);
+  uint64_t total = 0;
+  for (auto& e : list.value()) total += static_cast<uint64_t>(e.st.st_size);
+  EXPECT_EQ(total, 8u);
+}
+
+struct Front {
+  TempDir dir;
+  std::unique_ptr<Lower> lower;
+  std::unique_ptr<CacheFront> cache;
+  explicit Front(uint64_t budget) {
+    lower = std::move(Lower::Open(dir.path())).value();
+    cache = std::make_unique<CacheFront>(*lower, cache::MakeLruPolicy(budget), budget);
+  }
+  GetRequest Req(const std::string& rel, cache::ObjectId id) {
+    struct stat st;
+    EXPECT_EQ(::stat((dir.path() + "/" + rel).c_str(), &st), 0);
+    return {id, rel, {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec}};
+  }
+};
+
+TEST(CacheFront, MissThenHitServesExactBytes) {
+  Front f(1 << 20);
+  std::string want = f.dir.Write("s/0.bin", 12345, 7);
+  auto r1 = f.cache->Get(f.Req("s/0.bin", 1));
+  ASSERT_TRUE(r1.ok());
+  auto r2 = f.cache->Get(f.Req("s/0.bin", 1));
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), want);
+  EXPECT_EQ(r1.value().get(), r2.value().get());
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.bytes_read_lower, 12345u);
+  EXPECT_EQ(f.cache->ram().used(), 12345u);
+}
+
+TEST(CacheFront, ConcurrentReadersOfOneMissingFileCauseOneLowerRead) {
+  Front f(64 << 20);
+  std::string want = f.dir.Write("big.bin", 8 << 20, 3);
+  GetRequest req = f.Req("big.bin", 42);
+  constexpr int kThreads = 8;
+  std::barrier start(kThreads);
+  std::vector<std::thread> ts;
+  std::atomic<int> exact{0};
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([&] {
+      start.arrive_and_wait();
+      auto r = f.cache->Get(req);
+      if (r.ok() && std::equal(want.begin(), want.end(), r.value()->data.begin())) ++exact;
+    });
+  }
+  for (auto& t : ts) t.join();
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(exact.load(), kThreads);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits + c.coalesced, static_cast<uint64_t>(kThreads - 1));
+  EXPECT_EQ(c.bytes_read_lower, uint64_t{8} << 20);
+}
+
+TEST(CacheFront, SmallBudgetEvictsAndStaysWithinBudget) {
+  Front f(10'000);
+  for (int i = 0; i < 20; ++i) f.dir.Write("f" + std::to_string(i), 1500 + i, i);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (int i = 0; i < 20; ++i) {
+      auto r = f.cache->Get(f.Req("f" + std::to_string(i), static_cast<cache::ObjectId>(i + 1)));
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r.value()->data.size(), static_cast<size_t>(1500 + i));
+      EXPECT_LE(f.cache->ram().used(), 10'000u);
+    }
+  }
+  EXPECT_GT(f.cache->counters().evictions, 0u);
+}
+
+TEST(CacheFront, ChangedVersionReloads) {
+  Front f(1 << 20);
+  f.dir.Write("v", 100, 1);
+  GetRequest old_req = f.Req("v", 5);
+  ASSERT_TRUE(f.cache->Get(old_req).ok());
+  std::string fresh = f.dir.Write("v", 200, 2);
+  GetRequest new_req = f.Req("v", 5);
+  auto r = f.cache->Get(new_req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::string(r.value()->data.begin(), r.value()->data.end()), fresh);
+  EXPECT_EQ(f.cache->counters().invalidations, 1u);
+  EXPECT_EQ(f.cache->counters().misses, 2u);
+}
+
+TEST(CacheFront, VanishedFileIsNotFoundAndCounted) {
+  Front f(1 << 20);
+  f.dir.Write("gone", 10, 1);
+  GetRequest req = f.Req("gone", 9);
+  stdfs::remove(f.dir.path() + "/gone");
+  auto r = f.cache->Get(req);
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_EQ(f.cache->counters().lower_errors, 1u);
+  EXPECT_EQ(f.cache->ram().used(), 0u);
+}
+
+}  // namespace
+}  // namespace epochfs::store
