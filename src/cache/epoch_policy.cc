@@ -431,7 +431,7 @@ class EpochPolicy final : public Policy {
       if ((params_.warmup_batches == 0 && whole) ||
           (params_.warmup_batches > 0 &&
            (CeilDiv(j.consumed, b) >= params_.warmup_batches || whole))) {
-        FinishWarmup(j, now);
+        FinishWarmup(j, now, /*ended=*/false);
       }
     }
     if (!j.lists[static_cast<int>(Region::kTail)].empty() && j.consumed >= j.tail_until) {
@@ -444,23 +444,31 @@ class EpochPolicy final : public Policy {
   }
 
   // Step 1 ends: T, t_s, compute, e_i; join the sorted list; reserve (S31).
-  void FinishWarmup(Job& j, uint64_t now) {
+  // `ended`: the warm-up epoch is over (the next one began), so its length is
+  // what was read; otherwise the epoch is either complete or, after
+  // warmup_batches batches, extrapolated to its full length.
+  void FinishWarmup(Job& j, uint64_t now, bool ended) {
     const uint64_t b = j.spec.batch_size;
-    const uint64_t total = CeilDiv(j.CurLen(), b);
-    const uint64_t done = j.consumed >= j.CurLen() ? total : j.consumed / b;
     const uint64_t elapsed = now > j.epoch_start_ns ? now - j.epoch_start_ns : 0;
-    j.epoch_time_ns = (done == 0 || done >= total)
-                          ? elapsed
-                          : static_cast<uint64_t>(static_cast<double>(elapsed) *
-                                                  static_cast<double>(total) /
-                                                  static_cast<double>(done));
+    uint64_t batches = CeilDiv(j.CurLen(), b);  // of a whole epoch
+    uint64_t interval = 0;                      // between batch completions
+    if (ended || j.consumed >= j.CurLen()) {
+      if (ended) batches = std::max<uint64_t>(1, CeilDiv(j.consumed, b));
+      j.epoch_time_ns = elapsed;
+      interval = elapsed / batches;
+    } else {
+      const uint64_t done = std::max<uint64_t>(1, j.consumed / b);
+      interval = elapsed / done;
+      j.epoch_time_ns = static_cast<uint64_t>(static_cast<double>(elapsed) *
+                                              static_cast<double>(batches) /
+                                              static_cast<double>(done));
+    }
     j.load_ns = j.warm_load_n == 0 ? 0 : j.warm_load_sum / j.warm_load_n;
     if (j.spec.compute_ns_per_batch != 0) {
       j.compute_ns = j.spec.compute_ns_per_batch;
     } else {
       // Interval between batch completions minus the wall time W loaders need
       // to load one batch: what is left is compute the loads could hide behind.
-      const uint64_t interval = total == 0 ? 0 : j.epoch_time_ns / total;
       const uint64_t load_wall = b * j.load_ns / j.spec.loaders;
       j.compute_ns = interval > load_wall ? interval - load_wall : 0;
     }
@@ -470,7 +478,7 @@ class EpochPolicy final : public Policy {
       const uint64_t hidden = j.spec.loaders * j.compute_ns / j.load_ns;
       j.e = hidden >= b ? 0 : static_cast<uint32_t>(b - hidden);
     }
-    j.need = static_cast<uint64_t>(j.e) * total * j.MeanSize();
+    j.need = static_cast<uint64_t>(j.e) * batches * j.MeanSize();
     if (j.LastEpoch()) {
       j.state = JobState::kLastEpoch;
       return;
@@ -518,7 +526,7 @@ class EpochPolicy final : public Policy {
     if (!j.started) {
       j.started = true;
     } else {
-      if (j.state == JobState::kWarmup) FinishWarmup(j, now);
+      if (j.state == JobState::kWarmup) FinishWarmup(j, now, /*ended=*/true);
       ReleaseTail(j);
       // The unused part of cur becomes the tail; next becomes cur.
       MoveRegion(j, Region::kCur, Region::kTail);

@@ -139,7 +139,7 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetDouble(v, 1.0, 100.0, &c->policy.gain_max); }},
     {"jobs.orphan_grace", OptKind::kInteger, "integer seconds >= 0",
      [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->jobs.orphan_grace); }},
-    {"fuse.threads", OptKind::kInteger, "integer 0..64 (0: one per core)",
+    {"fuse.threads", OptKind::kInteger, "integer 0..64 (0: two per core, at least 4)",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->fuse.threads); }},
     {"fuse.max_background", OptKind::kInteger, "integer 1..65535",
      [](Config* c, const Raw& v) { return SetU32(v, 1, 65535, &c->fuse.max_background); }},
@@ -153,6 +153,8 @@ const KeyDesc kKeys[] = {
      }},
     {"fuse.allow_other", OptKind::kBool, "true or false",
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.allow_other); }},
+    {"fuse.kernel_cache", OptKind::kBool, "true or false",
+     [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.kernel_cache); }},
     {"log.level", OptKind::kString, R"("debug", "info", "warn", "error" or "off")",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);

@@ -17,6 +17,7 @@
 #include "epochfs/common/log.h"
 #include "errno_map.h"
 #include "inode_table.h"
+#include "kernel_cache.h"
 
 namespace epochfs::fs {
 namespace {
@@ -78,9 +79,16 @@ class FilesystemImpl final : public Filesystem {
         attr_timeout_(open_mode_ ? 0.0 : cfg_.fuse.attr_timeout),
         start_time_(::time(nullptr)) {
     FillOps();
+    if (cfg_.fuse.kernel_cache) {
+      cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
+    }
   }
 
   const fuse_lowlevel_ops& ops() const override { return ops_; }
+  void Attach(fuse_session* se) override {
+    if (cfg_.fuse.kernel_cache) kernel_cache_.Start(se);
+  }
+  void Detach() override { kernel_cache_.Stop(); }
 
  private:
   static FilesystemImpl& Self(fuse_req_t req) {
@@ -150,6 +158,8 @@ class FilesystemImpl final : public Filesystem {
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+    // Immutable data: no need for the kernel to compare mtimes on every open.
+    if (!self->open_mode_) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
   }
 
@@ -347,6 +357,7 @@ class FilesystemImpl final : public Filesystem {
     }
 
     auto file = std::make_unique<OpenFile>();
+    bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
       auto fd = self.lower_.OpenFile(v->path);
       if (!fd.ok()) return (void)fuse_reply_err(req, ToErrno(fd.status()));
@@ -360,10 +371,18 @@ class FilesystemImpl final : public Filesystem {
       if (!obj.ok()) return (void)fuse_reply_err(req, ToErrno(obj.status()));
       file->kind = OpenFile::Kind::kObject;
       file->object = std::move(obj).value();
+      // The kernel's pages of this inode (if any) came from an earlier open of
+      // the same version: keep them. Only resident objects are remembered, so
+      // that dropping an object from RAM also drops its kernel copy.
+      const bool same = self.inodes_.MarkServed(ino, file->object->version);
+      if (self.cfg_.fuse.kernel_cache && self.cache_.ram().Find(g.id) == file->object) {
+        self.kernel_cache_.Remember(g.id, ino);
+        keep_cache = same;
+      }
     }
     fi->fh = reinterpret_cast<uint64_t>(file.release());
     fi->noflush = 1;
-    fi->keep_cache = 0;  // every read comes to the daemon, so every access is seen
+    fi->keep_cache = keep_cache;
     fuse_reply_open(req, fi);
   }
 
@@ -559,6 +578,7 @@ class FilesystemImpl final : public Filesystem {
   const double entry_timeout_;
   const double attr_timeout_;
   const time_t start_time_;
+  KernelCacheInvalidator kernel_cache_;
   fuse_lowlevel_ops ops_;
 };
 

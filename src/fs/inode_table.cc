@@ -46,6 +46,15 @@ void InodeTable::SetAttr(fuse_ino_t ino, const struct stat& st) {
   if (it != nodes_.end()) it->second.view.st = st;
 }
 
+bool InodeTable::MarkServed(fuse_ino_t ino, const store::Version& v) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return false;
+  bool same = it->second.served == v;
+  it->second.served = v;
+  return same;
+}
+
 void InodeTable::Forget(fuse_ino_t ino, uint64_t n) {
   if (ino == FUSE_ROOT_ID) return;
   std::unique_lock lock(mu_);

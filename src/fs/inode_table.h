@@ -16,6 +16,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "epochfs/store/object.h"
+
 namespace epochfs::fs {
 
 enum class NodeKind : uint8_t { kLower, kVirtual };
@@ -37,6 +39,10 @@ class InodeTable {
   std::optional<NodeView> Get(fuse_ino_t ino) const;
   // Replaces a lower node's cached attributes.
   void SetAttr(fuse_ino_t ino, const struct stat& st);
+  // Records that `ino` was opened with bytes of version `v`; returns true when
+  // the previous open served the same version (the kernel's cached pages of
+  // the inode, if any, are then still right).
+  bool MarkServed(fuse_ino_t ino, const store::Version& v);
   // Drops `n` lookups; the node is removed when none remain.
   void Forget(fuse_ino_t ino, uint64_t n);
   size_t size() const;
@@ -45,6 +51,7 @@ class InodeTable {
   struct Node {
     NodeView view;
     uint64_t nlookup = 0;
+    std::optional<store::Version> served;
   };
   static std::string Key(NodeKind kind, const std::string& path) {
     return (kind == NodeKind::kVirtual ? "v:" : "l:") + path;

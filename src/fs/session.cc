@@ -51,6 +51,7 @@ std::string EscapeOpt(const std::string& v) {
 }  // namespace
 
 struct Session::Impl {
+  Filesystem* fs = nullptr;
   fuse_session* se = nullptr;
   bool mounted = false;
   bool handlers = false;
@@ -80,11 +81,13 @@ Result<std::unique_ptr<Session>> Session::Mount(Filesystem& fs, const MountOptio
     return IoError("cannot mount " + opts.mountpoint + ": " + LastFuseMessage());
   }
   im.mounted = true;
+  im.fs = &fs;
   return session;
 }
 
 Session::~Session() {
   if (!impl_) return;
+  if (impl_->fs != nullptr) impl_->fs->Detach();
   if (impl_->mounted) fuse_session_unmount(impl_->se);
   if (impl_->handlers) fuse_remove_signal_handlers(impl_->se);
   if (impl_->se != nullptr) fuse_session_destroy(impl_->se);
@@ -96,6 +99,8 @@ Status Session::Daemonize(bool foreground) {
 }
 
 Status Session::Run() {
+  // Threads start here, after Daemonize's fork.
+  impl_->fs->Attach(impl_->se);
   fuse_loop_config* cfg = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(cfg, impl_->threads);
   fuse_loop_cfg_set_idle_threads(cfg, impl_->threads);

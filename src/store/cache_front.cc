@@ -101,7 +101,10 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
 
 void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) {
   for (cache::ObjectId victim : d.evict) {
-    if (ram_.Erase(victim)) c_.evictions.fetch_add(1, std::memory_order_relaxed);
+    if (ram_.Erase(victim)) {
+      c_.evictions.fetch_add(1, std::memory_order_relaxed);
+      if (on_drop_) on_drop_(victim);
+    }
   }
   if (d.admit && loaded) {
     if (ram_.Insert(loaded)) {
@@ -115,7 +118,10 @@ void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) 
 
 void CacheFront::Invalidate(cache::ObjectId id) {
   std::lock_guard lock(policy_mu_);
-  if (ram_.Erase(id)) c_.invalidations.fetch_add(1, std::memory_order_relaxed);
+  if (ram_.Erase(id)) {
+    c_.invalidations.fetch_add(1, std::memory_order_relaxed);
+    if (on_drop_) on_drop_(id);
+  }
   policy_->OnDropped(id);
 }
 

@@ -132,6 +132,30 @@ class VanishTest(et.MountTestCase):
                 self.check_alive(d)
                 d.unmount()
 
+    def test_vanished_after_cached(self):
+        # consistency=open re-stats on open: a vanished file is gone, even if
+        # its bytes are still cached. immutable may keep serving the old bytes.
+        for mode in ("open", "immutable"):
+            with self.subTest(mode=mode):
+                p = os.path.join(self.lower, "f0.bin")
+                old = et.det_bytes(150 * KiB, 0)
+                et.write_file(p, old)
+                d = self.mount(self.lower, opts=["cache.consistency=" + mode,
+                                                 "cache.policy=lru", "cache.memory=64MiB"])
+                self.assertEqual(et.read_file_raw(d.path("f0.bin")), old)
+                self.assertEqual(d.stats()["objects"], 1)
+                os.unlink(p)
+                data, err = read_or_errno(d.path("f0.bin"))
+                if mode == "open":
+                    self.assertIn(err, (errno.ENOENT, errno.EIO),
+                                  "vanished cached file gave %s"
+                                  % ("old bytes" if data == old else data and len(data)))
+                else:
+                    self.assertTrue(data == old or err in (errno.ENOENT, errno.EIO),
+                                    "immutable vanished: %s" % (err or len(data)))
+                self.check_alive(d)
+                d.unmount()
+
     def test_vanished_while_open(self):
         d = self.mount(self.lower, opts=["cache.policy=lru"])
         fd = os.open(d.path("f1.bin"), os.O_RDONLY)

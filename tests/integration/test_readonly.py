@@ -5,7 +5,9 @@ large directories."""
 
 import errno
 import os
+import shutil
 import stat
+import tempfile
 
 import epochfs_test as et
 
@@ -85,10 +87,18 @@ def walk(root):
 
 
 class ReadOnlyViewTest(et.MountTestCase):
-    def setUp(self):
-        super().setUp()
-        self.lower = self.make_dir("lower")
-        self.files = build_tree(self.lower)
+    # One LOWER for the whole class (building 2500+ files per test is slow);
+    # no test modifies it.
+    @classmethod
+    def setUpClass(cls):
+        cls.class_tmp = tempfile.mkdtemp(prefix="epochfs-it-lower-")
+        cls.lower = os.path.join(cls.class_tmp, "lower")
+        os.makedirs(cls.lower)
+        cls.files = build_tree(cls.lower)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.class_tmp, ignore_errors=True)
 
     def test_listings_and_stat_match_lower(self):
         d = self.mount(self.lower)
@@ -97,6 +107,8 @@ class ReadOnlyViewTest(et.MountTestCase):
         self.assertIn(".epochfs", got)
         got = {k: v for k, v in got.items()
                if k != ".epochfs" and not k.startswith(".epochfs" + os.sep)}
+        self.assertEqual(len(got), len(want), "entry count differs (mount vs LOWER); missing "
+                         "e.g. %s" % sorted(set(want) - set(got))[:5])
         self.assertEqual(sorted(got), sorted(want))
         for rel, ls in want.items():
             ms = got[rel]
@@ -115,6 +127,7 @@ class ReadOnlyViewTest(et.MountTestCase):
 
     def test_listdir_exact(self):
         d = self.mount(self.lower)
+        self.assertEqual(len(os.listdir(d.path("big"))), 2500, "entries listed in big/")
         self.assertEqual(sorted(os.listdir(d.path("big"))), sorted(os.listdir(
             os.path.join(self.lower, "big"))))
         self.assertEqual(len(os.listdir(d.path("big"))), 2500)
@@ -186,6 +199,63 @@ class ReadOnlyViewTest(et.MountTestCase):
         self.assertTrue(os.access(d.path("mode755.sh"), os.X_OK))
         self.assertFalse(os.access(d.path("plain.txt"), os.X_OK))
         self.assertEqual(et.read_file(d.path("mode600")), b"secret")
+
+
+def as_user(uid, gid, fn):
+    """Run fn() in a forked child with the given uid/gid; returns errno or 0."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            fn()
+        except OSError as e:
+            code = e.errno or 255
+        except BaseException:
+            code = 254
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+class PermissionTest(et.MountTestCase):
+    """allow_other is off by default; with it, default_permissions applies
+    LOWER's modes to other users."""
+
+    NOBODY = 65534
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o755)
+        self.lower = self.make_dir("lower")
+        os.chmod(self.lower, 0o755)
+        et.write_file(os.path.join(self.lower, "public"), b"for everyone", 0o644)
+        et.write_file(os.path.join(self.lower, "private"), b"root only", 0o600)
+        et.write_file(os.path.join(self.lower, "mine"), b"nobody's", 0o600)
+        os.chown(os.path.join(self.lower, "mine"), self.NOBODY, self.NOBODY)
+
+    def read_as_nobody(self, path):
+        return as_user(self.NOBODY, self.NOBODY, lambda: et.read_file(path))
+
+    def test_other_users_denied_without_allow_other(self):
+        d = self.mount(self.lower)
+        mnt = d.mnt
+        self.assertEqual(as_user(self.NOBODY, self.NOBODY, lambda: os.stat(
+            os.path.join(mnt, "public"))), errno.EACCES)
+        self.assertEqual(self.read_as_nobody(d.path("public")), errno.EACCES)
+        self.assertEqual(et.read_file(d.path("public")), b"for everyone")
+
+    def test_allow_other_with_default_permissions(self):
+        d = self.mount(self.lower, opts=["allow_other", "default_permissions"])
+        self.assertEqual(self.read_as_nobody(d.path("public")), 0)
+        self.assertEqual(self.read_as_nobody(d.path("private")), errno.EACCES)
+        self.assertEqual(self.read_as_nobody(d.path("mine")), 0)
+        self.assertEqual(as_user(self.NOBODY, self.NOBODY, lambda: os.open(
+            d.path("mine"), os.O_WRONLY)), errno.EROFS)
+        self.assertEqual(et.read_file(d.path("private")), b"root only")
+        self.assertEqual(self.read_as_nobody(d.path(".epochfs", "version")), 0)
 
 
 class ErofsTest(et.MountTestCase):

@@ -41,11 +41,14 @@ struct Config {
     bool operator==(const Jobs&) const = default;
   } jobs;
   struct Fuse {
-    uint32_t threads = 0;  // 0: one per core
+    uint32_t threads = 0;  // 0: two per core, at least 4
     uint32_t max_background = 64;
     double entry_timeout = 86400.0;  // seconds
     double attr_timeout = 86400.0;   // seconds
     bool allow_other = false;
+    // Serve repeat reads of unchanged files from the kernel page cache (every
+    // open still reaches the daemon, so every access is still seen).
+    bool kernel_cache = true;
     bool operator==(const Fuse&) const = default;
   } fuse;
   struct Log {

@@ -16,6 +16,7 @@
 #include "epochfs/store/lower.h"
 
 struct fuse_lowlevel_ops;
+struct fuse_session;
 
 namespace epochfs::fs {
 
@@ -49,6 +50,10 @@ class Filesystem {
   virtual ~Filesystem() = default;
   // The ops table to hand to fuse_session_new; userdata is this Filesystem.
   virtual const fuse_lowlevel_ops& ops() const = 0;
+  // Called by Session once mounted / before unmounting: starts and stops the
+  // work that talks to the kernel outside requests (cache invalidation).
+  virtual void Attach(fuse_session* se) = 0;
+  virtual void Detach() = 0;
 };
 
 // The name of the virtual control directory at the mount root.

@@ -36,6 +36,7 @@ class Session {
   // Detaches from the terminal (when `foreground` is false) once mounted.
   Status Daemonize(bool foreground);
   // Serves until unmounted or signalled. Returns OK on a clean end.
+  // REQUIRES: Daemonize() first (it forks; threads start here).
   Status Run();
 
  private:

@@ -68,6 +68,12 @@ class CacheFront {
   const RamStore& ram() const { return ram_; }
   CacheCounters counters() const;
 
+  // Called (under the policy lock: keep it short, never call back into the
+  // CacheFront) for every object that leaves the RAM tier. REQUIRES: set
+  // before the first Get.
+  using DropListener = std::function<void(cache::ObjectId)>;
+  void SetDropListener(DropListener fn) { on_drop_ = std::move(fn); }
+
   // Runs `fn` with the policy under its lock; applies the Decision it returns.
   void WithPolicy(const std::function<cache::Decision(cache::Policy&)>& fn);
   std::string policy_name() const { return policy_->name(); }
@@ -83,6 +89,8 @@ class CacheFront {
 
   std::mutex policy_mu_;
   std::unique_ptr<cache::Policy> policy_;  // guarded by policy_mu_
+
+  DropListener on_drop_;
 
   std::mutex flights_mu_;
   std::unordered_map<cache::ObjectId, std::shared_future<Result<ObjectRef>>> flights_;

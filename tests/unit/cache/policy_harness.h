@@ -67,6 +67,10 @@ class Harness {
     Check();
   }
 
+  // The store loses `id` without telling the policy (a bug or a race in the
+  // caller); the policy must repair itself on the next miss.
+  void ForgetSilently(ObjectId id) { resident_.erase(id); }
+
   // Applies a Decision; `loaded` is the object of a miss (0 otherwise).
   void Apply(const Decision& d, ObjectId loaded) {
     for (ObjectId v : d.evict) {

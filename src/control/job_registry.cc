@@ -1,0 +1,399 @@
+#include "epochfs/control/job_registry.h"
+
+#include <limits>
+#include <utility>
+
+#include "epochfs/common/hash.h"
+
+namespace epochfs::control {
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kRegistered: return "registered";
+    case JobState::kConfigured: return "configured";
+    case JobState::kRunning: return "running";
+    case JobState::kDone: return "done";
+  }
+  return "unknown";
+}
+
+struct JobRegistry::Job {
+  JobId id = kNoJob;
+  std::string name;
+  uid_t owner = 0;
+  JobState state = JobState::kRegistered;
+  std::optional<JobConfig> config;
+  // The sample list is kept as its fingerprint (identical rewrites are no-ops)
+  // and as object → sample for attribution; the paths themselves live in the
+  // daemon's store once resolved.
+  size_t sample_count = 0;
+  uint64_t samples_hash = 0;
+  std::unordered_map<cache::ObjectId, uint32_t> object_to_sample;
+  std::unique_ptr<EpochTracker> tracker;  // set with the samples
+  uint64_t accesses = 0;
+  std::string last_error;
+};
+
+namespace {
+
+uint64_t Fingerprint(const std::vector<std::string>& paths) {
+  uint64_t h = paths.size();
+  for (const std::string& p : paths) {
+    h = (h ^ Checksum(p.data(), p.size())) * 0x100000001b3ULL;
+  }
+  return h;
+}
+
+Status Exists(std::string m) { return {Code::kExists, std::move(m)}; }
+
+}  // namespace
+
+JobRegistry::JobRegistry(JobSink& sink, std::unique_ptr<ProcReader> proc,
+                         JobRegistryOptions options)
+    : sink_(sink), opt_(options), attributor_(std::move(proc), options.attributor) {}
+
+JobRegistry::~JobRegistry() = default;
+
+Status JobRegistry::ValidateName(std::string_view name) {
+  if (name.empty() || name.size() > 64) {
+    return InvalidArgument("job name must be 1 to 64 characters, got " +
+                           std::to_string(name.size()));
+  }
+  if (name == "." || name == "..") return InvalidArgument("job name cannot be '.' or '..'");
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return InvalidArgument("job name " + QuoteForMessage(name) +
+                             " may only contain A-Z a-z 0-9 . _ -");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t creator_pid) {
+  if (Status s = ValidateName(name); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.find(name) != jobs_.end()) return Exists("job '" + std::string(name) + "' exists");
+  if (jobs_.size() >= opt_.max_jobs) {
+    return NoSpace("too many jobs (limit " + std::to_string(opt_.max_jobs) + ")");
+  }
+  if (ids_exhausted_) return NoSpace("job ids exhausted; restart the daemon");
+  auto job = std::make_unique<Job>();
+  job->id = next_id_;
+  job->name = std::string(name);
+  job->owner = owner;
+  if (next_id_ == std::numeric_limits<JobId>::max()) {
+    ids_exhausted_ = true;
+  } else {
+    ++next_id_;
+  }
+  JobId id = job->id;
+  by_id_[id] = job.get();
+  jobs_.emplace(job->name, std::move(job));
+  // Best effort: the creator may be gone already, or belong to another job.
+  if (creator_pid > 0) (void)attributor_.AddPid(id, creator_pid);
+  return id;
+}
+
+Result<JobRegistry::Job*> JobRegistry::FindForWrite(std::string_view name, uid_t caller) const {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return NotFound("no job '" + std::string(name) + "'");
+  Job* job = it->second.get();
+  if (caller != 0 && caller != job->owner) {
+    return PermissionDenied("job '" + job->name + "' belongs to uid " +
+                            std::to_string(job->owner));
+  }
+  return job;
+}
+
+Status JobRegistry::CheckWrite(std::string_view name, uid_t caller) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return FindForWrite(name, caller).status();
+}
+
+Status JobRegistry::Fail(Job* job, const char* file, Status s) {
+  if (job != nullptr && !s.ok()) job->last_error = std::string(file) + ": " + s.message();
+  return s;
+}
+
+Status JobRegistry::Remove(std::string_view name, uid_t caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<Job*> r = FindForWrite(name, caller);
+  if (!r.ok()) return r.status();
+  Job* job = r.value();
+  JobId id = job->id;
+  sink_.OnJobEnd(id);
+  attributor_.RemoveJob(id);
+  by_id_.erase(id);
+  jobs_.erase(jobs_.find(name));
+  return Status::Ok();
+}
+
+Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text) {
+  Result<JobConfig> parsed = ParseJobConfig(text);
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<Job*> r = FindForWrite(name, caller);
+  if (!r.ok()) return r.status();
+  Job* job = r.value();
+  if (!parsed.ok()) return Fail(job, "config", parsed.status());
+  const JobConfig& cfg = parsed.value();
+  if (job->config) {
+    if (*job->config == cfg) return Status::Ok();
+    return Fail(job, "config",
+                InvalidArgument("config is already set and differs; rmdir and mkdir the job to "
+                                "change it"));
+  }
+  cache::JobSpec spec;
+  spec.id = job->id;
+  spec.name = job->name;
+  spec.batch_size = cfg.batch_size;
+  spec.epochs = cfg.epochs;
+  spec.loaders = cfg.loaders;
+  if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "config", s);
+  job->config = cfg;
+  job->state = JobState::kConfigured;
+  return Status::Ok();
+}
+
+Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::string_view text) {
+  JobId id;
+  std::string root;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Result<Job*> r = FindForWrite(name, caller);
+    if (!r.ok()) return r.status();
+    Job* job = r.value();
+    if (!job->config) {
+      return Fail(job, "samples", InvalidArgument("write config before samples"));
+    }
+    id = job->id;
+    root = job->config->root;
+  }
+  // Parsing and resolving run without the mutex: lists can be millions long
+  // and resolving touches the lower store.
+  Result<std::vector<std::string>> parsed = ParseSampleList(text);
+  uint64_t fp = parsed.ok() ? Fingerprint(parsed.value()) : 0;
+  auto relock_same_job = [&]() -> Job* {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? nullptr : it->second;
+  };
+  // Returns true when the write is decided (*out set): an error or a repeat.
+  auto decided = [&](Job* job, Status* out) -> bool {
+    if (job == nullptr) {
+      *out = NotFound("job '" + std::string(name) + "' was removed");
+      return true;
+    }
+    if (!parsed.ok()) {
+      *out = Fail(job, "samples", parsed.status());
+      return true;
+    }
+    if (job->tracker) {
+      if (job->sample_count == parsed.value().size() && job->samples_hash == fp) {
+        *out = Status::Ok();
+      } else {
+        *out = Fail(job, "samples",
+                    InvalidArgument("samples are already set and differ; rmdir and mkdir the job "
+                                    "to change them"));
+      }
+      return true;
+    }
+    return false;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Status out;
+    if (decided(relock_same_job(), &out)) return out;
+  }
+  Result<std::vector<cache::SampleRef>> refs = sink_.ResolveSamples(root, parsed.value());
+  std::lock_guard<std::mutex> lock(mu_);
+  Job* job = relock_same_job();
+  Status out;
+  if (decided(job, &out)) return out;
+  if (!refs.ok()) return Fail(job, "samples", refs.status());
+  if (refs.value().size() != parsed.value().size()) {
+    return Fail(job, "samples", Internal("sample resolution returned a different count"));
+  }
+  std::unordered_map<cache::ObjectId, uint32_t> map;
+  map.reserve(refs.value().size());
+  for (size_t k = 0; k < refs.value().size(); ++k) {
+    map.emplace(refs.value()[k].object, static_cast<uint32_t>(k));  // first path wins
+  }
+  const size_t n = refs.value().size();
+  if (Status s = sink_.OnSamples(id, std::move(refs).value()); !s.ok()) {
+    return Fail(job, "samples", s);
+  }
+  job->sample_count = n;
+  job->samples_hash = fp;
+  job->object_to_sample = std::move(map);
+  EpochTrackerOptions topt;
+  topt.batch_size = job->config->batch_size;
+  topt.loaders = job->config->loaders;
+  topt.prefetch_factor = opt_.prefetch_factor;
+  job->tracker = std::make_unique<EpochTracker>(static_cast<uint32_t>(n), topt);
+  return Status::Ok();
+}
+
+Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epoch,
+                               std::string_view text) {
+  const std::string file = "order/" + std::to_string(epoch);
+  JobId id;
+  size_t count;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Result<Job*> r = FindForWrite(name, caller);
+    if (!r.ok()) return r.status();
+    Job* job = r.value();
+    if (!job->tracker) {
+      return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+    }
+    if (epoch >= job->config->epochs) {
+      return Fail(job, file.c_str(),
+                  InvalidArgument("epoch " + std::to_string(epoch) +
+                                  " is beyond the job's last epoch " +
+                                  std::to_string(job->config->epochs - 1) + " (epochs are 0-based)"));
+    }
+    id = job->id;
+    count = job->sample_count;
+  }
+  Result<std::vector<uint32_t>> order = ParseOrder(text, count);  // without the mutex
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
+  Job* job = it->second;
+  if (!order.ok()) return Fail(job, file.c_str(), order.status());
+  if (job->tracker->SameOrder(epoch, order.value())) return Status::Ok();
+  if (Status s = job->tracker->CheckOrder(epoch, order.value()); !s.ok()) {
+    return Fail(job, file.c_str(), s);
+  }
+  if (Status s = sink_.OnOrder(id, epoch, order.value()); !s.ok()) {
+    return Fail(job, file.c_str(), s);
+  }
+  return Fail(job, file.c_str(), job->tracker->SetOrder(epoch, order.value()));
+}
+
+Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<Job*> r = FindForWrite(name, caller);
+  if (!r.ok()) return r.status();
+  Job* job = r.value();
+  Result<uint32_t> epoch = ParseEpochMarker(text);
+  if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
+  if (!job->tracker) return Fail(job, "epoch", InvalidArgument("write samples before the epoch"));
+  if (epoch.value() >= job->config->epochs) {
+    return Fail(job, "epoch",
+                InvalidArgument("epoch " + std::to_string(epoch.value()) +
+                                " is beyond the job's last epoch " +
+                                std::to_string(job->config->epochs - 1) + " (epochs are 0-based)"));
+  }
+  Result<bool> began = job->tracker->MarkEpoch(epoch.value());
+  if (!began.ok()) return Fail(job, "epoch", began.status());
+  if (began.value()) BeginEpochLocked(job, epoch.value());
+  return Status::Ok();
+}
+
+Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_view text,
+                              pid_t writer_pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<Job*> r = FindForWrite(name, caller);
+  if (!r.ok()) return r.status();
+  Job* job = r.value();
+  Result<std::vector<pid_t>> pids = ParsePidList(text);
+  if (!pids.ok()) return Fail(job, "pids", pids.status());
+  if (Status s = attributor_.AddPids(job->id, pids.value()); !s.ok()) {
+    return Fail(job, "pids", s);
+  }
+  if (writer_pid > 0) (void)attributor_.AddPid(job->id, writer_pid);  // best effort
+  return Status::Ok();
+}
+
+void JobRegistry::BeginEpochLocked(Job* job, uint32_t epoch) {
+  if (epoch >= job->config->epochs) {  // reads past the last epoch (evaluation, extra passes)
+    job->state = JobState::kDone;
+    return;
+  }
+  if (job->state != JobState::kDone) job->state = JobState::kRunning;
+  sink_.OnEpochBegin(job->id, epoch);
+}
+
+void JobRegistry::ApplyTracked(Job* job, const TrackedAccess& t) {
+  if (t.began) BeginEpochLocked(job, *t.began);
+  if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobState::kDone;
+}
+
+AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object) {
+  const JobId via_process = attributor_.Lookup(pid);  // before mu_: reads /proc
+  AccessInfo info;
+  std::lock_guard<std::mutex> lock(mu_);
+  Job* job = nullptr;
+  if (via_process != kNoJob) {
+    if (auto it = by_id_.find(via_process); it != by_id_.end()) {
+      job = it->second;
+      info.source = AttributionSource::kProcess;
+    }
+  }
+  if (job == nullptr) {
+    int matches = 0;
+    for (auto& [name, j] : jobs_) {
+      if (j->state == JobState::kDone || !j->tracker) continue;
+      auto s = j->object_to_sample.find(object);
+      if (s != j->object_to_sample.end() && j->tracker->InPendingOrders(s->second)) {
+        ++matches;
+        job = j.get();
+      }
+    }
+    if (matches != 1) return info;
+    info.source = AttributionSource::kOrders;
+  }
+  info.job = job->id;
+  ++job->accesses;
+  if (!job->tracker) return info;
+  auto s = job->object_to_sample.find(object);
+  if (s == job->object_to_sample.end()) return info;
+  info.sample = s->second;
+  TrackedAccess t = job->tracker->OnAccess(s->second);
+  ApplyTracked(job, t);
+  info.epoch = t.epoch;
+  info.batch = t.batch;
+  info.repeat = t.repeat;
+  return info;
+}
+
+std::vector<std::string> JobRegistry::JobNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(jobs_.size());
+  for (const auto& [name, j] : jobs_) out.push_back(name);
+  return out;
+}
+
+Result<JobId> JobRegistry::Find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return NotFound("no job '" + std::string(name) + "'");
+  return it->second->id;
+}
+
+Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return NotFound("no job '" + std::string(name) + "'");
+  const Job& j = *it->second;
+  JobSnapshot s;
+  s.id = j.id;
+  s.name = j.name;
+  s.owner = j.owner;
+  s.state = j.state;
+  s.config = j.config;
+  s.sample_count = j.sample_count;
+  if (j.tracker) {
+    s.epoch = j.tracker->current_epoch();
+    s.declared_epochs = j.tracker->declared_epochs();
+  }
+  s.accesses = j.accesses;
+  s.last_error = j.last_error;
+  s.pids = attributor_.Pids(j.id);
+  return s;
+}
+
+}  // namespace epochfs::control

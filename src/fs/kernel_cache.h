@@ -1,0 +1,56 @@
+// KernelCacheInvalidator: keeps the kernel's page-cache copies of dataset files
+// within what the RAM tier holds.
+//
+// With fuse.kernel_cache on, an open of an unchanged file keeps the kernel's
+// cached pages (FOPEN_KEEP_CACHE), so repeat reads never reach the daemon. When
+// the RAM tier drops an object, its kernel copy is dropped too, so the kernel
+// never holds more cached dataset bytes than the budget. The drop runs on a
+// thread of its own: fuse_lowlevel_notify_inval_inode must not be called from
+// a request handler (it can wait on pages that a pending READ holds).
+// Thread safety: thread-safe.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "epochfs/cache/policy.h"
+
+namespace epochfs::fs {
+
+class KernelCacheInvalidator {
+ public:
+  KernelCacheInvalidator() = default;
+  ~KernelCacheInvalidator() { Stop(); }
+  KernelCacheInvalidator(const KernelCacheInvalidator&) = delete;
+  KernelCacheInvalidator& operator=(const KernelCacheInvalidator&) = delete;
+
+  // Starts the worker for session `se`. REQUIRES: not started.
+  void Start(fuse_session* se);
+  // Stops the worker; queued drops are discarded. Idempotent.
+  void Stop();
+  // `ino` was opened with the bytes of `id`.
+  void Remember(cache::ObjectId id, fuse_ino_t ino);
+  // The RAM tier dropped `id`: drop the kernel's pages of its inode.
+  void Dropped(cache::ObjectId id);
+
+  uint64_t sent() const;
+
+ private:
+  void Loop();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  fuse_session* se_ = nullptr;                               // guarded by mu_
+  bool stop_ = false;                                        // guarded by mu_
+  std::deque<fuse_ino_t> queue_;                             // guarded by mu_
+  std::unordered_map<cache::ObjectId, fuse_ino_t> inode_of_;  // guarded by mu_
+  uint64_t sent_ = 0;                                        // guarded by mu_
+  std::thread worker_;
+};
+
+}  // namespace epochfs::fs

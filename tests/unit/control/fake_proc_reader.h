@@ -1,0 +1,56 @@
+// FakeProcReader: an in-memory process table for attribution tests.
+// Thread-safe (the Attributor reads it from several threads in some tests).
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "epochfs/control/attribution.h"
+
+namespace epochfs::control::testing {
+
+class FakeProcTable {
+ public:
+  void Spawn(pid_t pid, pid_t ppid, uint64_t start) {
+    std::lock_guard<std::mutex> l(mu_);
+    procs_[pid] = ProcStat{ppid, start};
+  }
+  void Exit(pid_t pid) {
+    std::lock_guard<std::mutex> l(mu_);
+    procs_.erase(pid);
+  }
+  // Reparents pid (its parent exited): like the kernel, to init.
+  void Reparent(pid_t pid, pid_t new_ppid) {
+    std::lock_guard<std::mutex> l(mu_);
+    procs_[pid].ppid = new_ppid;
+  }
+  int reads() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return reads_;
+  }
+  Result<ProcStat> Stat(pid_t pid) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++reads_;
+    auto it = procs_.find(pid);
+    if (it == procs_.end()) return NotFound("no process");
+    return it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<pid_t, ProcStat> procs_;
+  int reads_ = 0;
+};
+
+// A ProcReader over a table the test keeps (and mutates) after handing the
+// reader to an Attributor.
+class FakeProcReader final : public ProcReader {
+ public:
+  explicit FakeProcReader(FakeProcTable* table) : table_(table) {}
+  Result<ProcStat> Stat(pid_t pid) const override { return table_->Stat(pid); }
+
+ private:
+  FakeProcTable* table_;
+};
+
+}  // namespace epochfs::control::testing

@@ -1,0 +1,369 @@
+#include "epochfs/control/job_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_proc_reader.h"
+#include "test_util.h"
+
+namespace epochfs::control {
+namespace {
+
+using testing::FakeProcReader;
+using testing::FakeProcTable;
+
+// Records what the registry forwards; objects are looked up in `objects`
+// (path relative to the mount → object id).
+class FakeSink : public JobSink {
+ public:
+  Result<std::vector<cache::SampleRef>> ResolveSamples(
+      const std::string& root, const std::vector<std::string>& paths) override {
+    if (during_resolve) during_resolve();
+    std::vector<cache::SampleRef> out;
+    for (const std::string& p : paths) {
+      std::string full = root.empty() ? p : root + "/" + p;
+      auto it = objects.find(full);
+      if (it == objects.end()) return InvalidArgument("no such sample file: " + full);
+      out.push_back({it->second, 100});
+    }
+    return out;
+  }
+  Status OnConfigured(const cache::JobSpec& spec, const JobConfig& config) override {
+    std::lock_guard<std::mutex> l(mu);
+    specs.push_back(spec);
+    configs.push_back(config);
+    return fail_next ? std::exchange(fail_next, false), Internal("policy said no") : Status::Ok();
+  }
+  Status OnSamples(JobId job, std::vector<cache::SampleRef> samples) override {
+    std::lock_guard<std::mutex> l(mu);
+    sample_counts[job] = samples.size();
+    return Status::Ok();
+  }
+  Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) override {
+    std::lock_guard<std::mutex> l(mu);
+    orders.push_back({job, epoch, order.size()});
+    return Status::Ok();
+  }
+  void OnEpochBegin(JobId job, uint32_t epoch) override {
+    std::lock_guard<std::mutex> l(mu);
+    epochs.push_back({job, epoch});
+  }
+  void OnJobEnd(JobId job) override {
+    std::lock_guard<std::mutex> l(mu);
+    ended.push_back(job);
+  }
+
+  std::map<std::string, cache::ObjectId> objects;
+  std::function<void()> during_resolve;
+  bool fail_next = false;
+  std::mutex mu;
+  std::vector<cache::JobSpec> specs;
+  std::vector<JobConfig> configs;
+  std::map<JobId, size_t> sample_counts;
+  struct OrderCall {
+    JobId job;
+    uint32_t epoch;
+    size_t size;
+  };
+  std::vector<OrderCall> orders;
+  std::vector<std::pair<JobId, uint32_t>> epochs;
+  std::vector<JobId> ended;
+};
+
+constexpr uid_t kAlice = 1000;
+constexpr uid_t kBob = 1001;
+constexpr const char* kConfig = "batch_size = 2\nepochs = 2\nroot = \"ds\"\nloaders = 1\n";
+
+class JobRegistryTest : public ::testing::Test {
+ protected:
+  JobRegistryTest() {
+    procs_.Spawn(1, 0, 1);
+    procs_.Spawn(100, 1, 100);   // job A's trainer
+    procs_.Spawn(101, 100, 101); // its worker
+    procs_.Spawn(200, 1, 200);   // job B's trainer
+    procs_.Spawn(300, 1, 300);   // someone else
+    for (int i = 0; i < 8; ++i) sink_.objects["ds/f" + std::to_string(i)] = 1000 + i;
+    sink_.objects["ds/shared"] = 2000;
+    JobRegistryOptions o;
+    o.max_jobs = 8;
+    o.prefetch_factor = 1;
+    reg_ = std::make_unique<JobRegistry>(sink_, std::make_unique<FakeProcReader>(&procs_), o);
+  }
+  // A job over ds/f0..f3 with orders 0 and 1 declared.
+  JobId SetUpJob(const std::string& name, pid_t pid, const std::string& samples = "f0\nf1\nf2\nf3\n") {
+    Result<JobId> id = reg_->Register(name, kAlice, pid);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_TRUE(reg_->WriteConfig(name, kAlice, kConfig).ok());
+    Status s = reg_->WriteSamples(name, kAlice, samples);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(reg_->WriteOrder(name, kAlice, 0, "0 1 2 3").ok());
+    EXPECT_TRUE(reg_->WriteOrder(name, kAlice, 1, "3 2 1 0").ok());
+    return id.ok() ? id.value() : kNoJob;
+  }
+  std::string LastError(const std::string& name) { return reg_->Snapshot(name).value().last_error; }
+
+  FakeProcTable procs_;
+  FakeSink sink_;
+  std::unique_ptr<JobRegistry> reg_;
+};
+
+TEST_F(JobRegistryTest, NameValidation) {
+  for (const char* ok : {"a", "job-1", "sweep.lr_0.1", "A9"}) {
+    EXPECT_TRUE(JobRegistry::ValidateName(ok).ok()) << ok;
+  }
+  EXPECT_TRUE(JobRegistry::ValidateName(std::string(64, 'x')).ok());
+  for (std::string bad : {std::string(""), std::string("."), std::string(".."), std::string("a/b"),
+                          std::string("a b"), std::string(65, 'x'), std::string("a\0b", 3),
+                          std::string("é")}) {
+    EXPECT_EQ(JobRegistry::ValidateName(bad).code(), Code::kInvalidArgument) << bad;
+    EXPECT_FALSE(reg_->Register(bad, kAlice, 0).ok());
+  }
+}
+
+TEST_F(JobRegistryTest, RegisterRemoveAndIdsAreNeverReused) {
+  Result<JobId> a = reg_->Register("a", kAlice, 0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(reg_->Register("a", kBob, 0).status().code(), Code::kExists);
+  ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
+  EXPECT_EQ(sink_.ended, std::vector<JobId>{a.value()});
+  Result<JobId> again = reg_->Register("a", kAlice, 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again.value(), a.value());
+  EXPECT_EQ(reg_->Remove("zzz", kAlice).code(), Code::kNotFound);
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(reg_->Register("j" + std::to_string(i), kAlice, 0).ok());
+  EXPECT_EQ(reg_->Register("one-too-many", kAlice, 0).status().code(), Code::kNoSpace);
+  EXPECT_EQ(reg_->JobNames().size(), 8u);
+  EXPECT_EQ(reg_->JobNames().front(), "a");
+}
+
+TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
+  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  EXPECT_EQ(reg_->CheckWrite("a", kBob).code(), Code::kPermissionDenied);
+  EXPECT_TRUE(reg_->CheckWrite("a", kAlice).ok());
+  EXPECT_TRUE(reg_->CheckWrite("a", 0).ok());
+  EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig).code(), Code::kPermissionDenied);
+  EXPECT_EQ(reg_->WritePids("a", kBob, "300\n", 300).code(), Code::kPermissionDenied);
+  EXPECT_EQ(reg_->WriteEpoch("a", kBob, "0").code(), Code::kPermissionDenied);
+  EXPECT_EQ(reg_->Remove("a", kBob).code(), Code::kPermissionDenied);
+  EXPECT_EQ(LastError("a"), "");  // a refused writer cannot plant errors either
+  EXPECT_TRUE(reg_->WriteConfig("a", 0, kConfig).ok());  // root
+  EXPECT_TRUE(reg_->Remove("a", 0).ok());
+}
+
+TEST_F(JobRegistryTest, LifecycleAndForwarding) {
+  Result<JobId> id = reg_->Register("a", kAlice, 100);
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRegistered);
+  EXPECT_EQ(reg_->Snapshot("a").value().pids, std::vector<pid_t>{100});  // the creator
+
+  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(LastError("a"), "samples: write config before samples");
+
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig + std::string("compute_ms = 3\n")).ok());
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.state, JobState::kConfigured);
+  ASSERT_EQ(sink_.specs.size(), 1u);
+  EXPECT_EQ(sink_.specs[0].id, id.value());
+  EXPECT_EQ(sink_.specs[0].name, "a");
+  EXPECT_EQ(sink_.specs[0].batch_size, 2u);
+  EXPECT_EQ(sink_.specs[0].epochs, 2u);
+  EXPECT_DOUBLE_EQ(*sink_.configs[0].compute_ms, 3.0);
+  // Identical rewrite: no-op; different: refused.
+  EXPECT_TRUE(reg_->WriteConfig("a", kAlice, kConfig + std::string("compute_ms = 3.0\n")).ok());
+  EXPECT_EQ(sink_.specs.size(), 1u);
+  EXPECT_FALSE(reg_->WriteConfig("a", kAlice, "batch_size = 3\nepochs = 2\n").ok());
+  EXPECT_CONTAINS(LastError("a"), "config: config is already set and differs");
+
+  EXPECT_EQ(reg_->WriteOrder("a", kAlice, 0, "0").code(), Code::kInvalidArgument);
+  EXPECT_EQ(LastError("a"), "order/0: write samples before the orders");
+
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n").ok());
+  EXPECT_EQ(sink_.sample_counts[id.value()], 4u);
+  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "./f0\nf1\nf2\nf3").ok());  // same list
+  EXPECT_FALSE(reg_->WriteSamples("a", kAlice, "f0\nf1\n").ok());
+
+  EXPECT_FALSE(reg_->WriteOrder("a", kAlice, 0, "0 1 7").ok());
+  EXPECT_EQ(LastError("a"),
+            "order/0: token 3 (line 1) \"7\": index out of range (the sample list has 4 samples)");
+  EXPECT_FALSE(reg_->WriteOrder("a", kAlice, 2, "0").ok());
+  EXPECT_CONTAINS(LastError("a"), "order/2: epoch 2 is beyond the job's last epoch 1");
+  ASSERT_TRUE(reg_->WriteOrder("a", kAlice, 0, "0 1 2 3").ok());
+  ASSERT_TRUE(reg_->WriteOrder("a", kAlice, 0, "0 1 2 3\n").ok());  // identical: not forwarded
+  ASSERT_TRUE(reg_->WriteOrder("a", kAlice, 1, "3 2 1 0").ok());
+  ASSERT_EQ(sink_.orders.size(), 2u);
+  EXPECT_EQ(sink_.orders[1].epoch, 1u);
+  EXPECT_EQ(reg_->Snapshot("a").value().declared_epochs, (std::vector<uint32_t>{0, 1}));
+
+  EXPECT_FALSE(reg_->WriteEpoch("a", kAlice, "x").ok());
+  EXPECT_CONTAINS(LastError("a"), "epoch: expected one non-negative integer, got \"x\"");
+  EXPECT_FALSE(reg_->WriteEpoch("a", kAlice, "2").ok());
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0\n").ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRunning);
+  EXPECT_EQ(reg_->Snapshot("a").value().epoch, std::optional<uint32_t>(0));
+  ASSERT_EQ(sink_.epochs.size(), 1u);
+  EXPECT_EQ(sink_.epochs[0], std::make_pair(id.value(), 0u));
+  // The running epoch's order is fixed now.
+  EXPECT_FALSE(reg_->WriteOrder("a", kAlice, 0, "3 2 1 0").ok());
+  EXPECT_CONTAINS(LastError("a"), "order/0: epoch 0 has begun");
+
+  ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
+  EXPECT_EQ(reg_->Snapshot("a").status().code(), Code::kNotFound);
+}
+
+TEST_F(JobRegistryTest, FailedWritesCommitNothing) {
+  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  sink_.fail_next = true;
+  EXPECT_FALSE(reg_->WriteConfig("a", kAlice, kConfig).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRegistered);
+  EXPECT_EQ(LastError("a"), "config: policy said no");
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
+  Status s = reg_->WriteSamples("a", kAlice, "f0\nmissing\n");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(LastError("a"), "samples: no such sample file: ds/missing");
+  EXPECT_EQ(reg_->Snapshot("a").value().sample_count, 0u);
+  EXPECT_FALSE(reg_->WriteSamples("a", kAlice, "f0\n../etc/passwd\n").ok());
+  EXPECT_CONTAINS(LastError("a"), "samples: line 2: '..' component");
+  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\n").ok());
+  EXPECT_FALSE(reg_->WritePids("a", kAlice, "300\n99999\n", 0).ok());
+  EXPECT_EQ(LastError("a"), "pids: pid 99999: no such process");
+  EXPECT_TRUE(reg_->Snapshot("a").value().pids.empty());
+}
+
+TEST_F(JobRegistryTest, ResolveRunsWithoutTheRegistryMutex) {
+  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
+  size_t seen = 0;
+  // Would deadlock if ResolveSamples ran under the registry mutex.
+  sink_.during_resolve = [&] { seen = reg_->JobNames().size(); };
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\n").ok());
+  EXPECT_EQ(seen, 1u);
+  // The job vanishing while its samples resolve is reported, not crashed on.
+  ASSERT_TRUE(reg_->Register("b", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->WriteConfig("b", kAlice, kConfig).ok());
+  sink_.during_resolve = [&] { (void)reg_->Remove("b", kAlice); };
+  EXPECT_EQ(reg_->WriteSamples("b", kAlice, "f0\n").code(), Code::kNotFound);
+}
+
+TEST_F(JobRegistryTest, AttributionByProcessThenByOrders) {
+  JobId a = SetUpJob("a", 100, "f0\nf1\nf2\nf3\nshared\n");
+  JobId b = SetUpJob("b", 200, "f4\nf5\nf6\nf7\nshared\n");
+  // By process: the worker (child of 100) reads f1.
+  AccessInfo i = reg_->OnAccess(101, 1001);
+  EXPECT_EQ(i.job, a);
+  EXPECT_EQ(i.source, AttributionSource::kProcess);
+  EXPECT_EQ(i.sample, 1);
+  EXPECT_EQ(i.epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(i.batch, 0);
+  // pid 0 (outside the namespace) and an unknown process: by orders.
+  i = reg_->OnAccess(0, 1006);  // f6 is only in b's orders
+  EXPECT_EQ(i.job, b);
+  EXPECT_EQ(i.source, AttributionSource::kOrders);
+  EXPECT_EQ(i.sample, 2);
+  i = reg_->OnAccess(300, 1000);
+  EXPECT_EQ(i.job, a);
+  EXPECT_EQ(i.source, AttributionSource::kOrders);
+  // "shared" is sample 4 in both lists but in neither's orders → nobody.
+  i = reg_->OnAccess(0, 2000);
+  EXPECT_EQ(i.job, kNoJob);
+  EXPECT_EQ(i.source, AttributionSource::kNone);
+  // ...but the process decides when it can: a's trainer reading it.
+  i = reg_->OnAccess(100, 2000);
+  EXPECT_EQ(i.job, a);
+  EXPECT_EQ(i.sample, 4);
+  EXPECT_EQ(i.epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(i.batch, -1);  // not in epoch 0's order
+  // A file that is no sample, read by a's process: the job, no sample.
+  i = reg_->OnAccess(101, 9999);
+  EXPECT_EQ(i.job, a);
+  EXPECT_EQ(i.sample, -1);
+  EXPECT_FALSE(i.epoch.has_value());
+  EXPECT_EQ(reg_->Snapshot("a").value().accesses, 4u);
+}
+
+TEST_F(JobRegistryTest, PidsFileRegistersListedAndWriterPids) {
+  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  EXPECT_EQ(reg_->OnAccess(300, 1000).job, kNoJob);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "300\n", 200).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().pids, (std::vector<pid_t>{200, 300}));
+  EXPECT_EQ(reg_->OnAccess(300, 1000).job, reg_->Find("a").value());
+  ASSERT_TRUE(reg_->Register("b", kBob, 0).ok());
+  EXPECT_FALSE(reg_->WritePids("b", kBob, "300\n", 0).ok());
+  EXPECT_CONTAINS(LastError("b"), "pids: pid 300 is registered to another job");
+  ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
+  EXPECT_EQ(reg_->OnAccess(300, 1000).job, kNoJob);
+  EXPECT_TRUE(reg_->WritePids("b", kBob, "300\n", 0).ok());
+}
+
+TEST_F(JobRegistryTest, InferredEpochsReachTheSinkAndTheJobFinishes) {
+  JobId a = SetUpJob("a", 100);
+  for (cache::ObjectId o : {1000, 1001, 1002, 1003}) {
+    EXPECT_EQ(reg_->OnAccess(101, o).epoch, std::optional<uint32_t>(0));
+  }
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRunning);
+  for (cache::ObjectId o : {1003, 1002, 1001}) {
+    EXPECT_EQ(reg_->OnAccess(101, o).epoch, std::optional<uint32_t>(1));
+  }
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRunning);
+  AccessInfo i = reg_->OnAccess(101, 1000);
+  EXPECT_EQ(i.batch, 1);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kDone);
+  EXPECT_EQ(sink_.epochs,
+            (std::vector<std::pair<JobId, uint32_t>>{{a, 0u}, {a, 1u}}));
+  // Reads past the last epoch begin no epoch in the policy.
+  reg_->OnAccess(101, 1000);
+  EXPECT_EQ(sink_.epochs.size(), 2u);
+}
+
+TEST_F(JobRegistryTest, ConcurrentJobsAndReaders) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  // Two readers hammer OnAccess while two writers create and end jobs.
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&] {
+      while (!stop.load()) {
+        for (cache::ObjectId o = 1000; o < 1008; ++o) {
+          AccessInfo i = reg_->OnAccess(o % 2 ? 101 : 0, o);
+          if (i.sample >= 8) errors.fetch_add(1);
+        }
+        (void)reg_->JobNames();
+        (void)reg_->Snapshot("w0-0");
+      }
+    });
+  }
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {
+      for (int k = 0; k < 150; ++k) {
+        std::string name = "w" + std::to_string(w) + "-" + std::to_string(k % 3);
+        Result<JobId> id = reg_->Register(name, kAlice, w == 0 ? 100 : 0);
+        if (!id.ok()) {
+          errors.fetch_add(1);
+          continue;
+        }
+        bool ok = reg_->WriteConfig(name, kAlice, kConfig).ok() &&
+                  reg_->WriteSamples(name, kAlice, "f0\nf1\nf2\nf3\n").ok() &&
+                  reg_->WriteOrder(name, kAlice, 0, "3 1 2 0").ok() &&
+                  reg_->WriteEpoch(name, kAlice, "0").ok() &&
+                  reg_->Remove(name, kAlice).ok();
+        if (!ok) errors.fetch_add(1);
+      }
+    });
+  }
+  for (size_t t = 2; t < threads.size(); ++t) threads[t].join();
+  stop = true;
+  threads[0].join();
+  threads[1].join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_TRUE(reg_->JobNames().empty());
+  EXPECT_EQ(sink_.ended.size(), 300u);
+}
+
+}  // namespace
+}  // namespace epochfs::control
