@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -89,6 +90,10 @@ class FilesystemImpl final : public Filesystem {
     if (cfg_.fuse.kernel_cache) kernel_cache_.Start(se);
   }
   void Detach() override { kernel_cache_.Stop(); }
+  void SetReadahead(const std::string& ra_file, unsigned kib) override {
+    ra_file_ = ra_file;
+    ra_kib_ = kib;
+  }
 
  private:
   static FilesystemImpl& Self(fuse_req_t req) {
@@ -411,9 +416,21 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_open(req, fi);
   }
 
+  // The first READ comes after INIT was processed: set the readahead now.
+  void RaiseReadaheadOnce() {
+    std::call_once(ra_once_, [this] {
+      if (ra_file_.empty()) return;
+      std::ofstream ra(ra_file_);
+      ra << ra_kib_;
+      ra.close();
+      if (!ra) log::Debug("cannot raise readahead: " + ra_file_);
+    });
+  }
+
   static void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off,
                    fuse_file_info* fi) {
     auto& self = Self(req);
+    self.RaiseReadaheadOnce();
     auto* f = reinterpret_cast<OpenFile*>(fi->fh);
     const auto slice = [&](const char* data, size_t len) {
       if (static_cast<uint64_t>(off) >= len) return (void)fuse_reply_buf(req, nullptr, 0);
@@ -579,6 +596,9 @@ class FilesystemImpl final : public Filesystem {
   const double attr_timeout_;
   const time_t start_time_;
   KernelCacheInvalidator kernel_cache_;
+  std::string ra_file_;
+  unsigned ra_kib_ = 0;
+  std::once_flag ra_once_;
   fuse_lowlevel_ops ops_;
 };
 

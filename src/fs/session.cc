@@ -2,9 +2,13 @@
 
 #include <fuse_lowlevel.h>
 
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "epochfs/common/log.h"
 
@@ -48,6 +52,24 @@ std::string EscapeOpt(const std::string& v) {
   return out;
 }
 
+// The sysfs file of the new mount's readahead window, found through
+// /proc/self/mountinfo (a stat of the mountpoint would wait on the
+// not-yet-running session); "" when not found.
+std::string ReadaheadFile(const std::string& mountpoint) {
+  char real[PATH_MAX];
+  if (::realpath(mountpoint.c_str(), real) == nullptr) return "";
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, found;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, devno, root, point;
+    f >> id >> parent >> devno >> root >> point;
+    if (point == real && line.find(" - fuse.epochfs ") != std::string::npos) found = devno;
+  }
+  if (found.empty()) return "";
+  return "/sys/class/bdi/" + found + "/read_ahead_kb";
+}
+
 }  // namespace
 
 struct Session::Impl {
@@ -82,6 +104,7 @@ Result<std::unique_ptr<Session>> Session::Mount(Filesystem& fs, const MountOptio
   }
   im.mounted = true;
   im.fs = &fs;
+  if (opts.read_ahead_kb != 0) fs.SetReadahead(ReadaheadFile(opts.mountpoint), opts.read_ahead_kb);
   return session;
 }
 

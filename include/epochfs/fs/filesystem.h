@@ -54,6 +54,10 @@ class Filesystem {
   // work that talks to the kernel outside requests (cache invalidation).
   virtual void Attach(fuse_session* se) = 0;
   virtual void Detach() = 0;
+  // Raises the mount's kernel readahead window (sysfs file `ra_file`) to
+  // `kib` once the kernel has processed INIT (which resets it): large files
+  // then arrive in READs of up to `kib` instead of 128 KiB. Best effort.
+  virtual void SetReadahead(const std::string& ra_file, unsigned kib) = 0;
 };
 
 // The name of the virtual control directory at the mount root.

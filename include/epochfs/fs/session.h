@@ -24,6 +24,7 @@ struct MountOptions {
   std::vector<std::string> fuse_opts;  // e.g. "allow_other", "auto_unmount"
   bool debug = false;                 // libfuse request tracing
   unsigned threads = 4;               // max worker threads
+  unsigned read_ahead_kb = 1024;      // kernel readahead of the mount (0: leave it)
 };
 
 class Session {
