@@ -84,6 +84,7 @@ max_background = 128
 entry_timeout = 1.5
 attr_timeout = 0
 allow_other = true
+kernel_cache = false
 [log]
 level = "debug"
 )");
@@ -99,6 +100,7 @@ level = "debug"
   EXPECT_DOUBLE_EQ(c.fuse.entry_timeout, 1.5);
   EXPECT_DOUBLE_EQ(c.fuse.attr_timeout, 0.0);
   EXPECT_TRUE(c.fuse.allow_other);
+  EXPECT_FALSE(c.fuse.kernel_cache);
   EXPECT_EQ(c.log.level, "debug");
 }
 
@@ -201,9 +203,9 @@ TEST(ConfigErrors, OutOfRange) {
     const char* want;
   } cases[] = {
       {"fuse.threads = 65",
-       "t.toml:1: fuse.threads: expected integer 0..64 (0: one per core), "
+       "t.toml:1: fuse.threads: expected integer 0..64 (0: two per core, at least 4), "
        "got 65"},
-      {"fuse.threads = -1", "fuse.threads: expected integer 0..64 (0: one per core), got -1"},
+      {"fuse.threads = -1", "fuse.threads: expected integer 0..64 (0: two per core, at least 4), got -1"},
       {"fuse.max_background = 0", "fuse.max_background: expected integer 1..65535, got 0"},
       {"fuse.max_background = 65536", "fuse.max_background: expected integer 1..65535"},
       {"fuse.entry_timeout = -0.5", "fuse.entry_timeout: expected seconds >= 0, got -0.5"},
@@ -363,6 +365,8 @@ TEST(Override, EveryKeyType) {
   EXPECT_TRUE(c.fuse.allow_other);
   ASSERT_TRUE(ApplyOverride(&c, "fuse.allow_other", "false").ok());
   EXPECT_FALSE(c.fuse.allow_other);
+  ASSERT_TRUE(ApplyOverride(&c, "fuse.kernel_cache", "false").ok());
+  EXPECT_FALSE(c.fuse.kernel_cache);
   ASSERT_TRUE(ApplyOverride(&c, "log.level", "warn").ok());
   EXPECT_EQ(c.log.level, "warn");
 }
@@ -425,7 +429,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 12u);
+  ASSERT_EQ(keys.size(), 13u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

@@ -1,1 +1,216 @@
+"""Unit tests for scripts/epochfs_sampler.py, without torch and without a mount:
+a temp dir stands in for the mount and the orders come from fake samplers."""
 
+import os
+import pickle
+import random
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "scripts"))
+import epochfs_sampler  # noqa: E402
+from epochfs_sampler import EpochfsSampler, PidRegistrar  # noqa: E402
+
+
+class FakeDistributedSampler:
+    """DistributedSampler's contract: set_epoch(e), a seeded shuffle of the whole
+    dataset, this rank's stride, padded with repeats to equal length."""
+
+    def __init__(self, n, rank, world):
+        self.n, self.rank, self.world, self.epoch = n, rank, world, 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __iter__(self):
+        idx = list(range(self.n))
+        random.Random(1000 + self.epoch).shuffle(idx)
+        per_rank = -(-self.n // self.world)
+        idx += idx[:per_rank * self.world - self.n]
+        return iter(idx[self.rank::self.world])
+
+    def __len__(self):
+        return -(-self.n // self.world)
+
+
+class FreshShuffleSampler:
+    """A sampler with internal state: each iteration is a new shuffle."""
+
+    def __init__(self, n):
+        self.n, self.rng = n, random.Random(7)
+
+    def __iter__(self):
+        idx = list(range(self.n))
+        self.rng.shuffle(idx)
+        return iter(idx)
+
+    def __len__(self):
+        return self.n
+
+
+class RandomSampler:  # same name as torch's: exercises the seeded-permutation source
+    def __init__(self, data_source):
+        self.data_source, self.replacement, self.num_samples = data_source, False, len(data_source)
+
+    def __iter__(self):
+        raise AssertionError("the wrapper must not consume RandomSampler's own RNG")
+
+    def __len__(self):
+        return self.num_samples
+
+
+class RecordingSampler(EpochfsSampler):
+    removed = None
+
+    def _rmdir(self, path):
+        self.removed = path
+
+
+class SamplerTest(unittest.TestCase):
+    def setUp(self):
+        self.mount = tempfile.mkdtemp(prefix="epochfs_mount_")
+        os.makedirs(os.path.join(self.mount, ".epochfs", "jobs"))
+        self.files = []
+        for cls in ("cat", "dog"):
+            for i in range(5):
+                p = os.path.join(self.mount, "data", "train", cls, "%d.jpg" % i)
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+                open(p, "wb").close()
+                self.files.append((p, 0 if cls == "cat" else 1))
+        self.job = os.path.join(self.mount, ".epochfs", "jobs", "job1")
+
+    def tearDown(self):
+        shutil.rmtree(self.mount)
+
+    def read(self, name):
+        with open(os.path.join(self.job, name)) as f:
+            return f.read()
+
+    def order(self, epoch):
+        return [int(t) for t in self.read("order/%d" % epoch).split()]
+
+    def make(self, sampler, **kw):
+        kw.setdefault("close_at_exit", False)
+        return RecordingSampler(sampler, self.mount, "job1", self.files, batch_size=4,
+                                epochs=kw.pop("epochs", 3), loaders=2, **kw)
+
+    def test_registration_files(self):
+        s = self.make(FakeDistributedSampler(10, 0, 1), compute_ms=12.5)
+        self.assertEqual(self.read("config"),
+                         'batch_size = 4\nepochs = 3\nroot = "data/train"\nloaders = 2\n'
+                         'compute_ms = 12.5\n')
+        self.assertEqual(self.read("samples").splitlines(),
+                         ["cat/%d.jpg" % i for i in range(5)] + ["dog/%d.jpg" % i for i in range(5)])
+        self.assertEqual(self.read("pids"), "%d\n" % os.getpid())
+        self.assertEqual(s.root, "data/train")
+        self.assertFalse(os.path.exists(os.path.join(self.job, "epoch")))
+
+    def test_distributed_orders_for_k_and_k_plus_1(self):
+        inner = FakeDistributedSampler(10, 1, 3)  # shards of 4, padded with repeats
+        s = self.make(inner)
+        ref = FakeDistributedSampler(10, 1, 3)
+        for epoch in range(3):
+            s.set_epoch(epoch)
+            got = list(iter(s))
+            ref.set_epoch(epoch)
+            self.assertEqual(got, list(ref))  # the job sees exactly the sampler's indices
+            self.assertEqual(self.read("epoch"), "%d\n" % epoch)
+            self.assertEqual(inner.epoch, epoch)
+            for e in (epoch, epoch + 1):
+                if e >= 3:
+                    self.assertFalse(os.path.exists(os.path.join(self.job, "order/3")))
+                    continue
+                ref.set_epoch(e)
+                want = list(dict.fromkeys(ref))  # declared without repeats
+                self.assertEqual(self.order(e), want)
+                self.assertEqual(len(set(self.order(e))), len(self.order(e)))
+
+    def test_epochs_advance_without_set_epoch(self):
+        s = self.make(FakeDistributedSampler(10, 0, 1), start_epoch=1)
+        list(iter(s))
+        self.assertEqual(self.read("epoch"), "1\n")
+        list(iter(s))
+        self.assertEqual(self.read("epoch"), "2\n")
+        # Past the declared epochs: indices still flow, nothing is declared.
+        self.assertEqual(len(list(iter(s))), 10)
+        self.assertEqual(self.read("epoch"), "2\n")
+
+    def test_lookahead_replays_the_listed_order(self):
+        s = self.make(FreshShuffleSampler(10))
+        first = list(iter(s))
+        self.assertEqual(self.order(0), first)
+        declared_next = self.order(1)
+        self.assertNotEqual(declared_next, first)
+        self.assertEqual(list(iter(s)), declared_next)  # epoch 1 yields what was declared
+
+    def test_random_sampler_uses_seeded_permutations(self):
+        calls = []
+
+        def fake_randperm(n, seed):
+            calls.append(seed)
+            idx = list(range(n))
+            random.Random(seed).shuffle(idx)
+            return idx
+
+        saved = epochfs_sampler._torch_randperm
+        epochfs_sampler._torch_randperm = fake_randperm
+        try:
+            s = self.make(RandomSampler(self.files), seed=40)
+            e0 = list(iter(s))
+            self.assertEqual(sorted(e0), list(range(10)))
+            self.assertEqual(self.order(0), e0)
+            self.assertEqual(self.order(1), fake_randperm(10, 41))
+            self.assertEqual(list(iter(s)), self.order(1))
+            self.assertEqual(calls[:3], [40, 41, 41])
+        finally:
+            epochfs_sampler._torch_randperm = saved
+
+    def test_pluggable_order_fn(self):
+        s = self.make([0] * 10, order_fn=lambda e: list(range(10))[::(-1 if e % 2 else 1)])
+        self.assertEqual(list(iter(s)), list(range(10)))
+        self.assertEqual(self.order(1), list(range(9, -1, -1)))
+
+    def test_worker_init_fn_appends_pid_and_pickles(self):
+        s = self.make(FakeDistributedSampler(10, 0, 1))
+        seen = []
+        fn = pickle.loads(pickle.dumps(s.worker_init_fn))
+        fn(0)
+        chained = s.make_worker_init_fn(chain=seen.append)
+        self.assertIsInstance(chained, PidRegistrar)
+        chained(3)
+        self.assertEqual(seen, [3])
+        self.assertEqual(self.read("pids"), "%d\n" % os.getpid() * 3)
+
+    def test_paths_and_close(self):
+        with self.assertRaises(ValueError):
+            self.make(None, root="data/train/cat")  # dog/* outside the root
+        outside = tempfile.NamedTemporaryFile()
+        with self.assertRaises(ValueError):
+            RecordingSampler(None, self.mount, "job2", [outside.name], 1, 1, close_at_exit=False)
+        s = self.make(FakeDistributedSampler(10, 0, 1), root="data")
+        self.assertEqual(self.read("samples").splitlines()[0], "train/cat/0.jpg")
+        s.close()
+        s.close()
+        self.assertEqual(s.removed, self.job)
+        # A restarted job reuses its directory (identical files), unless told not to.
+        self.make(FakeDistributedSampler(10, 0, 1), root="data")
+        with self.assertRaises(FileExistsError):
+            self.make(FakeDistributedSampler(10, 0, 1), exist_ok=False)
+
+    def test_toml_string_escaping(self):
+        self.assertEqual(epochfs_sampler._toml_string('a"b\\c'), '"a\\"b\\\\c"')
+        with self.assertRaises(ValueError):
+            epochfs_sampler._toml_string("a\nb")
+
+    def test_imports_without_torch(self):
+        if "torch" in sys.modules:
+            self.skipTest("torch already imported")
+        self.make(FakeDistributedSampler(10, 0, 1))
+        self.assertNotIn("torch", sys.modules)
+
+
+if __name__ == "__main__":
+    unittest.main()

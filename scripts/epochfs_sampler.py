@@ -1,0 +1,296 @@
+"""Declare a PyTorch job's epoch orders to an epochfs mount (control protocol v1).
+
+epochfs caches dataset files for several training jobs at once; it does best
+when it knows each job's next epoch order ahead of time. EpochfsSampler wraps
+the sampler you already use (RandomSampler, DistributedSampler, or any other)
+and, through the files under MOUNT/.epochfs/jobs/NAME/ (see epochfs-control(7)):
+
+  * on creation: mkdir the job, write `config` (TOML), `samples` (one path per
+    line, relative to the dataset root), and append this process's pid to `pids`;
+  * at the start of epoch K: write `order/K` and `order/K+1` (sample indices),
+    then `epoch` = K, then yield K's indices;
+  * `worker_init_fn`: appends each DataLoader worker's pid to `pids` (needed
+    with the spawn/forkserver start methods; harmless with fork);
+  * `close()` (also at interpreter exit): rmdir the job, releasing its cache.
+
+Where the orders come from (pluggable, `order_fn(epoch) -> list[int]`):
+  * a sampler with set_epoch() (DistributedSampler): set_epoch(e), then list it;
+  * RandomSampler (without replacement): a permutation seeded per epoch
+    (seed + epoch), so that K+1 is known during K; the wrapper yields it;
+  * anything else: the sampler is listed one epoch ahead and replayed.
+Orders are declared without repeats (DistributedSampler pads with repeats);
+the yielded indices are exactly the sampler's.
+
+torch is imported only when a RandomSampler needs a permutation, so this module
+imports (and its tests run) without torch.
+"""
+
+import atexit
+import errno
+import json
+import os
+
+__all__ = ["EpochfsSampler", "EpochfsError", "PidRegistrar"]
+
+
+class EpochfsError(OSError):
+    """A control-file write was refused; the message carries the daemon's reason."""
+
+
+def _toml_string(s):
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            raise ValueError("control character in %r" % (s,))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _append_line(path, text):
+    # One write() per line: appends from several workers never interleave.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _torch_randperm(n, seed):
+    import torch  # lazily: only RandomSampler needs it
+
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return torch.randperm(n, generator=g).tolist()
+
+
+def _torch_seed():
+    import torch
+
+    return int(torch.empty((), dtype=torch.int64).random_().item())
+
+
+class PidRegistrar:
+    """A picklable worker_init_fn: appends os.getpid() to the job's `pids`.
+
+    `chain`, when given, is called afterwards with the same worker_id.
+    """
+
+    def __init__(self, pids_path, chain=None):
+        self.pids_path = pids_path
+        self.chain = chain
+
+    def __call__(self, worker_id):
+        try:
+            _append_line(self.pids_path, "%d\n" % os.getpid())
+        except OSError:
+            pass  # attribution falls back to ancestry and orders
+        if self.chain is not None:
+            self.chain(worker_id)
+
+
+class EpochfsSampler:
+    """Wraps `sampler`; yields its indices and declares each epoch's order.
+
+    sampler          the sampler to wrap (RandomSampler, DistributedSampler, ...)
+    mount            the epochfs mount point
+    job_name         [A-Za-z0-9._-]{1,64}
+    dataset_samples  sample k's file: a list of paths, or of (path, class) pairs
+                     as in ImageFolder.samples; absolute or relative to the cwd,
+                     inside `mount`
+    batch_size, epochs, loaders (= DataLoader num_workers; 0 counts as 1)
+    root             dataset subdir relative to the mount (default: the
+                     samples' common directory)
+    seed             RandomSampler permutation seed (default: drawn from torch's
+                     global RNG, so torch.manual_seed makes runs reproducible)
+    start_epoch      first epoch when set_epoch() is never called
+    order_fn         epoch -> list of indices; replaces the built-in sources
+    compute_ms       compute per batch, when the job knows it
+    exist_ok         reuse an existing job of that name (a restarted job)
+    close_at_exit    rmdir the job when this process exits normally
+    """
+
+    def __init__(self, sampler, mount, job_name, dataset_samples, batch_size, epochs,
+                 loaders=1, *, root=None, seed=None, start_epoch=0, order_fn=None,
+                 compute_ms=None, exist_ok=True, close_at_exit=True):
+        self.sampler = sampler
+        self.mount = os.path.abspath(mount)
+        self.job_name = job_name
+        self.batch_size = int(batch_size)
+        self.epochs = int(epochs)
+        self.loaders = max(1, int(loaders))
+        self.epoch = None
+        self._next_epoch = int(start_epoch)
+        self._orders = {}  # epoch -> materialised order (built-in sources)
+        self._declared = {}  # epoch -> declared (deduplicated) order
+        self._closed = False
+        self._owner_pid = os.getpid()
+        self.job_dir = os.path.join(self.mount, ".epochfs", "jobs", job_name)
+
+        paths = [p[0] if isinstance(p, (tuple, list)) else p for p in dataset_samples]
+        self.root, rel = self._relative_samples([os.fspath(p) for p in paths], root)
+        self._order_fn = order_fn or self._builtin_order_fn(seed)
+
+        try:
+            self._mkdir(self.job_dir)
+        except FileExistsError:
+            if not exist_ok:
+                raise
+        config = ["batch_size = %d" % self.batch_size,
+                  "epochs = %d" % self.epochs,
+                  "root = %s" % _toml_string(self.root),
+                  "loaders = %d" % self.loaders]
+        if compute_ms is not None:
+            config.append("compute_ms = %r" % float(compute_ms))
+        self._write("config", "\n".join(config) + "\n")
+        self._write("samples", "".join(p + "\n" for p in rel))
+        self._write_pid(os.getpid())
+        self.worker_init_fn = PidRegistrar(os.path.join(self.job_dir, "pids"))
+        if close_at_exit:
+            atexit.register(self._close_at_exit)
+
+    # ---- the sampler protocol ----
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def set_epoch(self, epoch):
+        """Selects the epoch the next iteration covers (as DistributedSampler)."""
+        self._next_epoch = int(epoch)
+
+    def __iter__(self):
+        k = self._next_epoch
+        self._next_epoch = k + 1
+        self.epoch = k
+        order = self._order(k)
+        if k < self.epochs:
+            self._declare(k, order)
+            if k + 1 < self.epochs:
+                self._declare(k + 1, self._order(k + 1))
+            self._write("epoch", "%d\n" % k)
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(k)  # leave the wrapped sampler where the job is
+        for epoch in [e for e in self._orders if e < k]:
+            del self._orders[epoch]
+        return iter(order)
+
+    def make_worker_init_fn(self, chain=None):
+        """A worker_init_fn that registers the worker, then calls `chain`."""
+        return PidRegistrar(os.path.join(self.job_dir, "pids"), chain)
+
+    def close(self):
+        """Ends the job (rmdir): epochfs releases its cache. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._rmdir(self.job_dir)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- orders ----
+
+    def _builtin_order_fn(self, seed):
+        s = self.sampler
+        if hasattr(s, "set_epoch"):
+            def distributed(epoch):
+                s.set_epoch(epoch)
+                return [int(i) for i in s]
+            return distributed
+        if (type(s).__name__ == "RandomSampler" and not getattr(s, "replacement", False)
+                and getattr(s, "num_samples", None) == len(s.data_source)):
+            n = len(s.data_source)
+            base = _torch_seed() if seed is None else int(seed)
+            return lambda epoch: _torch_randperm(n, base + epoch)
+        return None  # list the sampler one epoch ahead
+
+    def _order(self, epoch):
+        if epoch not in self._orders:
+            if self._order_fn is not None:
+                self._orders[epoch] = [int(i) for i in self._order_fn(epoch)]
+            else:
+                self._orders[epoch] = [int(i) for i in self.sampler]
+        return self._orders[epoch]
+
+    def _declare(self, epoch, order):
+        seen = set()
+        unique = [i for i in order if not (i in seen or seen.add(i))]
+        if not unique or self._declared.get(epoch) == unique:
+            return
+        self._write("order/%d" % epoch, " ".join(map(str, unique)) + "\n")
+        self._declared = {e: o for e, o in self._declared.items() if e >= epoch - 1}
+        self._declared[epoch] = unique
+
+    # ---- files ----
+
+    def _relative_samples(self, paths, root):
+        absolute = [os.path.abspath(p) for p in paths]
+        if root is None:
+            if not absolute:
+                raise ValueError("dataset_samples is empty")
+            common = os.path.commonpath([os.path.dirname(p) for p in absolute])
+            root = os.path.relpath(common, self.mount)
+        root = os.path.normpath(root)
+        if root == ".":
+            root = ""
+        if os.path.isabs(root) or root == ".." or root.startswith("../"):
+            raise ValueError("dataset root %r is not inside the mount %s" % (root, self.mount))
+        base = os.path.join(self.mount, root)
+        rel = []
+        for p in absolute:
+            r = os.path.relpath(p, base)
+            if r == ".." or r.startswith("../") or os.path.isabs(r):
+                raise ValueError("sample %s is not under %s" % (p, base))
+            if "\n" in r or "\r" in r:
+                raise ValueError("sample path %r contains a line break" % (p,))
+            rel.append(r)
+        return root, rel
+
+    def _write(self, name, text):
+        path = os.path.join(self.job_dir, name)
+        d = os.path.dirname(path)
+        if d != self.job_dir and not os.path.isdir(d):
+            os.makedirs(d, exist_ok=True)
+        try:
+            with open(path, "w") as f:  # the daemon validates at close (flush)
+                f.write(text)
+        except OSError as e:
+            raise EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._last_error())) from e
+
+    def _write_pid(self, pid):
+        _append_line(os.path.join(self.job_dir, "pids"), "%d\n" % pid)
+
+    def _last_error(self):
+        try:
+            with open(os.path.join(self.job_dir, "status")) as f:
+                err = json.load(f).get("last_error")
+            return " (%s)" % err if err else ""
+        except (OSError, ValueError, AttributeError):
+            return ""
+
+    def _mkdir(self, path):
+        os.mkdir(path)
+
+    def _rmdir(self, path):
+        os.rmdir(path)
+
+    def _close_at_exit(self):
+        if os.getpid() == self._owner_pid:
+            try:
+                self.close()
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EBUSY):
+                    raise
