@@ -159,7 +159,10 @@ class FilesystemImpl final : public Filesystem {
     auto* self = static_cast<FilesystemImpl*>(userdata);
     conn->max_background = self->cfg_.fuse.max_background;
     conn->congestion_threshold = conn->max_background * 3 / 4;
+    // Always READDIRPLUS (never the "auto" mix): a listing hands the kernel
+    // every entry's attributes, so a following walk needs no LOOKUPs.
     if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -316,7 +319,10 @@ class FilesystemImpl final : public Filesystem {
           if (len > size - used) self.inodes_.Forget(v.ino, 1);
         } else {
           struct stat st = ent.st;
-          st.st_ino = 0;  // unknown: the kernel looks the name up
+          // d_ino 0 would hide the entry from readdir(3): give the inode
+          // number when the node exists, else any non-zero number.
+          st.st_ino = self.inodes_.Peek(ent.kind, ent.path);
+          if (st.st_ino == 0) st.st_ino = FUSE_ROOT_ID;
           len = fuse_add_direntry(req, buf.data() + used, size - used, ent.name.c_str(), &st,
                                   next);
         }

@@ -40,6 +40,12 @@ std::optional<NodeView> InodeTable::Get(fuse_ino_t ino) const {
   return it->second.view;
 }
 
+fuse_ino_t InodeTable::Peek(NodeKind kind, const std::string& path) const {
+  std::shared_lock lock(mu_);
+  auto it = by_key_.find(Key(kind, path));
+  return it == by_key_.end() ? 0 : it->second;
+}
+
 void InodeTable::SetAttr(fuse_ino_t ino, const struct stat& st) {
   std::unique_lock lock(mu_);
   auto it = nodes_.find(ino);

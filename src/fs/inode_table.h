@@ -37,6 +37,8 @@ class InodeTable {
   // Finds or creates the node for (kind, path) and adds one lookup.
   NodeView Ref(NodeKind kind, const std::string& path, const struct stat& st);
   std::optional<NodeView> Get(fuse_ino_t ino) const;
+  // The inode number of (kind, path) without taking a lookup; 0 if none.
+  fuse_ino_t Peek(NodeKind kind, const std::string& path) const;
   // Replaces a lower node's cached attributes.
   void SetAttr(fuse_ino_t ino, const struct stat& st);
   // Records that `ino` was opened with bytes of version `v`; returns true when

@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -130,8 +131,9 @@ Status Session::Run() {
   fuse_loop_cfg_set_clone_fd(cfg, 1);
   int rc = fuse_session_loop_mt(impl_->se, cfg);
   fuse_loop_cfg_destroy(cfg);
-  // A signal ends the loop with rc = 0 and exited set; unmount is clean too.
-  if (rc != 0 && rc != -EINTR) return Internal("session loop ended with error " + std::to_string(rc));
+  // The loop returns 0 after fusermount3 -u, the signal number after
+  // SIGTERM/SIGINT/SIGHUP (both clean ends), and -errno on failure.
+  if (rc < 0) return Internal("session loop failed: " + std::string(std::strerror(-rc)));
   return Status::Ok();
 }
 
