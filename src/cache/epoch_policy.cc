@@ -652,7 +652,7 @@ class EpochPolicy final : public Policy {
         grant = std::min(grant, pool_);
         pool_ -= grant;
         j.free += grant;
-      } else if (!TakeFromPrevious(j, s - j.free, d)) {  // S37
+      } else if (!TakeFromPrevious(j, s - j.free)) {  // S37
         return;
       }
     }
@@ -676,7 +676,7 @@ class EpochPolicy final : public Policy {
 
   // S37: the job before j in the sorted list hands over `need` bytes: its free
   // quota first, then random samples of its `next`. All or nothing.
-  bool TakeFromPrevious(Job& j, uint64_t need, Decision* /*d*/) {
+  bool TakeFromPrevious(Job& j, uint64_t need) {
     if (j.rank <= 0) return false;  // first in the list: takes from no one
     Job& p = *list_[j.rank - 1];
     const int nx = static_cast<int>(Region::kNext);
