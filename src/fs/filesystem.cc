@@ -17,6 +17,7 @@
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 #include "errno_map.h"
+#include "handle_table.h"
 #include "inode_table.h"
 #include "kernel_cache.h"
 
@@ -249,7 +250,7 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
-    auto dir = std::make_unique<OpenDir>();
+    auto dir = std::make_shared<OpenDir>();
     if (v->kind == NodeKind::kVirtual) {
       auto names = self.control_.List(v->path);
       if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
@@ -273,7 +274,7 @@ class FilesystemImpl final : public Filesystem {
                                 NodeKind::kVirtual, ""});
       }
     }
-    fi->fh = reinterpret_cast<uint64_t>(dir.release());
+    fi->fh = self.dirs_.Add(std::move(dir));
     fi->cache_readdir = v->kind == NodeKind::kLower && !self.open_mode_;
     fi->keep_cache = fi->cache_readdir;
     fuse_reply_open(req, fi);
@@ -282,7 +283,8 @@ class FilesystemImpl final : public Filesystem {
   static void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                             fuse_file_info* fi, bool plus) {
     auto& self = Self(req);
-    auto* dir = reinterpret_cast<OpenDir*>(fi->fh);
+    std::shared_ptr<OpenDir> dir = self.dirs_.Get(fi->fh);
+    if (!dir) return (void)fuse_reply_err(req, EBADF);
     std::vector<char> buf(size);
     size_t used = 0;
     // Offsets: 1 = ".", 2 = "..", 3 + i = entry i.
@@ -342,7 +344,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void ReleaseDir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-    delete reinterpret_cast<OpenDir*>(fi->fh);
+    Self(req).dirs_.Remove(fi->fh);
     fuse_reply_err(req, 0);
   }
 
@@ -367,7 +369,7 @@ class FilesystemImpl final : public Filesystem {
       self.inodes_.SetAttr(ino, st);
     }
 
-    auto file = std::make_unique<OpenFile>();
+    auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
       auto fd = self.lower_.OpenFile(v->path);
@@ -391,7 +393,7 @@ class FilesystemImpl final : public Filesystem {
         keep_cache = same;
       }
     }
-    fi->fh = reinterpret_cast<uint64_t>(file.release());
+    fi->fh = self.files_.Add(std::move(file));
     fi->noflush = 1;
     fi->keep_cache = keep_cache;
     fuse_reply_open(req, fi);
@@ -401,7 +403,7 @@ class FilesystemImpl final : public Filesystem {
     auto vn = control_.Stat(v.path);
     if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
     if (vn.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
-    auto file = std::make_unique<OpenFile>();
+    auto file = std::make_shared<OpenFile>();
     file->path = v.path;
     if (acc == O_RDONLY) {
       auto content = control_.Read(v.path);
@@ -416,7 +418,7 @@ class FilesystemImpl final : public Filesystem {
         if (content.ok()) file->content = std::move(content).value();
       }
     }
-    fi->fh = reinterpret_cast<uint64_t>(file.release());
+    fi->fh = files_.Add(std::move(file));
     fi->direct_io = 1;
     fi->nonseekable = 0;
     fuse_reply_open(req, fi);
@@ -437,7 +439,8 @@ class FilesystemImpl final : public Filesystem {
                    fuse_file_info* fi) {
     auto& self = Self(req);
     self.RaiseReadaheadOnce();
-    auto* f = reinterpret_cast<OpenFile*>(fi->fh);
+    std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
+    if (!f) return (void)fuse_reply_err(req, EBADF);
     const auto slice = [&](const char* data, size_t len) {
       if (static_cast<uint64_t>(off) >= len) return (void)fuse_reply_buf(req, nullptr, 0);
       size_t n = std::min(size, len - static_cast<size_t>(off));
@@ -465,7 +468,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void Write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
                     fuse_file_info* fi) {
-    auto* f = reinterpret_cast<OpenFile*>(fi->fh);
+    std::shared_ptr<OpenFile> f = Self(req).files_.Get(fi->fh);
     if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
       return (void)fuse_reply_err(req, EROFS);
     }
@@ -482,7 +485,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void Flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
     auto& self = Self(req);
-    auto* f = reinterpret_cast<OpenFile*>(fi->fh);
+    std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
     if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
       return (void)fuse_reply_err(req, 0);
     }
@@ -495,7 +498,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-    delete reinterpret_cast<OpenFile*>(fi->fh);
+    Self(req).files_.Remove(fi->fh);
     fuse_reply_err(req, 0);
   }
 
@@ -601,6 +604,8 @@ class FilesystemImpl final : public Filesystem {
   const double entry_timeout_;
   const double attr_timeout_;
   const time_t start_time_;
+  HandleTable<OpenFile> files_;
+  HandleTable<OpenDir> dirs_;
   KernelCacheInvalidator kernel_cache_;
   std::string ra_file_;
   unsigned ra_kib_ = 0;
