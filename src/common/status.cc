@@ -8,6 +8,7 @@ const char* CodeName(Code c) {
     case Code::kNotFound: return "NotFound";
     case Code::kInvalidArgument: return "InvalidArgument";
     case Code::kPermissionDenied: return "PermissionDenied";
+    case Code::kNotPermitted: return "NotPermitted";
     case Code::kNoSpace: return "NoSpace";
     case Code::kIoError: return "IoError";
     case Code::kCorruption: return "Corruption";

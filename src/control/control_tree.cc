@@ -1,16 +1,83 @@
 #include "epochfs/control/control_tree.h"
 
+#include <nlohmann/json.hpp>
+
+#include "epochfs/control/control_parse.h"
+
 namespace epochfs::control {
+namespace {
+
+// A control path split into its parts: "jobs/NAME/order/K" → {"jobs", NAME, "order", K}.
+std::vector<std::string> Split(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return parts;
+}
+
+// The files of a job directory, in listing order.
+constexpr const char* kJobFiles[] = {"config", "epoch", "order", "pids", "samples", "status"};
+
+bool IsJobFile(const std::string& f) {
+  for (const char* n : kJobFiles) {
+    if (f == n) return true;
+  }
+  return false;
+}
+
+std::string RenderConfig(const JobConfig& c) {
+  std::string out = "batch_size = " + std::to_string(c.batch_size) + "\n";
+  out += "epochs = " + std::to_string(c.epochs) + "\n";
+  out += "root = \"" + c.root + "\"\n";
+  out += "loaders = " + std::to_string(c.loaders) + "\n";
+  if (c.compute_ms) out += "compute_ms = " + std::to_string(*c.compute_ms) + "\n";
+  return out;
+}
+
+}  // namespace
 
 Result<VNode> ControlTree::Stat(const std::string& path) const {
-  if (path.empty()) return VNode{true, false, 0, 0};
-  if (path == "version" || path == "stats") return VNode{false, false, 0, 0};
+  if (path.empty()) return VNode{true, false, 0, 0, 0};
+  std::vector<std::string> p = Split(path);
+  if (p.size() == 1) {
+    if (p[0] == "version" || p[0] == "stats") return VNode{false, false, 0, 0, 0};
+    if (p[0] == "jobs") return VNode{true, false, 0, 0, 01777};
+    return NotFound(path);
+  }
+  if (p[0] != "jobs") return NotFound(path);
+  auto snap = registry_.Snapshot(p[1]);
+  if (!snap.ok()) return NotFound(path);
+  const uid_t owner = snap.value().owner;
+  if (p.size() == 2) return VNode{true, false, owner, 0, 0755};
+  if (p.size() == 3) {
+    if (!IsJobFile(p[2])) return NotFound(path);
+    if (p[2] == "order") return VNode{true, false, owner, 0, 0755};
+    if (p[2] == "status") return VNode{false, false, owner, 0, 0444};
+    return VNode{false, true, owner, 0, 0666};
+  }
+  if (p.size() == 4 && p[2] == "order" && ParseOrderFileName(p[3]).ok()) {
+    return VNode{false, true, owner, 0, 0666};
+  }
   return NotFound(path);
 }
 
 Result<std::vector<std::string>> ControlTree::List(const std::string& path) const {
-  if (path.empty()) return std::vector<std::string>{"stats", "version"};
-  return NotFound(path);
+  if (path.empty()) return std::vector<std::string>{"jobs", "stats", "version"};
+  if (path == "jobs") return registry_.JobNames();
+  std::vector<std::string> p = Split(path);
+  if (p[0] != "jobs" || p.size() > 3) return NotFound(path);
+  auto snap = registry_.Snapshot(p[1]);
+  if (!snap.ok()) return NotFound(path);
+  if (p.size() == 2) return std::vector<std::string>(std::begin(kJobFiles), std::end(kJobFiles));
+  if (p[2] != "order") return NotFound(path);
+  std::vector<std::string> names;
+  for (uint32_t k : snap.value().declared_epochs) names.push_back(std::to_string(k));
+  return names;
 }
 
 Result<std::string> ControlTree::Read(const std::string& path) const {
@@ -19,7 +86,119 @@ Result<std::string> ControlTree::Read(const std::string& path) const {
            std::to_string(kProtocolVersion) + "\n";
   }
   if (path == "stats") return stats_() + "\n";
+  std::vector<std::string> p = Split(path);
+  if (p.size() < 3 || p[0] != "jobs") return NotFound(path);
+  if (p[2] == "status" && p.size() == 3) return StatusJson(p[1]);
+  auto snap = registry_.Snapshot(p[1]);
+  if (!snap.ok()) return snap.status();
+  const JobSnapshot& s = snap.value();
+  if (p.size() == 3 && p[2] == "config") return s.config ? RenderConfig(*s.config) : "";
+  if (p.size() == 3 && p[2] == "epoch") return s.epoch ? std::to_string(*s.epoch) + "\n" : "";
+  if (p.size() == 3 && p[2] == "pids") {
+    std::string out;
+    for (pid_t pid : s.pids) out += std::to_string(pid) + "\n";
+    return out;
+  }
+  // samples and order/K are write-only in substance: reading gives nothing
+  // (a million-line sample list is not kept as text).
+  if (Stat(path).ok()) return std::string();
   return NotFound(path);
+}
+
+Status ControlTree::CheckWrite(const std::string& path, const Caller& who) {
+  auto vn = Stat(path);
+  if (!vn.ok()) return vn.status();
+  if (!vn.value().writable) return ReadOnly(path + " is read-only");
+  std::vector<std::string> p = Split(path);
+  return registry_.CheckWrite(p[1], who.uid, p.size() == 4 ? "order/" + p[3] : p[2]);
+}
+
+Status ControlTree::Write(const std::string& path, const std::string& content, const Caller& who) {
+  std::vector<std::string> p = Split(path);
+  if (p.size() < 3 || p[0] != "jobs") return ReadOnly(path + " is read-only");
+  const std::string& name = p[1];
+  if (p.size() == 4 && p[2] == "order") {
+    auto k = ParseOrderFileName(p[3]);
+    if (!k.ok()) return k.status();
+    return registry_.WriteOrder(name, who.uid, k.value(), content);
+  }
+  if (p.size() != 3) return NotFound(path);
+  if (p[2] == "config") return registry_.WriteConfig(name, who.uid, content);
+  if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content);
+  if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content);
+  if (p[2] == "pids") return registry_.WritePids(name, who.uid, content, who.pid);
+  return ReadOnly(path + " is read-only");
+}
+
+Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
+  std::vector<std::string> p = Split(path);
+  if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be created");
+  auto id = registry_.Register(p[1], who.uid, who.pid);
+  return id.status();
+}
+
+Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
+  std::vector<std::string> p = Split(path);
+  if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be removed");
+  return registry_.Remove(p[1], who.uid);
+}
+
+Result<std::string> ControlTree::StatusJson(const std::string& name) const {
+  auto snap = registry_.Snapshot(name);
+  if (!snap.ok()) return snap.status();
+  const JobSnapshot& s = snap.value();
+  nlohmann::json j;
+  j["name"] = s.name;
+  j["id"] = s.id;
+  j["owner"] = s.owner;
+  j["state"] = JobStateName(s.state);
+  j["epoch"] = s.epoch ? nlohmann::json(*s.epoch) : nlohmann::json(nullptr);
+  j["samples"] = s.sample_count;
+  j["declared_epochs"] = s.declared_epochs;
+  j["accesses"] = s.accesses;
+  j["pids"] = s.pids;
+  j["last_error"] = s.last_error;
+  if (s.config) {
+    j["batch_size"] = s.config->batch_size;
+    j["epochs_total"] = s.config->epochs;
+    j["loaders"] = s.config->loaders;
+  }
+  std::optional<JobFigures> f = policy_.Figures(s.id);
+  if (f) {
+    const cache::JobSnapshot& ps = f->policy;
+    // Once the policy runs the job, its state is the finer one.
+    if (ps.started) j["state"] = cache::JobStateName(ps.state);
+    j["batch"] = ps.batch;
+    j["hits"] = ps.current.hits;
+    j["misses"] = ps.current.misses;
+    nlohmann::json epochs = nlohmann::json::array();
+    for (const cache::EpochCounters& e : f->epochs) {
+      epochs.push_back({{"epoch", e.epoch}, {"hits", e.hits}, {"misses", e.misses}});
+    }
+    j["epochs"] = epochs;
+    j["cur_bytes"] = ps.cur_bytes;
+    j["next_bytes"] = ps.next_bytes;
+    j["tail_bytes"] = ps.tail_bytes;
+    j["granted_unused_bytes"] = ps.granted_unused_bytes;
+    j["default_alloc_bytes"] = ps.default_alloc_bytes;
+    j["reserved_bytes"] = ps.reserved_bytes;
+    j["need_bytes"] = ps.need_bytes;
+    j["rank"] = ps.rank;
+    j["lambda"] = ps.lambda;
+    j["h"] = ps.h;
+    j["e"] = ps.e;
+    j["epoch_time_ns"] = ps.epoch_time_ns;
+    j["load_ns_per_sample"] = ps.load_ns_per_sample;
+    j["compute_ns_per_batch"] = ps.compute_ns_per_batch;
+    j["mean_sample_bytes"] = ps.mean_sample_bytes;
+  } else {
+    j["batch"] = 0;
+    j["hits"] = 0;
+    j["misses"] = 0;
+    j["epochs"] = nlohmann::json::array();
+    for (const char* k : {"cur_bytes", "next_bytes", "tail_bytes", "granted_unused_bytes"}) j[k] = 0;
+  }
+  return j.dump(2) + "\n";
 }
 
 }  // namespace epochfs::control

@@ -91,6 +91,7 @@ Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t cr
   JobId id = job->id;
   by_id_[id] = job.get();
   jobs_.emplace(job->name, std::move(job));
+  job_count_.store(jobs_.size(), std::memory_order_relaxed);
   // Best effort: the creator may be gone already, or belong to another job.
   if (creator_pid > 0) (void)attributor_.AddPid(id, creator_pid);
   return id;
@@ -101,16 +102,23 @@ Result<JobRegistry::Job*> JobRegistry::FindForWrite(std::string_view name, uid_t
   if (it == jobs_.end()) return NotFound("no job '" + std::string(name) + "'");
   Job* job = it->second.get();
   if (caller != 0 && caller != job->owner) {
-    return PermissionDenied("job '" + job->name + "' belongs to uid " +
-                            std::to_string(job->owner));
+    return NotPermitted("uid " + std::to_string(caller) + " may not write job '" + job->name +
+                        "' (it belongs to uid " + std::to_string(job->owner) + ")");
   }
   return job;
 }
 
-Status JobRegistry::CheckWrite(std::string_view name, uid_t caller) const {
+Status JobRegistry::CheckWrite(std::string_view name, uid_t caller, std::string_view file) {
   std::lock_guard<std::mutex> lock(mu_);
-  return FindForWrite(name, caller).status();
+  Result<Job*> r = FindForWrite(name, caller);
+  if (r.status().code() == Code::kNotPermitted) {
+    // Tell the owner in `status` that someone else tried.
+    jobs_.find(name)->second->last_error = std::string(file) + ": " + r.status().message();
+  }
+  return r.status();
 }
+
+bool JobRegistry::empty() const { return job_count_.load(std::memory_order_relaxed) == 0; }
 
 Status JobRegistry::Fail(Job* job, const char* file, Status s) {
   if (job != nullptr && !s.ok()) job->last_error = std::string(file) + ": " + s.message();
@@ -127,6 +135,7 @@ Status JobRegistry::Remove(std::string_view name, uid_t caller) {
   attributor_.RemoveJob(id);
   by_id_.erase(id);
   jobs_.erase(jobs_.find(name));
+  job_count_.store(jobs_.size(), std::memory_order_relaxed);
   return Status::Ok();
 }
 

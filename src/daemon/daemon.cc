@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "epochfs/cache/epoch_policy.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/common/log.h"
 #include "epochfs/control/control_tree.h"
@@ -15,6 +16,7 @@
 #include "epochfs/fs/session.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
+#include "job_sink.h"
 
 namespace epochfs {
 namespace {
@@ -45,15 +47,16 @@ uint64_t ReadCgroupLimit() {
 }
 
 std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
-  switch (cfg.cache.policy) {
-    case PolicyKind::kLru:
-    case PolicyKind::kEpoch:  // the epoch policy lands with the control protocol
-      return cache::MakeLruPolicy(budget);
-  }
-  return cache::MakeLruPolicy(budget);
+  if (cfg.cache.policy == PolicyKind::kLru) return cache::MakeLruPolicy(budget);
+  cache::EpochPolicyParams p;
+  p.budget_bytes = budget;
+  p.gain_max = cfg.policy.gain_max;
+  p.warmup_batches = cfg.warmup.batches;
+  p.seed = static_cast<uint64_t>(::getpid());
+  return cache::MakeEpochPolicy(p);
 }
 
-std::string StatsJson(const store::CacheFront& cf) {
+std::string StatsJson(store::CacheFront& cf) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
   j["version"] = EPOCHFS_VERSION;
@@ -72,6 +75,25 @@ std::string StatsJson(const store::CacheFront& cf) {
   j["lower_errors"] = c.lower_errors;
   j["max_object_bytes"] = cf.max_object_bytes();
   j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
+  nlohmann::json jobs = nlohmann::json::array();
+  cf.ReadPolicy([&](const cache::Policy& p) {
+    j["pool"] = p.pool_bytes();
+    j["resident"] = p.resident_bytes();
+    for (const cache::JobSnapshot& s : p.Jobs()) {
+      jobs.push_back({{"name", s.name},
+                      {"id", s.id},
+                      {"state", s.started ? cache::JobStateName(s.state) : "configured"},
+                      {"epoch", s.epoch},
+                      {"batch", s.batch},
+                      {"cur_bytes", s.cur_bytes},
+                      {"next_bytes", s.next_bytes},
+                      {"tail_bytes", s.tail_bytes},
+                      {"granted_unused_bytes", s.granted_unused_bytes},
+                      {"hits", s.current.hits},
+                      {"misses", s.current.misses}});
+    }
+  });
+  j["jobs"] = jobs;
   return j.dump(2);
 }
 
@@ -96,8 +118,10 @@ Status RunDaemon(const DaemonArgs& args) {
 
   const uint64_t budget = cfg.cache.memory_auto ? AutoBudget() : cfg.cache.memory_bytes;
   store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
-  control::ControlTree control([&cache] { return StatsJson(cache); });
-  fs::Attributor attributor;
+  PolicyJobSink sink(*lower.value(), cache);
+  control::JobRegistry registry(sink, control::MakeProcReader());
+  control::ControlTree control(registry, sink, [&cache] { return StatsJson(cache); });
+  RegistryAttributor attributor(registry);
   auto filesystem = fs::Filesystem::Create({&cfg, lower.value().get(), &cache, &control, &attributor});
   if (!filesystem.ok()) return filesystem.status();
 

@@ -10,6 +10,7 @@ int ToErrno(const Status& s) {
     case Code::kNotFound: return ENOENT;
     case Code::kInvalidArgument: return EINVAL;
     case Code::kPermissionDenied: return EACCES;
+    case Code::kNotPermitted: return EPERM;
     case Code::kNoSpace: return ENOSPC;
     case Code::kIoError: return EIO;
     case Code::kCorruption: return EIO;

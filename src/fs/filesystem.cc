@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 #include "errno_map.h"
 #include "handle_table.h"
@@ -58,15 +57,6 @@ std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
 
-cache::ObjectId ObjectIdOf(const struct stat& st) {
-  const uint64_t key[2] = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-  return Checksum(key, sizeof(key));
-}
-
-store::Version VersionOf(const struct stat& st) {
-  return {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec};
-}
-
 class FilesystemImpl final : public Filesystem {
  public:
   FilesystemImpl(const FsParts& p, const struct stat& root_st)
@@ -106,7 +96,8 @@ class FilesystemImpl final : public Filesystem {
   struct stat VirtualAttr(fuse_ino_t ino, const control::VNode& v) const {
     struct stat st {};
     st.st_ino = ino;
-    st.st_mode = v.is_dir ? (S_IFDIR | 0755) : (S_IFREG | (v.writable ? 0644 : 0444));
+    const mode_t perm = v.perm != 0 ? v.perm : v.is_dir ? 0755 : v.writable ? 0644 : 0444;
+    st.st_mode = (v.is_dir ? S_IFDIR : S_IFREG) | perm;
     st.st_nlink = v.is_dir ? 2 : 1;
     st.st_uid = v.uid;
     st.st_gid = v.gid;
@@ -358,14 +349,15 @@ class FilesystemImpl final : public Filesystem {
     if (!S_ISREG(v->st.st_mode)) return (void)fuse_reply_err(req, EACCES);
 
     struct stat st = v->st;
-    const cache::ObjectId id = ObjectIdOf(st);
+    cache::ObjectId id = store::ObjectIdOf(st);
     if (self.open_mode_) {
       auto fresh = self.lower_.Stat(v->path);
       if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
-      if (VersionOf(fresh.value()) != VersionOf(st) || fresh.value().st_ino != st.st_ino) {
+      if (store::VersionOf(fresh.value()) != store::VersionOf(st) || fresh.value().st_ino != st.st_ino) {
         self.cache_.Invalidate(id);
       }
       st = fresh.value();
+      id = store::ObjectIdOf(st);
       self.inodes_.SetAttr(ino, st);
     }
 
@@ -378,8 +370,8 @@ class FilesystemImpl final : public Filesystem {
       file->fd = std::move(fd).value();
     } else {
       const fuse_ctx* ctx = fuse_req_ctx(req);
-      Attributor::Attribution who = self.attributor_.Attribute(ctx->pid, v->path);
-      store::GetRequest g{ObjectIdOf(st), v->path, VersionOf(st), who.job, who.sample};
+      Attributor::Attribution who = self.attributor_.Attribute(ctx->pid, id);
+      store::GetRequest g{id, v->path, store::VersionOf(st), who.job, who.sample};
       auto obj = self.cache_.Get(g);
       if (!obj.ok()) return (void)fuse_reply_err(req, ToErrno(obj.status()));
       file->kind = OpenFile::Kind::kObject;
@@ -411,7 +403,9 @@ class FilesystemImpl final : public Filesystem {
       file->kind = OpenFile::Kind::kVirtualRead;
       file->content = std::move(content).value();
     } else {
-      if (!vn.value().writable) return (void)fuse_reply_err(req, EACCES);
+      const fuse_ctx* ctx = fuse_req_ctx(req);
+      Status may = control_.CheckWrite(v.path, {ctx->uid, ctx->gid, ctx->pid});
+      if (!may.ok()) return (void)fuse_reply_err(req, ToErrno(may));
       file->kind = OpenFile::Kind::kVirtualWrite;
       if (!(fi->flags & O_TRUNC)) {
         auto content = control_.Read(v.path);
@@ -551,8 +545,11 @@ class FilesystemImpl final : public Filesystem {
   static void Link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
     fuse_reply_err(req, EROFS);
   }
-  static void Create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
-    fuse_reply_err(req, EROFS);
+  // Control files exist before they are written (any valid order/K can be
+  // looked up), so CREATE only reaches us for names that cannot exist.
+  static void Create(fuse_req_t req, fuse_ino_t parent, const char*, mode_t, fuse_file_info*) {
+    auto p = Self(req).inodes_.Get(parent);
+    fuse_reply_err(req, p && p->kind == NodeKind::kVirtual ? EINVAL : EROFS);
   }
   static void SetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
     fuse_reply_err(req, EROFS);

@@ -130,9 +130,17 @@ void CacheFront::CountStreamed(uint64_t bytes, bool error) {
   if (error) c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
 }
 
-void CacheFront::WithPolicy(const std::function<cache::Decision(cache::Policy&)>& fn) {
+Status CacheFront::WithPolicy(const std::function<Result<cache::Decision>(cache::Policy&)>& fn) {
   std::lock_guard lock(policy_mu_);
-  ApplyLocked(fn(*policy_), nullptr);
+  Result<cache::Decision> d = fn(*policy_);
+  if (!d.ok()) return d.status();
+  ApplyLocked(d.value(), nullptr);
+  return Status::Ok();
+}
+
+void CacheFront::ReadPolicy(const std::function<void(const cache::Policy&)>& fn) {
+  std::lock_guard lock(policy_mu_);
+  fn(*policy_);
 }
 
 CacheCounters CacheFront::counters() const {

@@ -20,8 +20,9 @@ Status StatusFromErrno(int err, const std::string& what) {
     case EXDEV:  // RESOLVE_BENEATH refused an escape
       return NotFound(std::move(msg));
     case EACCES:
-    case EPERM:
       return PermissionDenied(std::move(msg));
+    case EPERM:
+      return NotPermitted(std::move(msg));
     case ENAMETOOLONG:
       return InvalidArgument(std::move(msg));
     default:

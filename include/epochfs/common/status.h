@@ -16,7 +16,8 @@ enum class Code : uint8_t {
   kOk,
   kNotFound,
   kInvalidArgument,
-  kPermissionDenied,
+  kPermissionDenied,  // the file's permissions refuse it (EACCES)
+  kNotPermitted,      // the caller may not do this, whatever the modes (EPERM)
   kNoSpace,
   kIoError,
   kCorruption,
@@ -50,6 +51,7 @@ class [[nodiscard]] Status {
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+inline Status NotPermitted(std::string m) { return {Code::kNotPermitted, std::move(m)}; }
 inline Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
 inline Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
 inline Status ReadOnly(std::string m) { return {Code::kReadOnly, std::move(m)}; }

@@ -24,6 +24,7 @@ struct VNode {
   bool writable = false;  // a file that accepts Write (by its owner or root)
   uid_t uid = 0;          // owner
   gid_t gid = 0;
+  mode_t perm = 0;        // permission bits; 0: 0755 for dirs, 0644/0444 for files
 };
 
 // Who is calling, as FUSE reports it (pid may be 0: outside our pid namespace).
@@ -43,6 +44,12 @@ class ControlPlane {
   virtual Result<std::vector<std::string>> List(const std::string& path) const = 0;
   // The current contents of file `path` (a snapshot, taken at open).
   virtual Result<std::string> Read(const std::string& path) const = 0;
+  // May `who` open file `path` for writing? Called at open, so that a refused
+  // writer fails there (NotPermitted → EPERM) rather than at close.
+  virtual Status CheckWrite(const std::string& path, const Caller& who) {
+    (void)path, (void)who;
+    return ReadOnly("control file is read-only");
+  }
   // Replaces file `path` with `content`. InvalidArgument (bad content, the
   // reason kept for status), PermissionDenied, NotFound, ReadOnly.
   virtual Status Write(const std::string& path, const std::string& content, const Caller& who) {

@@ -1,17 +1,28 @@
-// ControlTree: the `.epochfs/` tree of a mount.
+// ControlTree: the `.epochfs/` tree of a mount (protocol v1, epochfs-control(7)).
 //
-//   .epochfs/version   r  "epochfs X.Y.Z\nprotocol 1\n"
-//   .epochfs/stats     r  JSON snapshot of the daemon (see man epochfs(8))
+//   version                 r   "epochfs X.Y.Z\nprotocol 1\n"
+//   stats                   r   JSON snapshot of the daemon (from a callback)
+//   jobs/                   mkdir NAME registers a job, rmdir NAME ends it
+//   jobs/NAME/config        w   TOML: batch_size, epochs, root, loaders, compute_ms
+//   jobs/NAME/samples       w   one path per line, relative to root
+//   jobs/NAME/order/K       w   epoch K's order (any valid K may be opened)
+//   jobs/NAME/epoch         rw  "K": the job starts epoch K now
+//   jobs/NAME/pids          rw  processes attributed to the job
+//   jobs/NAME/status        r   JSON: registry state + the policy's figures
 //
-// The stats text comes from a callback so that this module does not depend on
-// the daemon's parts. Thread safety: thread-safe (stateless apart from the
-// callback, which must itself be thread-safe).
+// Modes: jobs/ is 1777 (anyone may register, only the owner may remove); a
+// job's directory and files belong to its owner, and writable files are 0666
+// so that a write by another user reaches the registry, which refuses it with
+// NotPermitted (EPERM) and records why in the job's status.
+// Thread safety: thread-safe (the registry and the callbacks are).
 #pragma once
 
 #include <functional>
 #include <string>
 
 #include "epochfs/control/control_plane.h"
+#include "epochfs/control/job_registry.h"
+#include "epochfs/control/policy_view.h"
 
 namespace epochfs::control {
 
@@ -20,13 +31,24 @@ inline constexpr int kProtocolVersion = 1;
 class ControlTree : public ControlPlane {
  public:
   using StatsFn = std::function<std::string()>;
-  explicit ControlTree(StatsFn stats) : stats_(std::move(stats)) {}
+  // REQUIRES: `registry` and `policy` outlive the tree.
+  ControlTree(JobRegistry& registry, const PolicyView& policy, StatsFn stats)
+      : registry_(registry), policy_(policy), stats_(std::move(stats)) {}
 
   Result<VNode> Stat(const std::string& path) const override;
   Result<std::vector<std::string>> List(const std::string& path) const override;
   Result<std::string> Read(const std::string& path) const override;
+  Status CheckWrite(const std::string& path, const Caller& who) override;
+  Status Write(const std::string& path, const std::string& content, const Caller& who) override;
+  Status Mkdir(const std::string& path, const Caller& who) override;
+  Status Rmdir(const std::string& path, const Caller& who) override;
+
+  // The status JSON of job `name`.
+  Result<std::string> StatusJson(const std::string& name) const;
 
  private:
+  JobRegistry& registry_;
+  const PolicyView& policy_;
   StatsFn stats_;
 };
 

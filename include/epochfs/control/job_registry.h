@@ -33,6 +33,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -126,8 +127,12 @@ class JobRegistry {
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
   Status Remove(std::string_view name, uid_t caller);
   // OK when `caller` may write NAME's files (owner or root), else
-  // PermissionDenied; NotFound for an unknown job.
-  Status CheckWrite(std::string_view name, uid_t caller) const;
+  // NotPermitted (recorded as last_error against `file`); NotFound for an
+  // unknown job. The fs layer calls it when a control file is opened for
+  // writing, so that a refused writer fails at open().
+  Status CheckWrite(std::string_view name, uid_t caller, std::string_view file);
+  // True when no job is registered (lock-free: the read path asks it first).
+  bool empty() const;
 
   // The complete content of one control-file write (fs layer: at flush).
   Status WriteConfig(std::string_view name, uid_t caller, std::string_view text);
@@ -167,6 +172,7 @@ class JobRegistry {
   std::unordered_map<JobId, Job*> by_id_;                          // guarded by mu_
   JobId next_id_ = 1;                                              // guarded by mu_
   bool ids_exhausted_ = false;                                     // guarded by mu_
+  std::atomic<size_t> job_count_{0};  // jobs_.size(), readable without mu_
 };
 
 }  // namespace epochfs::control

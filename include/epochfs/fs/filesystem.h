@@ -29,8 +29,10 @@ class Attributor {
     cache::JobId job = cache::kNoJob;
     int64_t sample = -1;
   };
-  virtual Attribution Attribute(pid_t pid, const std::string& lower_path) {
-    (void)pid, (void)lower_path;
+  // Called once per read-open of a cacheable dataset file by process `pid`
+  // (0 when FUSE cannot tell). Thread-safe.
+  virtual Attribution Attribute(pid_t pid, cache::ObjectId object) {
+    (void)pid, (void)object;
     return {};
   }
 };

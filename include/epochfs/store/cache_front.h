@@ -74,8 +74,11 @@ class CacheFront {
   using DropListener = std::function<void(cache::ObjectId)>;
   void SetDropListener(DropListener fn) { on_drop_ = std::move(fn); }
 
-  // Runs `fn` with the policy under its lock; applies the Decision it returns.
-  void WithPolicy(const std::function<cache::Decision(cache::Policy&)>& fn);
+  // Runs `fn` with the policy under its lock; applies the Decision it returns
+  // when OK, and returns its status.
+  Status WithPolicy(const std::function<Result<cache::Decision>(cache::Policy&)>& fn);
+  // Runs `fn` with the policy under its lock, read-only.
+  void ReadPolicy(const std::function<void(const cache::Policy&)>& fn);
   std::string policy_name() const { return policy_->name(); }
 
  private:

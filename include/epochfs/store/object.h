@@ -5,6 +5,8 @@
 // a reply is still being built from.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,5 +29,11 @@ struct Object {
 };
 
 using ObjectRef = std::shared_ptr<const Object>;
+
+// The id of the object behind a lower file: a hash of its (st_dev, st_ino),
+// so hard links share one object and the id survives FUSE forgetting the inode.
+cache::ObjectId ObjectIdOf(const struct stat& st);
+// The version of a lower file: size and mtime.
+Version VersionOf(const struct stat& st);
 
 }  // namespace epochfs::store

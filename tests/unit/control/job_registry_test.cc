@@ -145,14 +145,17 @@ TEST_F(JobRegistryTest, RegisterRemoveAndIdsAreNeverReused) {
 
 TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
   ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
-  EXPECT_EQ(reg_->CheckWrite("a", kBob).code(), Code::kPermissionDenied);
-  EXPECT_TRUE(reg_->CheckWrite("a", kAlice).ok());
-  EXPECT_TRUE(reg_->CheckWrite("a", 0).ok());
-  EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig).code(), Code::kPermissionDenied);
-  EXPECT_EQ(reg_->WritePids("a", kBob, "300\n", 300).code(), Code::kPermissionDenied);
-  EXPECT_EQ(reg_->WriteEpoch("a", kBob, "0").code(), Code::kPermissionDenied);
-  EXPECT_EQ(reg_->Remove("a", kBob).code(), Code::kPermissionDenied);
-  EXPECT_EQ(LastError("a"), "");  // a refused writer cannot plant errors either
+  EXPECT_EQ(reg_->CheckWrite("a", kBob, "config").code(), Code::kNotPermitted);
+  EXPECT_TRUE(reg_->CheckWrite("a", kAlice, "config").ok());
+  EXPECT_TRUE(reg_->CheckWrite("a", 0, "config").ok());
+  EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig).code(), Code::kNotPermitted);
+  EXPECT_EQ(reg_->WritePids("a", kBob, "300\n", 300).code(), Code::kNotPermitted);
+  EXPECT_EQ(reg_->WriteEpoch("a", kBob, "0").code(), Code::kNotPermitted);
+  EXPECT_EQ(reg_->Remove("a", kBob).code(), Code::kNotPermitted);
+  // The owner sees in `status` who was refused (recorded at open time).
+  EXPECT_NE(LastError("a").find("config: uid " + std::to_string(kBob) + " may not write job 'a'"),
+            std::string::npos)
+      << LastError("a");
   EXPECT_TRUE(reg_->WriteConfig("a", 0, kConfig).ok());  // root
   EXPECT_TRUE(reg_->Remove("a", 0).ok());
 }
