@@ -10,6 +10,8 @@ EPOCHFS_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev
   python3 groff-base procps
 )
+# What only the tests need: a real PyTorch DataLoader (Debian's torch).
+EPOCHFS_TEST_PACKAGES=(python3-torch)
 
 epochfs_install_packages() {
   local missing=() p

@@ -79,7 +79,9 @@ int main(int argc, char** argv) {
     for (const std::string& opt : SplitOptions(group)) {
       const size_t eq = opt.find('=');
       const std::string key = opt.substr(0, eq);
-      if (epochfs::IsConfigKey(key)) {
+      // Dotted names are config keys: a misspelt one gets the loader's
+      // "did you mean" rather than "unknown option".
+      if (epochfs::IsConfigKey(key) || key.find('.') != std::string::npos) {
         if (eq == std::string::npos) return Fail("-o " + key + ": needs a value (" + key + "=...)");
         if (auto s = epochfs::ApplyOverride(&cfg, key, opt.substr(eq + 1)); !s.ok()) {
           return Fail(s.message());

@@ -73,7 +73,9 @@ class Harness {
 
   // Applies a Decision; `loaded` is the object of a miss (0 otherwise).
   void Apply(const Decision& d, ObjectId loaded) {
+    Mix(d.admit ? 1 : 2);
     for (ObjectId v : d.evict) {
+      Mix(v);
       EXPECT_EQ(resident_.count(v), 1u) << "evicts object " << v << " that is not resident";
       resident_.erase(v);
       ++evictions;
@@ -95,6 +97,26 @@ class Harness {
     Status st = p_->CheckInvariants();
     EXPECT_TRUE(st.ok()) << st.ToString();
     ++checks;
+    Mix(p_->pool_bytes());
+    Mix(p_->resident_bytes());
+    for (const JobSnapshot& s : p_->Jobs()) {
+      for (uint64_t v : {uint64_t{s.id}, uint64_t(s.state), uint64_t{s.epoch}, s.batch,
+                         s.current.hits, s.current.misses, s.cur_bytes, s.next_bytes,
+                         s.tail_bytes, s.granted_unused_bytes, s.reserved_bytes, s.need_bytes,
+                         uint64_t(int64_t{s.rank}), uint64_t{s.e}, s.epoch_time_ns,
+                         s.load_ns_per_sample, s.compute_ns_per_batch}) {
+        Mix(v);
+      }
+    }
+  }
+
+  // A fingerprint of every Decision and every account seen so far (FNV-1a
+  // over 64-bit words): two runs with the same digest made the same decisions.
+  void Mix(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      digest ^= (v >> (8 * i)) & 0xff;
+      digest *= 0x100000001b3ULL;
+    }
   }
 
   bool resident(ObjectId id) const { return resident_.count(id) != 0; }
@@ -105,6 +127,7 @@ class Harness {
   uint64_t evictions = 0;
   uint64_t admissions = 0;
   uint64_t checks = 0;
+  uint64_t digest = 0xcbf29ce484222325ULL;
 
  private:
   std::unique_ptr<Policy> p_;
