@@ -132,6 +132,31 @@ class VanishTest(et.MountTestCase):
                 self.check_alive(d)
                 d.unmount()
 
+    def test_directory_swapped_for_symlink_out_of_lower(self):
+        # A lower directory replaced by a symlink to a place outside LOWER after
+        # the kernel cached its lookups: the daemon resolves lower paths without
+        # following symlinks, so the reader gets an error, never the outside bytes.
+        outside = self.make_dir("outside")
+        et.write_file(os.path.join(outside, "f.bin"), b"SECRET-OUTSIDE-LOWER")
+        inside = os.path.join(self.lower, "dir")
+        et.write_file(os.path.join(inside, "f.bin"), et.det_bytes(5000, 3))
+        # Only the immutable mode keeps the old lookup: with consistency=open
+        # the kernel looks "dir" up again, sees the symlink and follows it
+        # itself, exactly as a read of LOWER would.
+        for mode in ("immutable",):
+            with self.subTest(mode=mode):
+                d = self.mount(self.lower, opts=["cache.consistency=" + mode, "cache.policy=lru"])
+                os.stat(d.path("dir", "f.bin"))    # looked up, not read
+                os.rename(inside, inside + ".old")
+                os.symlink(outside, inside)
+                data, err = read_or_errno(d.path("dir", "f.bin"))
+                self.assertIsNone(data, "served bytes through a swapped-in symlink: %r" % data)
+                self.assertIn(err, (errno.ENOENT, errno.EIO, errno.ELOOP))
+                self.check_alive(d)
+                d.unmount()
+                os.unlink(inside)
+                os.rename(inside + ".old", inside)
+
     def test_vanished_after_cached(self):
         # consistency=open re-stats on open: a vanished file is gone, even if
         # its bytes are still cached. immutable may keep serving the old bytes.
