@@ -1,0 +1,645 @@
+#!/usr/bin/python3
+"""Jobs through the control protocol on a real mount (cache.policy=epoch).
+
+ConcurrentJobsTest: three jobs over different datasets (subdirs of LOWER) with
+different batch sizes, epoch counts, loader counts and speeds run at once.
+Each job is a process that registers itself (mkdir: its pid becomes the job's
+pid), declares config, samples and order/0, then for every epoch K writes
+`epoch` (two jobs; the third lets the daemon infer epochs) and order/K+1, and
+lets its FORKED loader processes (children of the job process: attributed by
+ancestry) read their share of each batch in the declared order, sleeping per
+batch to emulate compute. Checked: byte-exact data throughout; hits after the
+warm-up; status figures equal what the job read (accesses, hits + misses per
+epoch); the budget equation, sampled from .epochfs/stats while the jobs run;
+bytes released after the last epoch and after rmdir.
+
+BadInputTest: every kind of bad control input fails with the right errno, the
+reason lands in status.last_error, and nothing already cached or declared
+changes (stats used/objects, the job's status); the job then carries on.
+
+Standard library only; exit 77 (SKIP) without /dev/fuse or root.
+"""
+
+import errno
+import json
+import os
+import random
+import time
+import traceback
+
+import epochfs_test as et
+
+KiB = 1024
+MiB = 1024 * KiB
+NOBODY = 65534
+REGION_KEYS = ("cur_bytes", "next_bytes", "tail_bytes", "granted_unused_bytes")
+
+
+# --------------------------------------------------------------------------
+# Control-file helpers
+# --------------------------------------------------------------------------
+
+def ctl_write(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+    """open + write everything + close: one control-file write (the daemon
+    takes it whole at close). Raises OSError from whichever step failed."""
+    if isinstance(data, str):
+        data = data.encode()
+    fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view[:1 << 20])
+            view = view[n:]
+    except BaseException:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def budget_violation(st):
+    """None, or why this stats snapshot breaks the epoch policy's equation."""
+    held = sum(j[k] for j in st["jobs"] for k in REGION_KEYS)
+    if st["pool"] + held != st["budget"]:
+        return "pool %d + held %d = %d != budget %d (jobs %r)" % (
+            st["pool"], held, st["pool"] + held, st["budget"], st["jobs"])
+    if st["used"] > st["budget"]:
+        return "used %d > budget %d" % (st["used"], st["budget"])
+    if st["pool"] < 0 or any(j[k] < 0 for j in st["jobs"] for k in REGION_KEYS):
+        return "negative account: %r" % st
+    return None
+
+
+def build_dataset(lower, subdir, n, lo, hi, seed, classes=4):
+    """n files of lo..hi bytes under LOWER/subdir/cls_*/; returns [(rel, bytes)]."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        size = rng.randint(lo, hi)
+        rel = os.path.join("cls_%d" % (i % classes), "s_%04d.bin" % i)
+        data = et.det_bytes(size, seed * 10007 + i)
+        et.write_file(os.path.join(lower, subdir, rel), data)
+        out.append((rel, data))
+    return out
+
+
+# --------------------------------------------------------------------------
+# One job: a process with forked loader processes
+# --------------------------------------------------------------------------
+
+class JobSpec:
+    def __init__(self, name, subdir, n, size_lo, size_hi, batch, epochs, workers,
+                 compute_s, shard, epoch_file, seed):
+        self.name, self.subdir, self.n = name, subdir, n
+        self.size_lo, self.size_hi = size_lo, size_hi
+        self.batch, self.epochs, self.workers = batch, epochs, workers
+        self.compute_s, self.shard, self.epoch_file, self.seed = (
+            compute_s, shard, epoch_file, seed)
+
+    def orders(self):
+        """Epoch K's declared order: a seeded permutation (of a shard when
+        shard < 1: a different subset each epoch, like a reshuffled
+        DistributedSampler)."""
+        out = []
+        for k in range(self.epochs):
+            rng = random.Random(self.seed * 7919 + k)
+            perm = list(range(self.n))
+            rng.shuffle(perm)
+            out.append(perm[:max(1, int(self.n * self.shard))])
+        return out
+
+
+def loader_main(spec, mnt, samples, orders, w, cmd_fd, rep_fd):
+    """A forked loader: for each epoch the job asks for, read worker w's share
+    of every batch in the declared order and compare with LOWER's bytes."""
+    f = os.fdopen(cmd_fd, "r")
+    while True:
+        line = f.readline().strip()
+        if not line or line == "q":
+            return
+        k = int(line)
+        order = orders[k]
+        opens, bad = 0, []
+        for j in range(0, len(order), spec.batch):
+            for idx in order[j:j + spec.batch][w::spec.workers]:
+                rel, want = samples[idx]
+                try:
+                    got = et.read_file_raw(os.path.join(mnt, spec.subdir, rel))
+                    opens += 1
+                    if got != want:
+                        bad.append("epoch %d sample %d (%s): %d bytes, want %d%s" % (
+                            k, idx, rel, len(got), len(want),
+                            "" if len(got) != len(want) else " (content differs)"))
+                except OSError as e:
+                    opens += 1
+                    bad.append("epoch %d sample %d (%s): %s" % (k, idx, rel, e))
+            if spec.compute_s:
+                time.sleep(spec.compute_s)
+        os.write(rep_fd, (json.dumps({"opens": opens, "bad": bad}) + "\n").encode())
+
+
+def job_main(spec, mnt, samples, result_path):
+    """The job process (forked by the test): registers itself, declares, runs
+    its loaders epoch by epoch, then ends the job. Writes a JSON result."""
+    res = {"pid": os.getpid(), "epochs": [], "bad": [], "opens": 0, "errors": []}
+    jd = os.path.join(mnt, ".epochfs", "jobs", spec.name)
+    loaders = []
+    try:
+        orders = spec.orders()
+        res["order_lens"] = [len(o) for o in orders]
+        os.mkdir(jd)
+        res["pids_after_mkdir"] = open(os.path.join(jd, "pids")).read().split()
+        ctl_write(os.path.join(jd, "config"),
+                  'batch_size = %d\nepochs = %d\nroot = "%s"\nloaders = %d\n'
+                  # The loaders only sleep, they load nothing while "computing":
+                  # report no overlappable compute, so that e = batch_size.
+                  'compute_ms = 0\n' % (spec.batch, spec.epochs, spec.subdir, spec.workers))
+        ctl_write(os.path.join(jd, "samples"), "".join(rel + "\n" for rel, _ in samples))
+        ctl_write(os.path.join(jd, "order", "0"), " ".join(map(str, orders[0])) + "\n")
+        res["status_declared"] = read_json(os.path.join(jd, "status"))
+
+        for w in range(spec.workers):
+            cr, cw = os.pipe()
+            rr, rw = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    os.close(cw)
+                    os.close(rr)
+                    loader_main(spec, mnt, samples, orders, w, cr, rw)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                os._exit(code)
+            os.close(cr)
+            os.close(rw)
+            loaders.append((pid, cw, os.fdopen(rr, "r")))
+
+        for k in range(spec.epochs):
+            if spec.epoch_file:
+                ctl_write(os.path.join(jd, "epoch"), "%d\n" % k)
+            if k + 1 < spec.epochs:  # declared during K (inferred epochs: just before K's reads)
+                ctl_write(os.path.join(jd, "order", str(k + 1)),
+                          " ".join(map(str, orders[k + 1])) + "\n")
+            for _, cw, _ in loaders:
+                os.write(cw, b"%d\n" % k)
+            opens = 0
+            for _, _, rf in loaders:
+                line = rf.readline()
+                if not line:
+                    raise RuntimeError("a loader died in epoch %d" % k)
+                rep = json.loads(line)
+                opens += rep["opens"]
+                res["bad"] += rep["bad"]
+            res["opens"] += opens
+            st = read_json(os.path.join(jd, "status"))
+            res["epochs"].append({"epoch": k, "read": opens, "status": st,
+                                  "order_files": sorted(os.listdir(os.path.join(jd, "order")),
+                                                        key=int)})
+        for pid, cw, rf in loaders:
+            os.write(cw, b"q\n")
+            os.close(cw)
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                res["errors"].append("loader %d exited with %s" % (pid, status))
+        loaders = []
+        res["final_status"] = read_json(os.path.join(jd, "status"))
+        res["pids_final"] = open(os.path.join(jd, "pids")).read().split()
+        os.rmdir(jd)
+        res["stats_after_rmdir"] = read_json(os.path.join(mnt, ".epochfs", "stats"))
+        res["listed_after_rmdir"] = spec.name in os.listdir(os.path.join(mnt, ".epochfs", "jobs"))
+    except BaseException:
+        res["errors"].append(traceback.format_exc())
+    finally:
+        for pid, cw, _ in loaders:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    with open(result_path, "w") as f:
+        json.dump(res, f)
+
+
+# --------------------------------------------------------------------------
+# 1. Concurrent jobs
+# --------------------------------------------------------------------------
+
+class ConcurrentJobsTest(et.MountTestCase):
+    BUDGET = 4 * MiB
+    SPECS = [
+        # name, subdir, n, sizes, batch, epochs, workers, compute, shard, epoch file, seed
+        JobSpec("alpha", "dsA", 160, 2 * KiB, 24 * KiB, 8, 4, 2, 0.020, 1.0, True, 1),
+        JobSpec("beta", "dsB/train", 120, 4 * KiB, 40 * KiB, 6, 3, 3, 0.040, 0.75, True, 2),
+        JobSpec("gamma", "dsC", 100, 1 * KiB, 12 * KiB, 5, 5, 2, 0.004, 1.0, False, 3),
+    ]
+    RUN_TIMEOUT = 180.0
+
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        self.data = {s.name: build_dataset(self.lower, s.subdir, s.n, s.size_lo, s.size_hi,
+                                           s.seed) for s in self.SPECS}
+
+    def test_concurrent_jobs(self):
+        d = self.mount(self.lower, opts=["cache.policy=epoch", "warmup.batches=2",
+                                         "cache.memory=%d" % self.BUDGET])
+        st0 = d.stats()
+        self.assertEqual(st0["budget"], self.BUDGET)
+        self.assertEqual(st0["pool"], self.BUDGET)
+        self.assertEqual(st0["jobs"], [])
+
+        procs = {}
+        for spec in self.SPECS:
+            rp = os.path.join(self.tmp, "result-%s.json" % spec.name)
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    job_main(spec, d.mnt, self.data[spec.name], rp)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                os._exit(code)
+            procs[pid] = (spec, rp)
+
+        def reap_all():
+            for pid in list(procs):
+                try:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                except OSError:
+                    pass
+        self.addCleanup(reap_all)
+
+        # Sample the budget equation while the jobs run.
+        violations, samples, max_jobs, states_seen = [], 0, 0, set()
+        deadline = time.monotonic() + self.RUN_TIMEOUT
+        running = dict(procs)
+        while running and time.monotonic() < deadline:
+            for pid in list(running):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    del running[pid]
+            if not d.alive():
+                self.fail("epochfs died; stderr:\n%s" % d.stderr_text())
+            st = d.stats()
+            samples += 1
+            v = budget_violation(st)
+            if v:
+                violations.append(v)
+            max_jobs = max(max_jobs, len(st["jobs"]))
+            states_seen.update((j["name"], j["state"]) for j in st["jobs"])
+            time.sleep(0.01)
+        if running:
+            self.fail("jobs still running after %.0fs: %s" % (
+                self.RUN_TIMEOUT, [procs[p][0].name for p in running]))
+        procs.clear()
+
+        self.assertGreater(samples, 20, "too few stats samples taken")
+        self.assertEqual(violations[:5], [], "%d of %d stats snapshots break the budget "
+                         "equation" % (len(violations), samples))
+        self.assertGreaterEqual(max_jobs, 2, "the jobs never ran concurrently")
+
+        summary = []
+        for spec in self.SPECS:
+            with open(os.path.join(self.tmp, "result-%s.json" % spec.name)) as f:
+                res = json.load(f)
+            with self.subTest(job=spec.name):
+                self.check_job(spec, res)
+                self.assertIn((spec.name, "caching"), states_seen)
+                if spec.compute_s >= 0.02:  # a last epoch long enough to be sampled
+                    self.assertIn((spec.name, "last_epoch"), states_seen)
+            fs = res.get("final_status", {})
+            summary.append("%s: %s" % (spec.name, [
+                (e["epoch"], e["hits"], e["misses"]) for e in fs.get("epochs", [])]))
+        print("\nper-epoch (epoch, hits, misses): " + "; ".join(summary) +
+              "; %d stats samples, states seen %s" % (samples, sorted(states_seen)))
+
+        # Everything released once every job is gone.
+        st = d.stats()
+        self.assertEqual(st["jobs"], [])
+        self.assertEqual(st["pool"], st["budget"], st)
+        self.assertEqual(st["used"], 0, "objects left in the store after every job ended: %r"
+                         % st)
+        self.assert_stats_sane(st)
+        self.assertTrue(d.alive())
+        self.assertEqual(d.unmount(), 0)
+
+    def check_job(self, spec, res):
+        self.assertEqual(res["errors"], [])
+        self.assertEqual(res["bad"][:10], [], "%d bad reads" % len(res["bad"]))
+        self.assertIn(str(res["pid"]), res["pids_after_mkdir"],
+                      "the mkdir caller is not a registered pid")
+        sd = res["status_declared"]
+        self.assertEqual(sd["name"], spec.name)
+        self.assertEqual(sd["samples"], spec.n)
+        self.assertEqual(sd["declared_epochs"], [0])
+        self.assertEqual(sd["last_error"], "")
+
+        order_lens = res["order_lens"]
+        self.assertEqual(len(res["epochs"]), spec.epochs)
+        for k, ep in enumerate(res["epochs"]):
+            self.assertEqual(ep["read"], order_lens[k], "epoch %d" % k)
+            st = ep["status"]
+            self.assertEqual(st["epoch"], k, "status after epoch %d: %r" % (k, st))
+            self.assertEqual(st["last_error"], "")
+            want_decl = [str(e) for e in range(k, min(k + 2, spec.epochs))]
+            for e in want_decl:
+                self.assertIn(e, ep["order_files"], "order/ listing after epoch %d" % k)
+            # hits + misses of the epoch just read == samples read in it.
+            self.assertEqual(st["hits"] + st["misses"], order_lens[k],
+                             "status after epoch %d: hits %d + misses %d != %d read" % (
+                                 k, st["hits"], st["misses"], order_lens[k]))
+            self.assertEqual(st["accesses"], sum(order_lens[:k + 1]))
+        states = [ep["status"]["state"] for ep in res["epochs"]]
+        self.assertEqual(states[0], "caching", "states after each epoch: %r" % states)
+        self.assertEqual(states[-1], "done", "states after each epoch: %r" % states)
+
+        fs = res["final_status"]
+        self.assertEqual(fs["state"], "done", fs)
+        self.assertEqual(fs["accesses"], res["opens"])
+        self.assertEqual(fs["accesses"], sum(order_lens))
+        self.assertIn(res["pid"], fs["pids"])
+        epochs = fs["epochs"]
+        self.assertEqual([e["epoch"] for e in epochs], list(range(spec.epochs)), fs)
+        for e in epochs:
+            self.assertEqual(e["hits"] + e["misses"], order_lens[e["epoch"]],
+                             "epoch %r of %s" % (e, spec.name))
+        self.assertEqual(epochs[0]["hits"], 0, "hits during the warm-up epoch: %r" % epochs)
+        self.assertGreater(sum(e["hits"] for e in epochs[1:]), 0,
+                           "no hits after the warm-up: %r" % epochs)
+        for k in REGION_KEYS:
+            self.assertEqual(fs[k], 0, "%s after the last epoch: %r" % (k, fs))
+
+        self.assertFalse(res["listed_after_rmdir"])
+        st = res["stats_after_rmdir"]
+        self.assertNotIn(spec.name, [j["name"] for j in st["jobs"]])
+        others = sum(j[k] for j in st["jobs"] for k in REGION_KEYS)
+        self.assertEqual(st["pool"], st["budget"] - others, st)
+
+
+# --------------------------------------------------------------------------
+# 2. Bad control input
+# --------------------------------------------------------------------------
+
+def as_nobody(fn):
+    """Run fn() in a forked child with uid/gid 65534; returns 0 or the errno."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            fn()
+        except OSError as e:
+            code = e.errno or 255
+        except BaseException:
+            code = 254
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+class BadInputTest(et.MountTestCase):
+    N = 12
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o755)  # uid 65534 must reach the mount point
+        self.lower = self.make_dir("lower")
+        os.chmod(self.lower, 0o755)
+        self.files = []
+        for i in range(self.N):
+            rel = "c%d/f%02d.bin" % (i % 3, i)
+            data = et.det_bytes(3000 + 977 * i, 50 + i)
+            et.write_file(os.path.join(self.lower, "ds", rel), data)
+            self.files.append((rel, data))
+        et.write_file(os.path.join(self.lower, "outside.bin"), b"not in ds")
+
+    def jp(self, *rel):
+        return self.d.path(".epochfs", "jobs", *rel)
+
+    def status(self, job="bad"):
+        return read_json(self.jp(job, "status"))
+
+    def snapshot(self):
+        """What a failed write must not change: the store and both jobs'
+        status (last_error aside)."""
+        st = self.d.stats()
+        out = {"used": st["used"], "objects": st["objects"], "pool": st["pool"],
+               "jobs": st["jobs"], "order_list": sorted(os.listdir(self.jp("bad", "order")))}
+        for job in ("bad", "fresh", "raw"):
+            s = self.status(job)
+            s.pop("last_error")
+            out[job] = s
+        return out
+
+    def expect_refused(self, what, job, path, data, want_errno, reason_parts, before):
+        """The write fails with want_errno, status.last_error names the file and
+        the reason, and nothing else changed."""
+        try:
+            ctl_write(path, data)
+        except OSError as e:
+            self.assertEqual(e.errno, want_errno, "%s: got %s, want %s" % (
+                what, errno.errorcode.get(e.errno), errno.errorcode[want_errno]))
+        else:
+            self.fail("%s: the write succeeded" % what)
+        err = self.status(job)["last_error"]
+        for part in reason_parts:
+            self.assertIn(part, err, "%s: last_error %r" % (what, err))
+        self.assertLess(len(err), 2000, "%s: last_error is %d bytes long" % (what, len(err)))
+        self.assertEqual(self.snapshot(), before, "%s changed something" % what)
+        return err
+
+    def test_bad_control_input(self):
+        self.d = d = self.mount(self.lower, opts=[
+            "cache.policy=epoch", "warmup.batches=1", "cache.memory=1MiB", "allow_other"])
+        jobs = d.path(".epochfs", "jobs")
+
+        # --- job names -------------------------------------------------------
+        for name in ("a b", "x" * 65, "x" * 70, "a\nb", "a*b", "ä"):
+            self.assert_errno(errno.EINVAL, os.mkdir, os.path.join(jobs, name))
+        # '..' and '.' never reach the daemon: the VFS refuses mkdir of them.
+        e = self.assert_errno((errno.EINVAL, errno.EEXIST), os.mkdir, os.path.join(jobs, ".."))
+        self.dotdot_errno = e.errno
+        self.assertEqual(os.listdir(jobs), [])
+        os.mkdir(os.path.join(jobs, "x" * 64))  # the longest name
+        self.assert_errno(errno.EEXIST, os.mkdir, os.path.join(jobs, "x" * 64))
+        os.rmdir(os.path.join(jobs, "x" * 64))
+        self.assertEqual(os.listdir(jobs), [])
+
+        # --- a job with something cached ----------------------------------
+        # "bad": registered by this process; epoch 0 read in full, so after
+        # the 1-batch warm-up samples of order 1 entered its `next` region.
+        os.mkdir(self.jp("bad"))
+        self.assertEqual(self.status()["state"], "registered")
+        ctl_write(self.jp("bad", "config"), "batch_size = 2\nepochs = 3\nroot = \"ds\"\n"
+                  "loaders = 1\ncompute_ms = 0\n")
+        ctl_write(self.jp("bad", "samples"), "".join(r + "\n" for r, _ in self.files))
+        rng = random.Random(5)
+        orders = []
+        for k in range(3):
+            o = list(range(self.N))
+            rng.shuffle(o)
+            orders.append(o)
+        ctl_write(self.jp("bad", "order", "0"), " ".join(map(str, orders[0])))
+        ctl_write(self.jp("bad", "order", "1"), " ".join(map(str, orders[1])))
+        ctl_write(self.jp("bad", "epoch"), "0\n")
+        for i in orders[0]:
+            self.assertEqual(et.read_file_raw(d.path("ds", self.files[i][0])), self.files[i][1])
+        s = self.status()
+        self.assertEqual(s["epoch"], 0)
+        self.assertEqual(s["accesses"], self.N)
+        self.assertGreater(s["next_bytes"], 0, s)
+        self.assertEqual(s["last_error"], "")
+        self.assertGreater(d.stats()["used"], 0)
+
+        # "fresh": configured, no samples yet. "raw": registered only.
+        os.mkdir(self.jp("fresh"))
+        ctl_write(self.jp("fresh", "config"), "batch_size = 4\nepochs = 2\nroot = \"ds\"\n")
+        os.mkdir(self.jp("raw"))
+        before = self.snapshot()
+        self.assertEqual(before["order_list"], ["0", "1"])
+        self.assertEqual(before["raw"]["state"], "registered")
+        self.assertEqual(before["fresh"]["state"], "configured")
+        self.assertEqual(before["fresh"]["samples"], 0)
+
+        E = errno.EINVAL
+        order2 = self.jp("bad", "order", "2")
+        # --- orders ---------------------------------------------------------
+        self.expect_refused("unknown index", "bad", order2, "0 1 %d 2" % self.N, E,
+                            ["order/2", "out of range", str(self.N)], before)
+        self.expect_refused("huge index", "bad", order2, "0 99999999999999999999", E,
+                            ["order/2", "out of range"], before)
+        self.expect_refused("duplicate index", "bad", order2, "3 1\n4 3", E,
+                            ["order/2", "index 3 already listed"], before)
+        self.expect_refused("garbage", "bad", order2, "1 2 three 4", E,
+                            ["order/2", "three", "not a decimal"], before)
+        self.expect_refused("negative", "bad", order2, "1 -2", E,
+                            ["order/2", "negative"], before)
+        self.expect_refused("binary garbage", "bad", order2, b"1 \x00\xff\x01 2", E,
+                            ["order/2", "\\x"], before)
+        self.expect_refused("empty order", "bad", order2, " \n", E, ["order/2"], before)
+        self.expect_refused("10 MiB of digits", "bad", order2, "1" * (10 * MiB), E,
+                            ["order/2", "out of range"], before)
+        self.expect_refused("beyond the last epoch", "bad", self.jp("bad", "order", "3"),
+                            "0 1", E, ["order/3", "beyond"], before)
+        self.expect_refused("replacing the next epoch's order", "bad",
+                            self.jp("bad", "order", "1"), " ".join(map(str, orders[2])), E,
+                            ["order/1"], before)
+        # --- epoch and pids ---------------------------------------------------
+        epoch = self.jp("bad", "epoch")
+        self.expect_refused("epoch garbage", "bad", epoch, "one\n", E, ["epoch"], before)
+        self.expect_refused("epoch beyond", "bad", epoch, "3\n", E, ["epoch", "beyond"], before)
+        pids = self.jp("bad", "pids")
+        self.expect_refused("pids garbage", "bad", pids, "12ab\n", E, ["pids"], before)
+        # --- config -----------------------------------------------------------
+        self.expect_refused("config rewritten", "bad", self.jp("bad", "config"),
+                            "batch_size = 3\nepochs = 3\n", E, ["config"], before)
+        rawc = self.jp("raw", "config")
+        for what, text, parts in [
+                ("double '='", "batch_size = = 2\nepochs = 2\n", ["config", "line 1"]),
+                ("string for int", 'batch_size = 2\nepochs = "two"\n', ["config", "epochs"]),
+                ("unknown key", "batch_size = 2\nepochs = 2\nbach = 1\n", ["config", "bach"]),
+                ("table", "[job]\nbatch_size = 2\nepochs = 2\n", ["config", "table"]),
+                ("missing epochs", "batch_size = 2\n", ["config", "epochs"]),
+                ("zero batch", "batch_size = 0\nepochs = 2\n", ["config", "batch_size"]),
+                ("root outside", 'batch_size = 2\nepochs = 2\nroot = "../x"\n', ["config", ".."]),
+                ("huge line", "batch_size = " + "7" * (10 * MiB) + "\nepochs = 2\n",
+                 ["config", "batch_size"])]:
+            self.expect_refused("config: " + what, "raw", rawc, text, E, parts, before)
+        self.assertEqual(open(rawc).read(), "")
+        # --- samples ----------------------------------------------------------
+        fs = self.jp("fresh", "samples")
+        good = [r for r, _ in self.files]
+        for what, lines, parts in [
+                ("'..'", good[:3] + ["../outside.bin"], ["samples", "line 4", ".."]),
+                ("'..' inside", good[:2] + ["c0/../../outside.bin"], ["samples", "line 3"]),
+                ("absolute", good[:1] + ["/etc/passwd"], ["samples", "line 2", "absolute"]),
+                ("absolute into ds", [os.path.join(self.lower, "ds", good[0])],
+                 ["samples", "line 1", "absolute"]),
+                ("line over 4096 bytes", good[:2] + ["d/" + "n" * 5000], ["samples", "line 3",
+                                                                        "4096"]),
+                ("duplicate", good[:3] + ["./" + good[1]], ["samples", "line 4", "line 2"]),
+                ("empty line", good[:2] + ["", good[3]], ["samples", "line 3"]),
+                ("a directory", good[:2] + ["c1"], ["samples", "c1"])]:
+            self.expect_refused("samples: " + what, "fresh", fs,
+                                "".join(l + "\n" for l in lines), E, parts, before)
+        self.expect_refused("samples: 10 MiB line", "fresh", fs, "z" * (10 * MiB), E,
+                            ["samples", "line 1"], before)
+        # A missing file: refused too (report the errno we get).
+        try:
+            ctl_write(fs, good[0] + "\nnope.bin\n")
+            self.fail("samples naming a missing file were accepted")
+        except OSError as e:
+            self.missing_errno = e.errno
+            self.assertIn(e.errno, (errno.EINVAL, errno.ENOENT))
+        self.assertIn("nope.bin", self.status("fresh")["last_error"])
+        self.assertEqual(self.snapshot(), before)
+
+        # --- another uid ------------------------------------------------------
+        for f in ("order/2", "config", "samples", "epoch", "pids"):
+            path = self.jp("bad", *f.split("/"))
+            err = as_nobody(lambda: ctl_write(path, "0 1 2\n"))
+            self.nobody_errno = err
+            self.assertIn(err, (errno.EPERM, errno.EACCES),
+                          "write of %s by uid %d: %s" % (f, NOBODY, errno.errorcode.get(err, err)))
+            self.assertEqual(err, errno.EPERM, "write by another uid: %s (protocol says EPERM)"
+                             % errno.errorcode.get(err, err))
+            le = self.status()["last_error"]
+            self.assertIn(f, le)
+            self.assertIn(str(NOBODY), le)
+            self.assertEqual(self.snapshot(), before, "a refused write by uid %d changed "
+                             "something" % NOBODY)
+        # Reading is allowed; removing someone else's job is not.
+        self.assertEqual(as_nobody(lambda: read_json(self.jp("bad", "status"))), 0)
+        err = as_nobody(lambda: os.rmdir(self.jp("bad")))
+        self.assertIn(err, (errno.EPERM, errno.EACCES), errno.errorcode.get(err, err))
+        self.assertEqual(self.snapshot(), before)
+        # Anyone may register a job of their own (jobs/ is 1777).
+        self.assertEqual(as_nobody(lambda: (os.mkdir(self.jp("nob")),
+                                            os.rmdir(self.jp("nob")))), 0)
+
+        # --- unregistered jobs --------------------------------------------------
+        for p in (self.jp("NOPE", "order", "0"), self.jp("NOPE", "config")):
+            self.assert_errno(errno.ENOENT, ctl_write, p, "0\n")
+        self.assert_errno(errno.ENOENT, os.rmdir, self.jp("NOPE"))
+        self.assert_errno(errno.ENOENT, ctl_write, self.jp("bad", "order", "01"), "0\n")
+        self.assert_errno(errno.ENOENT, ctl_write, self.jp("bad", "order", "x"), "0\n")
+        self.assertEqual(self.snapshot(), before)
+
+        # --- the job carries on: epoch 1 hits what epoch 0 admitted ---------
+        ctl_write(order2, " ".join(map(str, orders[2])))
+        ctl_write(self.jp("bad", "epoch"), "1\n")
+        for i in orders[1]:
+            self.assertEqual(et.read_file_raw(d.path("ds", self.files[i][0])), self.files[i][1])
+        s = self.status()
+        self.assertEqual(s["epoch"], 1)
+        self.assertTrue({1, 2} <= set(s["declared_epochs"]), s)
+        self.assertGreater(s["hits"], 0, s)
+        self.assertEqual(s["hits"] + s["misses"], self.N)
+        self.assertEqual(s["accesses"], 2 * self.N)
+        self.assertTrue(d.alive())
+        print("\nmkdir('..') errno: %s; samples naming a missing file: %s; write by uid %d: %s"
+              % (errno.errorcode[self.dotdot_errno], errno.errorcode[self.missing_errno],
+                 NOBODY, errno.errorcode.get(self.nobody_errno, self.nobody_errno)))
+
+        for job in ("bad", "fresh", "raw"):
+            os.rmdir(self.jp(job))
+        st = d.stats()
+        self.assertEqual(st["jobs"], [])
+        self.assertEqual(st["pool"], st["budget"])
+        self.assertEqual(d.unmount(), 0)
+
+
+if __name__ == "__main__":
+    et.main()
