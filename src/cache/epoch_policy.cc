@@ -8,6 +8,17 @@
 // An object held by several jobs (same file in two datasets) is charged to each
 // holder and stored once; it leaves the store when its last holder releases it.
 //
+// Shared region (params.share_idle): reads no job claims (no job, an unknown
+// job, a job in warm-up or done, a file outside the job's sample list) are
+// cached LRU in the idle part of the pool. Those bytes are counted apart
+// (shared_) and are strictly subordinate: every grant to a job is computed
+// against pool_ + shared_, exactly as if the shared region were free, and then
+// evicts shared objects, least recently used first, until pool_ covers it. The
+// jobs' accounts are therefore the same with or without the shared region.
+//   pool_ + shared_ + Σ_jobs (cur + next + tail + free) == budget
+// An object is either held by jobs (refs > 0) or shared (refs == 0), never both;
+// a job admitting a shared object adopts it (no reload).
+//
 // Per access the work is a few hash lookups and O(1) vector updates: sample →
 // position maps of the current and next orders are dense vectors built once
 // when an order is declared, regions are vectors with swap-pop removal.
@@ -17,6 +28,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <list>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -129,6 +141,7 @@ class EpochPolicy final : public Policy {
   uint64_t budget() const override { return params_.budget_bytes; }
   uint64_t resident_bytes() const override { return resident_; }
   uint64_t pool_bytes() const override { return pool_; }
+  uint64_t shared_bytes() const override { return shared_; }
 
   Decision OnHit(const Access& a) override { return OnAccess(a, /*hit=*/true, 0); }
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
@@ -323,7 +336,10 @@ class EpochPolicy final : public Policy {
  private:
   struct Obj {
     uint64_t size = 0;
-    uint32_t refs = 0;  // (job, sample) holdings
+    uint32_t refs = 0;     // (job, sample) holdings
+    bool shared = false;   // in the shared region (then refs == 0)
+    uint64_t load_ns = 0;  // load time of the miss that admitted it
+    std::list<ObjectId>::iterator lru{};  // position in lru_ when shared
   };
 
   Job* FindJob(JobId id) {
@@ -374,29 +390,52 @@ class EpochPolicy final : public Policy {
     Decision d;
     // A miss on an object we hold means the store lost it without telling.
     if (!hit && objects_.count(a.object) != 0) DropObject(a.object);
+    // A hit on a shared object makes it the most recently used (before any
+    // grant of this event reclaims shared space).
+    if (hit) {
+      auto it = objects_.find(a.object);
+      if (it != objects_.end() && it->second.shared) {
+        lru_.splice(lru_.end(), lru_, it->second.lru);
+      }
+    }
     Job* jp = FindJob(a.job);
-    if (jp != nullptr && !jp->samples.empty()) Serve(*jp, a, hit, load_ns, &d);
+    bool claimed = false;
+    if (jp != nullptr && !jp->samples.empty()) claimed = Serve(*jp, a, hit, load_ns, &d);
+    if (!claimed && !hit && params_.share_idle) AdmitShared(a, load_ns, &d);
     Flush(&d);
     DebugCheck();
     return d;
   }
 
-  void Serve(Job& j, const Access& a, bool hit, uint64_t load_ns, Decision* d) {
+  // Returns whether the job claims the read (then only the job's rules apply):
+  // it is caching or in its last epoch and the object is one of its samples.
+  bool Serve(Job& j, const Access& a, bool hit, uint64_t load_ns, Decision* d) {
     if (!j.started) {  // no marker yet: the first declared epoch (or 0) begins now
       StartEpoch(j, j.orders.empty() ? 0 : j.orders.begin()->first, a.now_ns);
     }
-    if (j.state == JobState::kDone) return;
+    if (j.state == JobState::kDone) return false;
     (hit ? j.cur_stats.hits : j.cur_stats.misses)++;
     if (a.size > 0) {
       j.access_size_sum += a.size;
       ++j.access_size_n;
     }
     const int64_t xs = ResolveSample(j, a);
-    if (xs < 0) return;
+    if (xs < 0) return false;
     const uint32_t x = static_cast<uint32_t>(xs);
-    if (!hit && j.state == JobState::kWarmup) {
-      j.warm_load_sum += load_ns;
-      ++j.warm_load_n;
+    const bool claimed = j.state != JobState::kWarmup;
+    if (j.state == JobState::kWarmup) {
+      if (!hit) {
+        j.warm_load_sum += load_ns;
+        ++j.warm_load_n;
+      } else {
+        // Served from the shared region: what loading it cost when it was
+        // loaded still measures the lower storage (t_s is not biased by it).
+        auto it = objects_.find(a.object);
+        if (it != objects_.end() && it->second.shared) {
+          j.warm_load_sum += it->second.load_ns;
+          ++j.warm_load_n;
+        }
+      }
     }
 
     const Region r = static_cast<Region>(j.where[x]);
@@ -405,7 +444,7 @@ class EpochPolicy final : public Policy {
     }
     // A hit in the tail is a late read of the previous epoch (loaders read
     // ahead and out of order): it neither counts nor admits for this epoch.
-    if (r == Region::kTail) return;
+    if (r == Region::kTail) return claimed;
     if (j.InCur(x) && j.seen[x] != j.epoch + 1) {
       j.seen[x] = j.epoch + 1;
       ++j.consumed;
@@ -413,11 +452,64 @@ class EpochPolicy final : public Policy {
       // release the tail or finish the last epoch.
       if (j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
       Progress(j, a.now_ns);
-      return;
+      return claimed;
     }
     // A re-read, or a sample outside the current order (an early read of the
     // next epoch): it may still enter `next`.
     if (j.state == JobState::kCaching) TryAdmit(j, x, a, hit, d);
+    return claimed;
+  }
+
+  // An unclaimed miss enters the shared region (most recently used) when it
+  // fits in the idle bytes (pool + shared), evicting least recently used
+  // shared objects as needed. Empty files are not worth an entry.
+  void AdmitShared(const Access& a, uint64_t load_ns, Decision* d) {
+    if (a.size == 0 || a.size > pool_ + shared_ || objects_.count(a.object) != 0) return;
+    TakeFromPool(a.size);
+    shared_ += a.size;
+    Obj o;
+    o.size = a.size;
+    o.shared = true;
+    o.load_ns = load_ns;
+    o.lru = lru_.insert(lru_.end(), a.object);
+    objects_.emplace(a.object, o);
+    resident_ += a.size;
+    d->admit = true;
+  }
+
+  // Takes `n` bytes out of the pool for a job, evicting shared objects (least
+  // recently used first) while the truly free bytes do not cover it. The
+  // caller has checked n <= pool_ + shared_.
+  void TakeFromPool(uint64_t n) {
+    assert(n <= pool_ + shared_);
+    while (pool_ < n) {
+      const ObjectId id = lru_.front();
+      auto it = objects_.find(id);
+      assert(it != objects_.end() && it->second.shared);
+      const uint64_t size = it->second.size;
+      lru_.pop_front();
+      shared_ -= size;
+      pool_ += size;
+      resident_ -= size;
+      objects_.erase(it);
+      reclaimed_.push_back(id);
+    }
+    pool_ -= n;
+  }
+
+  // A shared object leaves (or re-enters, at the most recent end) the shared
+  // region, its bytes going to (coming from) the truly free pool.
+  void Unshare(Obj& o) {
+    lru_.erase(o.lru);
+    o.shared = false;
+    shared_ -= o.size;
+    pool_ += o.size;
+  }
+  void Reshare(ObjectId id, Obj& o) {
+    pool_ -= o.size;
+    shared_ += o.size;
+    o.shared = true;
+    o.lru = lru_.insert(lru_.end(), id);
   }
 
   // Batch boundaries, warm-up end, tail release, last-epoch end.
@@ -484,8 +576,8 @@ class EpochPolicy final : public Policy {
       return;
     }
     j.state = JobState::kCaching;
-    j.reserved = std::min({DefaultShare(), j.need, pool_});
-    pool_ -= j.reserved;
+    j.reserved = std::min({DefaultShare(), j.need, pool_ + shared_});
+    TakeFromPool(j.reserved);
     j.free += j.reserved;
     list_.push_back(&j);
     SortList();
@@ -644,15 +736,23 @@ class EpochPolicy final : public Policy {
     const uint64_t s = resident ? oit->second.size : a.size;
     uint32_t& c = j.counters[pos / j.spec.batch_size];
     if (c >= j.e) return;  // S35/S36: the batch has its e_i samples
+    // A shared object is adopted: its bytes go back to the pool, from which
+    // the job is charged like any admission (so the grant cannot evict it).
+    const bool adopt = resident && oit->second.shared;
+    if (adopt) Unshare(oit->second);
     if (j.free < s) {
-      if (j.free + pool_ >= s) {  // S35: ask the pool, granted by gain
+      // The pool as the jobs see it: the truly free bytes plus the shared
+      // region, which every grant reclaims (LRU first) as needed.
+      const uint64_t avail = pool_ + shared_;
+      if (j.free + avail >= s) {  // S35: ask the pool, granted by gain
         const uint64_t ask = s - j.free;
         uint64_t grant = std::max<uint64_t>(
             ask, static_cast<uint64_t>(j.lambda * static_cast<double>(ask)));
-        grant = std::min(grant, pool_);
-        pool_ -= grant;
+        grant = std::min(grant, avail);
+        TakeFromPool(grant);
         j.free += grant;
       } else if (!TakeFromPrevious(j, s - j.free)) {  // S37
+        if (adopt) Reshare(id, oit->second);  // nothing changed: pool_ >= s
         return;
       }
     }
@@ -699,6 +799,7 @@ class EpochPolicy final : public Policy {
   void DropObject(ObjectId id) {
     auto oit = objects_.find(id);
     if (oit == objects_.end()) return;
+    if (oit->second.shared) Unshare(oit->second);
     for (auto& [jid, jp] : jobs_) {
       auto h = jp->held.find(id);
       if (h != jp->held.end()) pool_ += Unhold(*jp, h->second);
@@ -708,11 +809,14 @@ class EpochPolicy final : public Policy {
     pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
   }
 
-  // Objects whose last holder let go during this event leave the store.
+  // Shared objects reclaimed by grants, and objects whose last holder let go
+  // during this event, leave the store.
   void Flush(Decision* d) {
+    d->evict.insert(d->evict.end(), reclaimed_.begin(), reclaimed_.end());
+    reclaimed_.clear();
     for (ObjectId id : pending_) {
       auto it = objects_.find(id);
-      if (it == objects_.end() || it->second.refs != 0) continue;
+      if (it == objects_.end() || it->second.refs != 0 || it->second.shared) continue;
       d->evict.push_back(id);
       resident_ -= it->second.size;
       objects_.erase(it);
@@ -723,7 +827,7 @@ class EpochPolicy final : public Policy {
   // O(jobs) accounting check after every event in debug builds.
   void DebugCheck() const {
 #ifndef NDEBUG
-    uint64_t sum = pool_;
+    uint64_t sum = pool_ + shared_;
     for (const auto& [id, j] : jobs_) sum += j->Held() + j->free;
     assert(sum == params_.budget_bytes);
     assert(resident_ <= params_.budget_bytes);
@@ -738,11 +842,14 @@ class EpochPolicy final : public Policy {
   std::vector<Job*> list_;  // jobs in kCaching, sorted by T ascending
   std::unordered_map<ObjectId, Obj> objects_;
   std::vector<ObjectId> pending_;  // refs fell to 0 during the current event
+  uint64_t shared_ = 0;            // bytes of the shared region
+  std::list<ObjectId> lru_;        // shared objects, least recently used first
+  std::vector<ObjectId> reclaimed_;  // shared objects evicted during the current event
 };
 
 Status EpochPolicy::CheckInvariants() const {
   auto fail = [](const std::string& m) { return Internal("invariant: " + m); };
-  uint64_t sum = pool_;
+  uint64_t sum = pool_ + shared_;
   std::unordered_map<ObjectId, uint32_t> refs;
   for (const auto& [id, jp] : jobs_) {
     const Job& j = *jp;
@@ -805,11 +912,29 @@ Status EpochPolicy::CheckInvariants() const {
     return fail("pool + jobs = " + Str(sum) + " != budget " + Str(params_.budget_bytes));
   }
   uint64_t resident = 0;
+  size_t shared_objects = 0;
   for (const auto& [obj, o] : objects_) {
-    if (o.refs == 0 || refs[obj] != o.refs) return fail("object refs out of step");
     resident += o.size;
+    if (o.shared) {
+      if (o.refs != 0 || refs.count(obj) != 0) return fail("a shared object is held by a job");
+      if (o.lru == lru_.end() || *o.lru != obj) return fail("shared object not in the LRU list");
+      ++shared_objects;
+      continue;
+    }
+    if (o.refs == 0 || refs[obj] != o.refs) return fail("object refs out of step");
   }
-  if (refs.size() != objects_.size()) return fail("held objects missing from the table");
+  if (refs.size() + shared_objects != objects_.size()) {
+    return fail("held objects missing from the table");
+  }
+  uint64_t shared = 0;
+  for (ObjectId id : lru_) {
+    auto o = objects_.find(id);
+    if (o == objects_.end() || !o->second.shared) return fail("LRU list names a non-shared object");
+    shared += o->second.size;
+  }
+  if (lru_.size() != shared_objects) return fail("LRU list length out of step");
+  if (shared != shared_) return fail("shared bytes out of step");
+  if (!params_.share_idle && shared_ != 0) return fail("shared region used with share_idle off");
   if (resident != resident_) return fail("resident bytes out of step");
   if (resident_ > params_.budget_bytes) return fail("resident bytes exceed the budget");
   for (size_t i = 1; i < list_.size(); ++i) {

@@ -64,6 +64,11 @@ def read_json(path):
         return json.load(f)
 
 
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def budget_violation(st):
     """None, or why this stats snapshot breaks the epoch policy's equation."""
     held = sum(j[k] for j in st["jobs"] for k in REGION_KEYS)
@@ -119,7 +124,11 @@ class JobSpec:
 def loader_main(spec, mnt, samples, orders, w, cmd_fd, rep_fd):
     """A forked loader: for each epoch the job asks for, read worker w's share
     of every batch in the declared order and compare with LOWER's bytes."""
-    f = os.fdopen(cmd_fd, "r")
+    with os.fdopen(cmd_fd, "r") as f:
+        loader_loop(spec, mnt, samples, orders, w, f, rep_fd)
+
+
+def loader_loop(spec, mnt, samples, orders, w, f, rep_fd):
     while True:
         line = f.readline().strip()
         if not line or line == "q":
@@ -155,7 +164,7 @@ def job_main(spec, mnt, samples, result_path):
         orders = spec.orders()
         res["order_lens"] = [len(o) for o in orders]
         os.mkdir(jd)
-        res["pids_after_mkdir"] = open(os.path.join(jd, "pids")).read().split()
+        res["pids_after_mkdir"] = read_text(os.path.join(jd, "pids")).split()
         ctl_write(os.path.join(jd, "config"),
                   'batch_size = %d\nepochs = %d\nroot = "%s"\nloaders = %d\n'
                   # The loaders only sleep, they load nothing while "computing":
@@ -207,19 +216,21 @@ def job_main(spec, mnt, samples, result_path):
         for pid, cw, rf in loaders:
             os.write(cw, b"q\n")
             os.close(cw)
+            rf.close()
             _, status = os.waitpid(pid, 0)
             if os.waitstatus_to_exitcode(status) != 0:
                 res["errors"].append("loader %d exited with %s" % (pid, status))
         loaders = []
         res["final_status"] = read_json(os.path.join(jd, "status"))
-        res["pids_final"] = open(os.path.join(jd, "pids")).read().split()
+        res["pids_final"] = read_text(os.path.join(jd, "pids")).split()
         os.rmdir(jd)
         res["stats_after_rmdir"] = read_json(os.path.join(mnt, ".epochfs", "stats"))
         res["listed_after_rmdir"] = spec.name in os.listdir(os.path.join(mnt, ".epochfs", "jobs"))
     except BaseException:
         res["errors"].append(traceback.format_exc())
     finally:
-        for pid, cw, _ in loaders:
+        for pid, cw, rf in loaders:
+            rf.close()
             try:
                 os.kill(pid, 9)
                 os.waitpid(pid, 0)
@@ -557,7 +568,7 @@ class BadInputTest(et.MountTestCase):
                 ("huge line", "batch_size = " + "7" * (10 * MiB) + "\nepochs = 2\n",
                  ["config", "batch_size"])]:
             self.expect_refused("config: " + what, "raw", rawc, text, E, parts, before)
-        self.assertEqual(open(rawc).read(), "")
+        self.assertEqual(read_text(rawc), "")
         # --- samples ----------------------------------------------------------
         fs = self.jp("fresh", "samples")
         good = [r for r, _ in self.files]
@@ -613,8 +624,11 @@ class BadInputTest(et.MountTestCase):
         for p in (self.jp("NOPE", "order", "0"), self.jp("NOPE", "config")):
             self.assert_errno(errno.ENOENT, ctl_write, p, "0\n")
         self.assert_errno(errno.ENOENT, os.rmdir, self.jp("NOPE"))
-        self.assert_errno(errno.ENOENT, ctl_write, self.jp("bad", "order", "01"), "0\n")
-        self.assert_errno(errno.ENOENT, ctl_write, self.jp("bad", "order", "x"), "0\n")
+        # Non-canonical order names do not exist (creating one: EINVAL or ENOENT).
+        for k in ("01", "x", "-1", "+1", "1000000"):
+            self.assert_errno(errno.ENOENT, os.open, self.jp("bad", "order", k), os.O_WRONLY)
+            self.assert_errno((errno.ENOENT, errno.EINVAL), ctl_write,
+                              self.jp("bad", "order", k), "0\n")
         self.assertEqual(self.snapshot(), before)
 
         # --- the job carries on: epoch 1 hits what epoch 0 admitted ---------

@@ -10,7 +10,9 @@
 // the pool, which grants λ_i times the request (λ_i larger for faster jobs),
 // and when the pool is empty takes a unit from the job before it in the list,
 // evicting a random sample of that job's `next` if it must. A job in its last
-// epoch admits nothing; EndJob returns everything to the pool.
+// epoch admits nothing; EndJob returns everything to the pool. Reads no job
+// claims use the idle part of the pool as an LRU region that every grant to a
+// job reclaims first (EpochPolicyParams::share_idle).
 //
 // docs/policy.md states every formula, the ones the patent leaves out, and the
 // choices made beyond it (shared objects, late reads, pool-vs-own-quota order).
@@ -33,6 +35,13 @@ struct EpochPolicyParams {
   // Batches of the new epoch during which the previous epoch's unused `cur`
   // objects are kept (region kTail) for late reads; 0: 2·loaders.
   uint32_t tail_batches = 0;
+  // Reads no job claims (no job, an unknown job, a job in warm-up or done, a
+  // file outside the job's sample list) are cached LRU in the idle part of the
+  // free pool (the shared region, shared_bytes()). Strictly subordinate: every
+  // grant to a job evicts shared objects (least recently used first) when the
+  // truly free bytes do not cover it, so the jobs' accounts are exactly those
+  // of share_idle = false. false: unclaimed reads are never cached.
+  bool share_idle = true;
 };
 
 std::unique_ptr<Policy> MakeEpochPolicy(const EpochPolicyParams& params);

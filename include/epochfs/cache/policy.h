@@ -15,8 +15,9 @@
 //   - the bytes of objects the policy holds as resident never exceed budget();
 //   - a Decision never evicts an object the policy did not hold, and never
 //     admits an object it already holds; `admit` is only ever set by OnMiss.
-//   - pool_bytes() + Σ over Jobs() of (cur + next + tail + granted_unused)
-//     == budget() after every call (CheckInvariants() verifies it and more).
+//   - pool_bytes() + shared_bytes() + Σ over Jobs() of
+//     (cur + next + tail + granted_unused) == budget() after every call, for
+//     policies that track jobs (CheckInvariants() verifies it and more).
 //
 // Errors: the job-lifecycle calls return a Status (or Result) whose message is
 // meant for the job's `status` file; a failed call changes nothing.
@@ -136,6 +137,10 @@ class Policy {
   virtual uint64_t resident_bytes() const = 0;
   // Bytes of the budget not charged to any job (the global free pool).
   virtual uint64_t pool_bytes() const { return budget() - resident_bytes(); }
+  // Bytes of the idle pool lent to objects no job holds (the epoch policy's
+  // shared LRU region). Not in pool_bytes(): the truly free bytes are
+  // pool_bytes(); what a job may be granted is pool_bytes() + shared_bytes().
+  virtual uint64_t shared_bytes() const { return 0; }
 
   // `a.object` was resident in the store when accessed.
   virtual Decision OnHit(const Access& a) = 0;

@@ -1,0 +1,183 @@
+// ControlTree: the .epochfs/ tree over a real registry, a sink that accepts
+// everything and a fake policy view.
+#include "epochfs/control/control_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_proc_reader.h"
+
+namespace epochfs::control {
+namespace {
+
+class AcceptingSink : public JobSink {
+ public:
+  Result<std::vector<cache::SampleRef>> ResolveSamples(
+      const std::string& /*root*/, const std::vector<std::string>& paths) override {
+    std::vector<cache::SampleRef> out;
+    for (size_t i = 0; i < paths.size(); ++i) out.push_back({1000 + i, 10});
+    return out;
+  }
+  Status OnConfigured(const cache::JobSpec&, const JobConfig&) override { return Status::Ok(); }
+  Status OnSamples(JobId, std::vector<cache::SampleRef>) override { return Status::Ok(); }
+  Status OnOrder(JobId, uint32_t, std::vector<uint32_t>) override { return Status::Ok(); }
+  void OnEpochBegin(JobId, uint32_t) override {}
+  void OnJobEnd(JobId job) override { ended.push_back(job); }
+  std::vector<JobId> ended;
+};
+
+class FakeView : public PolicyView {
+ public:
+  std::optional<JobFigures> Figures(cache::JobId id) const override {
+    if (!known) return std::nullopt;
+    JobFigures f;
+    f.policy.id = id;
+    f.policy.started = true;
+    f.policy.state = cache::JobState::kCaching;
+    f.policy.cur_bytes = 123;
+    f.policy.current = {1, 7, 3};
+    f.epochs = {{0, 0, 10}, {1, 7, 3}};
+    return f;
+  }
+  bool known = false;
+};
+
+constexpr uid_t kAlice = 1000;
+constexpr uid_t kBob = 1001;
+const Caller kAliceCall{kAlice, kAlice, 0};
+const Caller kBobCall{kBob, kBob, 0};
+
+class ControlTreeTest : public ::testing::Test {
+ protected:
+  ControlTreeTest()
+      : registry_(sink_, std::make_unique<testing::FakeProcReader>(&procs_)),
+        tree_(registry_, view_, [] { return std::string("{\"stats\":1}"); }) {}
+
+  nlohmann::json JobStatus(const std::string& job) {
+    auto text = tree_.Read("jobs/" + job + "/status");
+    EXPECT_TRUE(text.ok()) << text.status().ToString();
+    return nlohmann::json::parse(text.ok() ? text.value() : "{}");
+  }
+  void Configure(const std::string& job) {
+    ASSERT_TRUE(tree_.Mkdir("jobs/" + job, kAliceCall).ok());
+    ASSERT_TRUE(tree_.Write("jobs/" + job + "/config", "batch_size = 2\nepochs = 3\n", kAliceCall).ok());
+    ASSERT_TRUE(tree_.Write("jobs/" + job + "/samples", "a\nb\nc\nd\n", kAliceCall).ok());
+  }
+
+  testing::FakeProcTable procs_;
+  AcceptingSink sink_;
+  FakeView view_;
+  JobRegistry registry_;
+  ControlTree tree_;
+};
+
+TEST_F(ControlTreeTest, RootAndJobsDirectory) {
+  EXPECT_EQ(tree_.List("").value(), (std::vector<std::string>{"jobs", "stats", "version"}));
+  EXPECT_EQ(tree_.Read("stats").value(), "{\"stats\":1}\n");
+  EXPECT_NE(tree_.Read("version").value().find("protocol 1\n"), std::string::npos);
+  VNode jobs = tree_.Stat("jobs").value();
+  EXPECT_TRUE(jobs.is_dir);
+  EXPECT_EQ(jobs.perm, 01777u);
+  EXPECT_EQ(tree_.Stat("nope").status().code(), Code::kNotFound);
+  EXPECT_TRUE(tree_.List("jobs").value().empty());
+}
+
+TEST_F(ControlTreeTest, MkdirRegistersAndShowsTheJobFiles) {
+  ASSERT_TRUE(tree_.Mkdir("jobs/train", kAliceCall).ok());
+  EXPECT_EQ(tree_.Mkdir("jobs/train", kAliceCall).code(), Code::kExists);
+  EXPECT_EQ(tree_.Mkdir("jobs/a b", kAliceCall).code(), Code::kInvalidArgument);
+  EXPECT_EQ(tree_.Mkdir("elsewhere", kAliceCall).code(), Code::kReadOnly);
+  EXPECT_EQ(tree_.List("jobs").value(), std::vector<std::string>{"train"});
+  EXPECT_EQ(tree_.List("jobs/train").value(),
+            (std::vector<std::string>{"config", "epoch", "order", "pids", "samples", "status"}));
+  VNode dir = tree_.Stat("jobs/train").value();
+  EXPECT_TRUE(dir.is_dir);
+  EXPECT_EQ(dir.uid, kAlice);
+  VNode config = tree_.Stat("jobs/train/config").value();
+  EXPECT_TRUE(config.writable);
+  EXPECT_EQ(config.perm, 0666u);
+  VNode status = tree_.Stat("jobs/train/status").value();
+  EXPECT_FALSE(status.writable);
+  // Any valid order/K exists before it is written; invalid names do not.
+  EXPECT_TRUE(tree_.Stat("jobs/train/order/7").ok());
+  EXPECT_EQ(tree_.Stat("jobs/train/order/07").status().code(), Code::kNotFound);
+  EXPECT_EQ(tree_.Stat("jobs/train/order/x").status().code(), Code::kNotFound);
+  EXPECT_EQ(tree_.Stat("jobs/other/config").status().code(), Code::kNotFound);
+}
+
+TEST_F(ControlTreeTest, WritesReachTheRegistryAndListDeclaredOrders) {
+  Configure("j");
+  ASSERT_TRUE(tree_.Write("jobs/j/order/0", "0 1 2 3", kAliceCall).ok());
+  ASSERT_TRUE(tree_.Write("jobs/j/order/1", "3 2\n1 0\n", kAliceCall).ok());
+  EXPECT_EQ(tree_.List("jobs/j/order").value(), (std::vector<std::string>{"0", "1"}));
+  auto j = JobStatus("j");
+  EXPECT_EQ(j["state"], "configured");
+  EXPECT_EQ(j["samples"], 4);
+  EXPECT_EQ(j["declared_epochs"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(j["last_error"], "");
+  // The config reads back as TOML the parser accepts, equal to what was set.
+  auto config = ParseJobConfig(tree_.Read("jobs/j/config").value());
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config.value().batch_size, 2u);
+  EXPECT_EQ(config.value().epochs, 3u);
+}
+
+TEST_F(ControlTreeTest, BadContentFailsWithTheReasonInStatusAndChangesNothing) {
+  Configure("j");
+  ASSERT_TRUE(tree_.Write("jobs/j/order/0", "0 1 2 3", kAliceCall).ok());
+  epochfs::Status bad = tree_.Write("jobs/j/order/1", "0 1 9", kAliceCall);
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  auto j = JobStatus("j");
+  EXPECT_NE(j["last_error"].get<std::string>().find("order/1"), std::string::npos) << j;
+  EXPECT_EQ(j["declared_epochs"], nlohmann::json::array({0}));
+  EXPECT_EQ(tree_.Write("jobs/j/order/2", "1 1", kAliceCall).code(), Code::kInvalidArgument);
+  EXPECT_EQ(tree_.Write("jobs/j/config", "batch_size = [", kAliceCall).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(tree_.Write("jobs/j/status", "{}", kAliceCall).code(), Code::kReadOnly);
+  EXPECT_EQ(JobStatus("j")["declared_epochs"], nlohmann::json::array({0}));
+}
+
+TEST_F(ControlTreeTest, OtherUsersAreRefusedAtOpenAndTheOwnerIsTold) {
+  Configure("j");
+  EXPECT_TRUE(tree_.CheckWrite("jobs/j/order/0", kAliceCall).ok());
+  EXPECT_TRUE(tree_.CheckWrite("jobs/j/order/0", Caller{0, 0, 0}).ok());
+  EXPECT_EQ(tree_.CheckWrite("jobs/j/order/0", kBobCall).code(), Code::kNotPermitted);
+  EXPECT_EQ(tree_.CheckWrite("jobs/j/status", kAliceCall).code(), Code::kReadOnly);
+  std::string err = JobStatus("j")["last_error"];
+  EXPECT_NE(err.find("order/0: uid 1001 may not write job 'j'"), std::string::npos) << err;
+  EXPECT_EQ(tree_.Write("jobs/j/order/0", "0 1", kBobCall).code(), Code::kNotPermitted);
+  EXPECT_EQ(tree_.Rmdir("jobs/j", kBobCall).code(), Code::kNotPermitted);
+  EXPECT_TRUE(JobStatus("j")["declared_epochs"].empty());
+}
+
+TEST_F(ControlTreeTest, StatusTakesThePolicyFiguresWhenThePolicyRunsTheJob) {
+  Configure("j");
+  auto before = JobStatus("j");
+  EXPECT_EQ(before["hits"], 0);
+  EXPECT_TRUE(before["epochs"].empty());
+  view_.known = true;
+  auto j = JobStatus("j");
+  EXPECT_EQ(j["state"], "caching");
+  EXPECT_EQ(j["cur_bytes"], 123);
+  EXPECT_EQ(j["hits"], 7);
+  ASSERT_EQ(j["epochs"].size(), 2u);
+  EXPECT_EQ(j["epochs"][0]["misses"], 10);
+  for (const char* key : {"lambda", "h", "e", "epoch_time_ns", "load_ns_per_sample",
+                          "compute_ns_per_batch", "granted_unused_bytes", "next_bytes",
+                          "tail_bytes", "rank", "pids", "accesses", "batch"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+}
+
+TEST_F(ControlTreeTest, RmdirEndsTheJob) {
+  Configure("j");
+  ASSERT_TRUE(tree_.Rmdir("jobs/j", kAliceCall).ok());
+  EXPECT_EQ(sink_.ended.size(), 1u);
+  EXPECT_TRUE(tree_.List("jobs").value().empty());
+  EXPECT_EQ(tree_.Stat("jobs/j").status().code(), Code::kNotFound);
+  EXPECT_EQ(tree_.Rmdir("jobs/j", kAliceCall).code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace epochfs::control
