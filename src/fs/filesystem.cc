@@ -406,11 +406,10 @@ class FilesystemImpl final : public Filesystem {
       const fuse_ctx* ctx = fuse_req_ctx(req);
       Status may = control_.CheckWrite(v.path, {ctx->uid, ctx->gid, ctx->pid});
       if (!may.ok()) return (void)fuse_reply_err(req, ToErrno(may));
+      // A control write is the whole of what this open writes: nothing is
+      // preloaded, so `>>` appends exactly its new lines (pids) and O_APPEND
+      // at offset 0 cannot overwrite anything.
       file->kind = OpenFile::Kind::kVirtualWrite;
-      if (!(fi->flags & O_TRUNC)) {
-        auto content = control_.Read(v.path);
-        if (content.ok()) file->content = std::move(content).value();
-      }
     }
     fi->fh = files_.Add(std::move(file));
     fi->direct_io = 1;

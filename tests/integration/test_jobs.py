@@ -245,7 +245,7 @@ def job_main(spec, mnt, samples, result_path):
 # --------------------------------------------------------------------------
 
 class ConcurrentJobsTest(et.MountTestCase):
-    BUDGET = 4 * MiB
+    BUDGET = 2 * MiB  # the datasets total ~5.3 MiB: the jobs compete for it
     SPECS = [
         # name, subdir, n, sizes, batch, epochs, workers, compute, shard, epoch file, seed
         JobSpec("alpha", "dsA", 160, 2 * KiB, 24 * KiB, 8, 4, 2, 0.020, 1.0, True, 1),
@@ -293,6 +293,7 @@ class ConcurrentJobsTest(et.MountTestCase):
 
         # Sample the budget equation while the jobs run.
         violations, samples, max_jobs, states_seen = [], 0, 0, set()
+        min_pool, max_used = self.BUDGET, 0
         deadline = time.monotonic() + self.RUN_TIMEOUT
         running = dict(procs)
         while running and time.monotonic() < deadline:
@@ -307,6 +308,7 @@ class ConcurrentJobsTest(et.MountTestCase):
             if v:
                 violations.append(v)
             max_jobs = max(max_jobs, len(st["jobs"]))
+            min_pool, max_used = min(min_pool, st["pool"]), max(max_used, st["used"])
             states_seen.update((j["name"], j["state"]) for j in st["jobs"])
             time.sleep(0.01)
         if running:
@@ -332,7 +334,8 @@ class ConcurrentJobsTest(et.MountTestCase):
             summary.append("%s: %s" % (spec.name, [
                 (e["epoch"], e["hits"], e["misses"]) for e in fs.get("epochs", [])]))
         print("\nper-epoch (epoch, hits, misses): " + "; ".join(summary) +
-              "; %d stats samples, states seen %s" % (samples, sorted(states_seen)))
+              "; %d stats samples, min pool %d, max used %d of %d" % (
+                  samples, min_pool, max_used, self.BUDGET))
 
         # Everything released once every job is gone.
         st = d.stats()

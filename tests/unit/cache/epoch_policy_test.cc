@@ -26,12 +26,17 @@ using testing::UniformSamples;
 constexpr uint64_t kSize = 100;
 constexpr uint64_t kLoad = 1000;
 
-std::unique_ptr<Policy> Make(uint64_t budget, uint32_t warmup = 0, uint32_t tail = 0) {
+// The patent's steps are tested without the shared region (share_idle = false:
+// exactly the policy before the shared region existed); the shared region has
+// its own tests in shared_region_test.cc.
+std::unique_ptr<Policy> Make(uint64_t budget, uint32_t warmup = 0, uint32_t tail = 0,
+                             bool share_idle = false) {
   EpochPolicyParams p;
   p.budget_bytes = budget;
   p.warmup_batches = warmup;
   p.seed = 7;
   p.tail_batches = tail;
+  p.share_idle = share_idle;
   return MakeEpochPolicy(p);
 }
 
