@@ -55,9 +55,16 @@ def _toml_string(s):
 
 
 def _append_line(path, text):
-    # One write() per line: appends from several workers never interleave.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # One open + write() + close per line: each close hands the daemon exactly
+    # this line (control writes start empty), so workers never interleave.
+    # Not O_APPEND: on a FUSE mount the kernel writes an O_APPEND write at its
+    # cached i_size, which a concurrent writer's write may have raised; the
+    # daemon then sees NUL bytes before the line and refuses it (EINVAL).
+    # SEEK_END asks the daemon for the size (0 for control files), and still
+    # appends to a regular file.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
+        os.lseek(fd, 0, os.SEEK_END)
         os.write(fd, text.encode())
     finally:
         os.close(fd)

@@ -32,6 +32,7 @@ struct OpenFile {
   std::string content;      // kVirtualRead: snapshot; kVirtualWrite: buffer
   std::mutex mu;            // kVirtualWrite: guards content
   bool dirty = false;       // kVirtualWrite: written since the last flush
+  bool append = false;      // kVirtualWrite: opened O_APPEND
 };
 
 // What an open directory handle points at: a snapshot of the listing, so that
@@ -410,6 +411,10 @@ class FilesystemImpl final : public Filesystem {
       // preloaded, so `>>` appends exactly its new lines (pids) and O_APPEND
       // at offset 0 cannot overwrite anything.
       file->kind = OpenFile::Kind::kVirtualWrite;
+      // With O_APPEND the kernel sends its cached file size as the offset,
+      // which other writers of the same file raise: append to this open's
+      // buffer instead, whatever the offset.
+      file->append = (fi->flags & O_APPEND) != 0;
     }
     fi->fh = files_.Add(std::move(file));
     fi->direct_io = 1;
@@ -467,6 +472,7 @@ class FilesystemImpl final : public Filesystem {
     }
     constexpr size_t kMaxControlFile = 64u << 20;
     std::lock_guard lock(f->mu);
+    if (f->append) off = static_cast<off_t>(f->content.size());
     if (static_cast<uint64_t>(off) + size > kMaxControlFile) {
       return (void)fuse_reply_err(req, EFBIG);
     }

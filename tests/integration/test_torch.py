@@ -130,8 +130,9 @@ class TorchDataLoaderTest(et.MountTestCase):
                     # The worker that loaded this batch registered itself.
                     pid = batch[0][3]
                     self.assertNotEqual(pid, os.getpid())
-                    self.assertIn(pid, self.status(sampler)["pids"],
-                                  "worker_init_fn did not register worker %d" % pid)
+                    st = self.status(sampler)
+                    self.assertIn(pid, st["pids"], "worker_init_fn did not register worker "
+                                  "%d (epoch %d): %r" % (pid, epoch, st))
             # The DataLoader yields the order the wrapper declared.
             self.assertEqual(seen, mod._torch_randperm(n, self.SEED + epoch), "epoch %d" % epoch)
             st = self.status(sampler)
@@ -147,9 +148,10 @@ class TorchDataLoaderTest(et.MountTestCase):
 
         st = self.status(sampler)
         epochs = st["epochs"]
-        print("\nper-epoch (epoch, hits, misses): %s; e=%s lambda=%s state=%s" % (
-            [(e["epoch"], e["hits"], e["misses"]) for e in epochs], st.get("e"),
-            st.get("lambda"), st["state"]))
+        print("\nper-epoch (epoch, hits, misses): %s; after each epoch: %s" % (
+            [(e["epoch"], e["hits"], e["misses"]) for e in epochs],
+            [{k: s.get(k) for k in ("state", "e", "lambda", "rank", "reserved_bytes")}
+             for s in statuses]))
         self.assertEqual([e["epoch"] for e in epochs], list(range(self.EPOCHS)), st)
         for e in epochs:
             self.assertEqual(e["hits"] + e["misses"], n, e)
@@ -164,13 +166,20 @@ class TorchDataLoaderTest(et.MountTestCase):
         stats = d.stats()
         self.assert_stats_sane(stats)
         self.assertEqual([j["name"] for j in stats["jobs"]], ["torchjob"])
+        # Every dataset read was the job's: the store's counters agree.
+        self.assertEqual((stats["hits"], stats["misses"]),
+                         (sum(e["hits"] for e in epochs), sum(e["misses"] for e in epochs)))
 
         sampler.close()
         self.assertFalse(os.path.exists(sampler.job_dir))
         stats = d.stats()
         self.assertEqual(stats["jobs"], [])
-        self.assertEqual(stats["pool"], stats["budget"], stats)
-        self.assertEqual(stats["used"], 0, stats)
+        # No job left: what is not in the pool is the shared region (the idle
+        # pool lent to objects no job claims), all of it resident.
+        shared = stats.get("shared", stats["resident"])
+        self.assertEqual(stats["pool"] + shared, stats["budget"], stats)
+        self.assertEqual(stats["resident"], shared, stats)
+        self.assertLessEqual(stats["used"], shared, stats)
         self.assertTrue(d.alive())
         self.assertEqual(d.unmount(), 0)
 
