@@ -383,7 +383,8 @@ class EpochPolicy final : public Policy {
       return a.sample;
     }
     auto it = j.held.find(a.object);
-    return it == j.held.end() ? -1 : it->second;
+    // (int64_t on both arms: `-1 : uint32_t` would be 2^32 - 1.)
+    return it == j.held.end() ? int64_t{-1} : int64_t{it->second};
   }
 
   Decision OnAccess(const Access& a, bool hit, uint64_t load_ns) {

@@ -8,6 +8,20 @@
 // (inference), next orders are declared at random points or not at all, and
 // objects are dropped behind the policy's back; bad orders are refused without
 // change; some jobs end early.
+//
+// Two modes:
+//   kPlain:  share_idle = false, jobs only. Every Decision and every account is
+//            fingerprinted; the fingerprints of seeds 1..24 were recorded with
+//            the policy as it was before the shared region existed (so
+//            share_idle = false is exactly the old policy).
+//   kShared: the same schedule runs in lockstep through two policies, A
+//            (share_idle = false) and B (share_idle = true), with unattributed
+//            reads interleaved (no job, an unknown job, a file outside a job's
+//            sample list; before the jobs start, between their reads, after they
+//            end). Both are checked after every event against their shadow
+//            stores, the budget equation (pool + shared + jobs) and the orders;
+//            and every job's account in B must equal its account in A: the
+//            shared region never costs a job anything.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +32,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "epochfs/cache/epoch_policy.h"
@@ -54,9 +69,20 @@ struct SimJob {
   uint64_t reads = 0;
 };
 
+// An object that no job's sample list names (a script, a config, a
+// validation file read by a training job).
+struct ShellObject {
+  ObjectId id;
+  uint64_t size;
+  uint64_t load_ns;
+};
+
+enum class Mode { kPlain, kShared };
+
 class RandomSchedule {
  public:
-  explicit RandomSchedule(uint64_t seed) : rng_(seed) {}
+  explicit RandomSchedule(uint64_t seed, Mode mode = Mode::kPlain)
+      : rng_(seed), urng_(seed * 0x9e3779b97f4a7c15ULL + 77), mode_(mode) {}
 
   void Run() {
     MakeJobs();
@@ -66,28 +92,57 @@ class RandomSchedule {
     params.warmup_batches = Uniform(0, 2) == 0 ? 0 : Uniform(1, 4);
     params.seed = rng_();
     params.tail_batches = Uniform(0, 3);
+    params.share_idle = false;
     h_ = std::make_unique<Harness>(MakeEpochPolicy(params));
+    if (mode_ == Mode::kShared) {
+      params.share_idle = true;
+      b_ = std::make_unique<Harness>(MakeEpochPolicy(params));
+      MakeShell();
+    }
     for (SimJob& j : jobs_) {
       h_->AddJob(j.spec, j.samples);
+      if (b_) b_->AddJob(j.spec, j.samples);
       ExternalCheck();
     }
+    // Unattributed reads before any job reads: the whole budget is idle.
+    Unattributed(UUniform(0, 400));
     for (;;) {
       SimJob* j = NextJob();
       if (j == nullptr) break;
       Step(*j);
       ExternalCheck();
+      if (b_ && UChance(unattributed_rate_)) Unattributed(UUniform(1, 3));
       if (::testing::Test::HasFailure()) return;
     }
     EXPECT_EQ(h_->policy().pool_bytes(), budget_);
     EXPECT_EQ(h_->policy().resident_bytes(), 0u);
     EXPECT_TRUE(h_->resident_set().empty());
     EXPECT_TRUE(h_->policy().Jobs().empty());
+    if (b_) {
+      // Every job ended: what is resident is the shared region, and it goes on
+      // serving unattributed reads.
+      EXPECT_EQ(b_->policy().pool_bytes() + b_->policy().shared_bytes(), budget_);
+      EXPECT_EQ(b_->policy().resident_bytes(), b_->policy().shared_bytes());
+      Unattributed(UUniform(0, 200));
+      EXPECT_EQ(b_->policy().resident_bytes(), b_->policy().shared_bytes());
+      EXPECT_EQ(b_->policy().pool_bytes() + b_->policy().shared_bytes(), budget_);
+      b_events_ = b_->checks;
+      b_admissions_ = b_->admissions;
+    }
     events_ = h_->checks;
     admissions_ = h_->admissions;
     digest_ = h_->digest;
   }
 
   uint64_t events() const { return events_; }
+  uint64_t b_events() const { return b_events_; }
+  uint64_t b_admissions() const { return b_admissions_; }
+  uint64_t shared_hits() const { return shared_hits_; }
+  uint64_t job_shared_hits() const { return job_shared_hits_; }
+  uint64_t adoptions() const { return adoptions_; }
+  uint64_t reclaims() const { return reclaims_; }
+  uint64_t unattributed() const { return unattributed_; }
+  uint64_t b_hits() const { return b_hits_; }
   uint64_t digest() const { return digest_; }
   uint64_t hits() const { return hits_; }
   uint64_t reads() const { return reads_; }
@@ -101,6 +156,79 @@ class RandomSchedule {
     return lo + rng_() % (hi - lo + 1);
   }
   bool Chance(double p) { return static_cast<double>(rng_() % 1000000) < p * 1e6; }
+  // The unattributed reads draw from their own stream, so that the job
+  // schedule is the same in both modes.
+  uint64_t UUniform(uint64_t lo, uint64_t hi) { return lo + urng_() % (hi - lo + 1); }
+  bool UChance(double p) { return static_cast<double>(urng_() % 1000000) < p * 1e6; }
+
+  void MakeShell() {
+    const uint64_t n = UUniform(5, 200);
+    for (uint64_t k = 0; k < n; ++k) {
+      shell_.push_back({900000000 + k, UUniform(1, 1000), UUniform(200, 3000)});
+      h_->set_size(shell_.back().id, shell_.back().size);
+      b_->set_size(shell_.back().id, shell_.back().size);
+    }
+    // A small hot set read often, the rest rarely (so LRU has something to keep).
+    hot_ = UUniform(1, std::min<uint64_t>(n, 20));
+    unattributed_rate_ = UChance(0.2) ? 0.05 : UUniform(20, 100) / 100.0;
+  }
+
+  // `count` reads nobody claims, the same to A and B: A (share_idle = false)
+  // must ignore them, B may cache them in its shared region.
+  void Unattributed(uint64_t count) {
+    if (!b_) return;
+    for (uint64_t i = 0; i < count; ++i) {
+      Access a;
+      uint64_t load = 0;
+      const uint64_t kind = UUniform(0, 9);
+      if (kind < 5) {  // a shell object, mostly from the hot set
+        const ShellObject& o = shell_[UChance(0.7) ? UUniform(0, hot_ - 1)
+                                                   : UUniform(0, shell_.size() - 1)];
+        a = Access{o.id, o.size, kNoJob, -1, 0};
+        load = o.load_ns;
+        if (kind == 4) {  // read by a running job, outside its sample list
+          const SimJob& j = jobs_[UUniform(0, jobs_.size() - 1)];
+          if (j.started && !j.ended) a.job = j.spec.id;
+        } else if (kind == 3) {
+          a.job = 99;  // a job the policy does not know
+        }
+      } else {  // a file of some job's dataset (a shell loop over the data)
+        const SimJob& j = jobs_[UUniform(0, jobs_.size() - 1)];
+        const SampleRef& s = j.samples[UUniform(0, j.n - 1)];
+        a = Access{s.object, s.size, kNoJob, -1, 0};
+        load = j.load_ns;
+      }
+      a.now_ns = clock_;
+      const uint64_t a_evictions = h_->evictions;
+      const bool a_hit = h_->Touch(a, load);
+      EXPECT_FALSE(h_->last.admit) << "share_idle = false admitted an unattributed read";
+      EXPECT_EQ(h_->evictions, a_evictions);
+      const bool b_hit = b_->Touch(a, load);
+      ++unattributed_;
+      if (b_hit && !a_hit) ++shared_hits_;
+      if (b_->last.admit) {
+        EXPECT_TRUE(Shared(a.object)) << "admitted outside the shared region";
+      }
+      ExternalCheck();
+      if (UChance(0.003)) {  // the store loses a shared object
+        std::vector<ObjectId> shared;
+        for (ObjectId id : b_->resident_set()) {
+          if (!h_->resident(id)) shared.push_back(id);
+        }
+        if (!shared.empty()) {
+          const ObjectId v = shared[UUniform(0, shared.size() - 1)];
+          h_->Drop(v);
+          b_->Drop(v);
+          ExternalCheck();
+        }
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  // In B, an object resident but held by no job (A's resident set is exactly
+  // the jobs' holdings, the same in both).
+  bool Shared(ObjectId id) const { return b_->resident(id) && !h_->resident(id); }
 
   void MakeJobs() {
     const uint32_t count = static_cast<uint32_t>(Uniform(2, 4));
@@ -130,6 +258,9 @@ class RandomSchedule {
       j.shard = Chance(0.3) ? 0.5 : 1.0;
       j.step_ns = Uniform(50, 400);
       j.load_ns = Uniform(200, 3000);
+      // Load time is the file's: jobs on the same files see the same (kShared
+      // compares t_s measured from misses in A with hits on shared objects in B).
+      if (share && mode_ == Mode::kShared) j.load_ns = jobs_[ShareOf(j)].load_ns;
       j.next_time = Uniform(0, 20000);
       j.window = static_cast<uint32_t>(Uniform(1, 2 * loaders));
       if (Chance(0.15)) j.end_early_at = static_cast<int64_t>(Uniform(1, j.n * j.run_epochs));
@@ -147,6 +278,13 @@ class RandomSchedule {
     return v;
   }
 
+  size_t ShareOf(const SimJob& j) const {
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (jobs_[i].samples.front().object == j.samples.front().object) return i;
+    }
+    return 0;
+  }
+
   SimJob* NextJob() {
     SimJob* best = nullptr;
     for (SimJob& j : jobs_) {
@@ -161,6 +299,11 @@ class RandomSchedule {
     ASSERT_TRUE(st.ok()) << st.ToString();
     j.declared.insert(k);
     h_->Check();
+    if (b_) {
+      st = b_->policy().SetOrder(j.spec.id, k, j.orders[k]);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      b_->Check();
+    }
   }
 
   void Enqueue(SimJob& j) {
@@ -174,24 +317,25 @@ class RandomSchedule {
 
   void Step(SimJob& j) {
     const uint64_t now = j.next_time;
+    clock_ = now;
     j.next_time += j.step_ns / 2 + Uniform(0, j.step_ns);
     const JobId id = j.spec.id;
     if (j.end_early_at >= 0 && static_cast<int64_t>(j.reads) >= j.end_early_at) {
-      h_->EndJob(id);
-      j.ended = true;
+      End(j);
       return;
     }
     Enqueue(j);
     if (j.queue.empty()) {
-      h_->EndJob(id);
-      j.ended = true;
+      End(j);
       return;
     }
     // Occasional side events.
     if (Chance(0.01) && !h_->resident_set().empty()) {
       auto it = h_->resident_set().begin();
       std::advance(it, Uniform(0, h_->resident_set().size() - 1));
-      h_->Drop(*it);
+      const ObjectId v = *it;
+      h_->Drop(v);
+      if (b_) b_->Drop(v);
     }
     if (Chance(0.01)) BadOrder(j);
     if (Chance(0.05)) Declare(j, j.begun + 1);  // ahead of time
@@ -204,10 +348,13 @@ class RandomSchedule {
       j.started = true;
       j.begun = r.epoch;
       h_->BeginEpoch(id, r.epoch, now);
+      if (b_) b_->BeginEpoch(id, r.epoch, now);
     }
     ++j.reads;
     ++reads_;
     const JobState before = Snap(id).state;
+    const ObjectId obj = j.samples[r.sample].object;
+    const bool was_shared = b_ && Shared(obj);
     hits_ += h_->Read(id, r.sample, now, j.load_ns) ? 1 : 0;
     for (ObjectId v : h_->last.evict) {  // S37 evicts from another job's next
       bool own = false;
@@ -218,9 +365,42 @@ class RandomSchedule {
       EXPECT_EQ(before, JobState::kCaching) << "admitted outside the caching state";
       EXPECT_EQ(h_->policy().Where(id, r.sample), Region::kNext);
     }
+    if (b_) ReadB(j, r.sample, now, was_shared);
     if (Chance(0.02)) {  // a retry of the same read
       h_->Read(id, r.sample, now + 1, j.load_ns);
+      if (b_) ReadB(j, r.sample, now + 1, b_ && Shared(obj));
     }
+  }
+
+  // The job's read in B, after the same read in A.
+  void ReadB(SimJob& j, uint32_t x, uint64_t now, bool was_shared) {
+    const JobId id = j.spec.id;
+    const std::set<ObjectId> before = b_->resident_set();
+    const bool hit = b_->Read(id, x, now, j.load_ns);
+    b_hits_ += hit ? 1 : 0;
+    if (hit && was_shared) {
+      ++job_shared_hits_;
+      if (b_->policy().Where(id, x) == Region::kNext) ++adoptions_;
+    }
+    for (ObjectId v : b_->last.evict) {
+      // What B evicts beyond A's evictions is shared space reclaimed for a job.
+      const bool also_in_a =
+          std::find(h_->last.evict.begin(), h_->last.evict.end(), v) != h_->last.evict.end();
+      if (!also_in_a) {
+        EXPECT_FALSE(h_->resident(v)) << "B evicted an object a job holds";
+        ++reclaims_;
+      }
+    }
+    if (b_->last.admit) {
+      const ObjectId obj = j.samples[x].object;
+      EXPECT_TRUE(b_->policy().Where(id, x) == Region::kNext || Shared(obj));
+    }
+  }
+
+  void End(SimJob& j) {
+    h_->EndJob(j.spec.id);
+    if (b_) b_->EndJob(j.spec.id);
+    j.ended = true;
   }
 
   // A bad order must be refused and change nothing.
@@ -235,6 +415,9 @@ class RandomSchedule {
     }
     const uint32_t k = j.started ? j.begun + 1 : 0;
     EXPECT_EQ(h_->policy().SetOrder(j.spec.id, k, bad).code(), Code::kInvalidArgument);
+    if (b_) {
+      EXPECT_EQ(b_->policy().SetOrder(j.spec.id, k, bad).code(), Code::kInvalidArgument);
+    }
     EXPECT_EQ(h_->policy().NextCounters(j.spec.id), counters);
     const std::vector<JobSnapshot> after = h_->policy().Jobs();
     ASSERT_EQ(before.size(), after.size());
@@ -251,10 +434,74 @@ class RandomSchedule {
     return {};
   }
 
-  // What the policy reports must agree with the shadow store and the orders.
   void ExternalCheck() {
-    Policy& p = h_->policy();
-    uint64_t sum = p.pool_bytes();
+    ExternalCheck(*h_);
+    if (!b_) return;
+    ExternalCheck(*b_);
+    // Lockstep: every job's account in B is its account in A.
+    Policy& a = h_->policy();
+    Policy& b = b_->policy();
+    EXPECT_EQ(a.shared_bytes(), 0u);
+    EXPECT_EQ(a.pool_bytes(), b.pool_bytes() + b.shared_bytes())
+        << "the jobs see the shared region as pool";
+    const std::vector<JobSnapshot> sa = a.Jobs(), sb = b.Jobs();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t i = 0; i < sa.size(); ++i) {
+      const JobSnapshot& x = sa[i];
+      const JobSnapshot& y = sb[i];
+      const std::string who = "job " + std::to_string(x.id) + " differs in B: ";
+      ASSERT_EQ(x.id, y.id);
+      EXPECT_EQ(x.state, y.state) << who << "state";
+      EXPECT_EQ(x.epoch, y.epoch) << who << "epoch";
+      EXPECT_EQ(x.batch, y.batch) << who << "batch";
+      EXPECT_EQ(x.cur_bytes, y.cur_bytes) << who << "cur";
+      EXPECT_EQ(x.next_bytes, y.next_bytes) << who << "next";
+      EXPECT_EQ(x.tail_bytes, y.tail_bytes) << who << "tail";
+      EXPECT_EQ(x.granted_unused_bytes, y.granted_unused_bytes) << who << "unused";
+      EXPECT_EQ(x.reserved_bytes, y.reserved_bytes) << who << "reserved";
+      EXPECT_EQ(x.need_bytes, y.need_bytes) << who << "need";
+      EXPECT_EQ(x.rank, y.rank) << who << "rank";
+      EXPECT_EQ(x.lambda, y.lambda) << who << "lambda";
+      EXPECT_EQ(x.e, y.e) << who << "e";
+      EXPECT_EQ(x.epoch_time_ns, y.epoch_time_ns) << who << "T";
+      EXPECT_EQ(x.load_ns_per_sample, y.load_ns_per_sample) << who << "t_s";
+      EXPECT_EQ(x.compute_ns_per_batch, y.compute_ns_per_batch) << who << "compute";
+      EXPECT_EQ(a.NextCounters(x.id), b.NextCounters(x.id)) << who << "counters";
+      const SimJob& j = jobs_[x.id - 1];
+      for (uint32_t s = 0; s < j.n; ++s) {
+        ASSERT_EQ(a.Where(x.id, s), b.Where(x.id, s)) << who << "sample " << s;
+      }
+    }
+    // B's resident objects are A's (the jobs' holdings) plus the shared region.
+    uint64_t shared = 0;
+    for (ObjectId id : h_->resident_set()) {
+      EXPECT_TRUE(b_->resident(id)) << "a job's object is missing in B";
+    }
+    for (ObjectId id : b_->resident_set()) {
+      if (!h_->resident(id)) shared += SizeOf(id);
+    }
+    EXPECT_EQ(shared, b.shared_bytes());
+  }
+
+  uint64_t SizeOf(ObjectId id) {
+    if (sizes_.empty()) {
+      for (const SimJob& j : jobs_) {
+        for (const SampleRef& r : j.samples) sizes_[r.object] = r.size;
+      }
+      for (const ShellObject& o : shell_) sizes_[o.id] = o.size;
+    }
+    auto it = sizes_.find(id);
+    if (it != sizes_.end()) return it->second;
+    ADD_FAILURE() << "unknown object " << id;
+    return 0;
+  }
+
+  // What the policy reports must agree with the shadow store and the orders:
+  // the objects the jobs hold are resident, the rest of the resident objects
+  // is the shared region, and pool + shared + jobs = budget.
+  void ExternalCheck(Harness& hh) {
+    Policy& p = hh.policy();
+    uint64_t sum = p.pool_bytes() + p.shared_bytes();
     std::set<ObjectId> held;
     for (const JobSnapshot& s : p.Jobs()) {
       sum += s.cur_bytes + s.next_bytes + s.tail_bytes + s.granted_unused_bytes;
@@ -278,7 +525,7 @@ class RandomSchedule {
         const Region r = p.Where(s.id, x);
         if (r == Region::kNone) continue;
         held.insert(j.samples[x].object);
-        EXPECT_TRUE(h_->resident(j.samples[x].object)) << "held but not in the store";
+        EXPECT_TRUE(hh.resident(j.samples[x].object)) << "held but not in the store";
         EXPECT_NE(s.state, JobState::kWarmup) << "caches during warm-up";
         EXPECT_NE(s.state, JobState::kDone);
         if (r == Region::kNext) {
@@ -299,13 +546,38 @@ class RandomSchedule {
       }
     }
     EXPECT_EQ(sum, budget_) << "budget not conserved";
-    EXPECT_EQ(held, h_->resident_set()) << "store and policy disagree";
+    if (p.shared_bytes() == 0) {
+      EXPECT_EQ(held, hh.resident_set()) << "store and policy disagree";
+    } else {
+      uint64_t rest = 0;
+      for (ObjectId id : hh.resident_set()) {
+        if (held.count(id) == 0) rest += SizeOf(id);
+      }
+      for (ObjectId id : held) EXPECT_TRUE(hh.resident(id));
+      EXPECT_EQ(rest, p.shared_bytes()) << "resident objects no job holds != shared region";
+    }
   }
 
   std::mt19937_64 rng_;
+  std::mt19937_64 urng_;  // unattributed reads
+  Mode mode_;
   std::vector<SimJob> jobs_;
+  std::vector<ShellObject> shell_;
+  std::unordered_map<ObjectId, uint64_t> sizes_;  // every object's size
+  uint64_t hot_ = 1;
+  double unattributed_rate_ = 0;
+  uint64_t clock_ = 0;
   uint64_t budget_ = 0;
-  std::unique_ptr<Harness> h_;
+  std::unique_ptr<Harness> h_;  // share_idle = false (kPlain: the only one)
+  std::unique_ptr<Harness> b_;  // share_idle = true (kShared)
+  uint64_t b_events_ = 0;
+  uint64_t b_admissions_ = 0;
+  uint64_t b_hits_ = 0;
+  uint64_t shared_hits_ = 0;      // unattributed reads B served from its shared region
+  uint64_t job_shared_hits_ = 0;  // job reads B served from its shared region
+  uint64_t adoptions_ = 0;        // of which the job adopted the object into next
+  uint64_t reclaims_ = 0;         // shared objects B evicted for a job's grant
+  uint64_t unattributed_ = 0;
   uint64_t events_ = 0;
   uint64_t digest_ = 0;
   uint64_t hits_ = 0;
@@ -316,26 +588,41 @@ class RandomSchedule {
   uint64_t last_seen_ = 0;  // checks that saw a last-epoch job draining cur
 };
 
+constexpr uint64_t kGolden[24] = {
+    // Recorded from the policy before the shared region existed (same seeds).
+    0x0bdac868729c61dbULL, 0x341d3131af81eaebULL, 0xca506c0c000b505dULL, 0x1329cb8bc770d84bULL,
+    0x41faf802ecd2444aULL, 0xde3993dc61f96a6cULL, 0x5f2c7cc9c1018aa5ULL, 0x6ebdfc4953325161ULL,
+    0x6949663b6842f7e2ULL, 0x656fe08ba59fad1cULL, 0xe94262349f2ef198ULL, 0xf9c88c1f7370582cULL,
+    0xdc9163312e86d23dULL, 0x0ed8e71b582714e6ULL, 0x63dd6899250f0c26ULL, 0x8f4bbd21b7f15824ULL,
+    0xbd17d29ffa4e081eULL, 0x8ba94a56cdd49226ULL, 0x209a4e020f9d6791ULL, 0xa46ca7a5b767083bULL,
+    0xa558ca1069032b67ULL, 0xc7737b079cd28539ULL, 0xab1be8b2f9b52e34ULL, 0x4823b7f264bcff76ULL,
+};
+
 class EpochPolicyRandom : public ::testing::TestWithParam<uint64_t> {};
 
+// share_idle = false: the invariants, and exactly the decisions of the policy
+// before the shared region.
 TEST_P(EpochPolicyRandom, InvariantsHoldOnEveryEvent) {
   RandomSchedule s(GetParam());
   s.Run();
   RecordProperty("events", std::to_string(s.events()));
+  EXPECT_GT(s.reads(), 20u);
+  EXPECT_EQ(s.digest(), kGolden[GetParam() - 1])
+      << "share_idle = false no longer decides exactly as before";
+}
+
+// share_idle = true with unattributed reads interleaved, in lockstep with
+// share_idle = false.
+TEST_P(EpochPolicyRandom, SharedRegionNeverCostsAJobAnything) {
+  RandomSchedule s(GetParam(), Mode::kShared);
+  s.Run();
+  RecordProperty("events", std::to_string(s.b_events()));
   EXPECT_GT(s.reads(), 20u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, EpochPolicyRandom,
                          ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                                            16, 17, 18, 19, 20, 21, 22, 23, 24));
-
-TEST(EpochPolicyRandomGolden, Print) {
-  for (uint64_t seed = 1; seed <= 24; ++seed) {
-    RandomSchedule s(seed);
-    s.Run();
-    std::printf("0x%016llxULL,\n", static_cast<unsigned long long>(s.digest()));
-  }
-}
 
 // Many seeds together must produce hits (the policy does cache).
 TEST(EpochPolicyRandomAggregate, SchedulesProduceHits) {
@@ -364,6 +651,40 @@ TEST(EpochPolicyRandomAggregate, SchedulesProduceHits) {
               static_cast<unsigned long long>(hits), static_cast<unsigned long long>(admissions),
               static_cast<unsigned long long>(taken), static_cast<unsigned long long>(tail),
               static_cast<unsigned long long>(last));
+}
+
+// The shared-region schedules reach its paths: unattributed hits, job reads
+// served from it, adoptions, reclaims by grants.
+TEST(EpochPolicyRandomAggregate, SharedSchedulesReachEveryPath) {
+  uint64_t events = 0, unattributed = 0, shared_hits = 0, job_shared = 0, adoptions = 0,
+           reclaims = 0, hits_a = 0, hits_b = 0, reads = 0;
+  for (uint64_t seed = 100; seed < 110; ++seed) {
+    RandomSchedule s(seed, Mode::kShared);
+    s.Run();
+    events += s.b_events();
+    unattributed += s.unattributed();
+    shared_hits += s.shared_hits();
+    job_shared += s.job_shared_hits();
+    adoptions += s.adoptions();
+    reclaims += s.reclaims();
+    hits_a += s.hits();
+    hits_b += s.b_hits();
+    reads += s.reads();
+  }
+  EXPECT_GT(shared_hits, 0u);
+  EXPECT_GT(job_shared, 0u);
+  EXPECT_GT(adoptions, 0u);
+  EXPECT_GT(reclaims, 0u);
+  EXPECT_GE(hits_b, hits_a);
+  std::printf("shared schedules: %llu events, %llu unattributed reads (%llu hits in the shared "
+              "region), %llu job reads: %llu hits without / %llu with the shared region "
+              "(%llu from it, %llu adopted), %llu shared objects reclaimed by grants\n",
+              static_cast<unsigned long long>(events),
+              static_cast<unsigned long long>(unattributed),
+              static_cast<unsigned long long>(shared_hits), static_cast<unsigned long long>(reads),
+              static_cast<unsigned long long>(hits_a), static_cast<unsigned long long>(hits_b),
+              static_cast<unsigned long long>(job_shared), static_cast<unsigned long long>(adoptions),
+              static_cast<unsigned long long>(reclaims));
 }
 
 }  // namespace
