@@ -78,6 +78,7 @@ std::string StatsJson(store::CacheFront& cf) {
   nlohmann::json jobs = nlohmann::json::array();
   cf.ReadPolicy([&](const cache::Policy& p) {
     j["pool"] = p.pool_bytes();
+    j["shared"] = p.shared_bytes();
     j["resident"] = p.resident_bytes();
     for (const cache::JobSnapshot& s : p.Jobs()) {
       jobs.push_back({{"name", s.name},
