@@ -24,7 +24,7 @@ struct Config {
     // cache.memory: bytes; 0 with memory_auto = "auto".
     uint64_t memory_bytes = 0;
     bool memory_auto = true;  // "auto": half of MemAvailable at mount time
-    PolicyKind policy = PolicyKind::kLru;
+    PolicyKind policy = PolicyKind::kEpoch;
     Consistency consistency = Consistency::kImmutable;
     bool operator==(const Cache&) const = default;
   } cache;

@@ -61,7 +61,7 @@ TEST(Config, DefaultsMatchHeaderDocumentation) {
   Config c;
   EXPECT_TRUE(c.cache.memory_auto);
   EXPECT_EQ(c.cache.memory_bytes, 0u);
-  EXPECT_EQ(c.cache.policy, PolicyKind::kLru);
+  EXPECT_EQ(c.cache.policy, PolicyKind::kEpoch);
   EXPECT_EQ(c.cache.consistency, Consistency::kImmutable);
   EXPECT_EQ(c.log.level, "info");
 }
@@ -70,7 +70,7 @@ TEST(Config, EveryKeyAcceptsAValidValue) {
   Config c = MustParse(R"(
 [cache]
 memory = "4GiB"
-policy = "epoch"
+policy = "lru"
 consistency = "open"
 [warmup]
 batches = 25
@@ -90,7 +90,7 @@ level = "debug"
 )");
   EXPECT_EQ(c.cache.memory_bytes, 4ull << 30);
   EXPECT_FALSE(c.cache.memory_auto);
-  EXPECT_EQ(c.cache.policy, PolicyKind::kEpoch);
+  EXPECT_EQ(c.cache.policy, PolicyKind::kLru);
   EXPECT_EQ(c.cache.consistency, Consistency::kOpen);
   EXPECT_EQ(c.warmup.batches, 25u);
   EXPECT_DOUBLE_EQ(c.policy.gain_max, 3.5);
@@ -134,8 +134,8 @@ TEST(Config, RangeBoundsAccepted) {
 }
 
 TEST(Config, InlineAndDottedTablesWork) {
-  Config c = MustParse("cache = { policy = \"epoch\" }\nfuse.threads = 2\n");
-  EXPECT_EQ(c.cache.policy, PolicyKind::kEpoch);
+  Config c = MustParse("cache = { policy = \"lru\" }\nfuse.threads = 2\n");
+  EXPECT_EQ(c.cache.policy, PolicyKind::kLru);
   EXPECT_EQ(c.fuse.threads, 2u);
 }
 
