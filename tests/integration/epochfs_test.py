@@ -266,11 +266,20 @@ class MountTestCase(unittest.TestCase):
                                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
         errf.close()
         d = Daemon(proc, lower, mnt, stderr_path)
+        self.addCleanup(self.assert_no_sanitizer_report, d)  # runs last
         self.addCleanup(d.kill)
         self.addCleanup(force_unmount, mnt)
         if check:
             self.wait_ready(d)
         return d
+
+    def assert_no_sanitizer_report(self, d):
+        """A sanitizer build of the daemon reports on stderr: any report fails."""
+        text = d.stderr_text()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                       "WARNING: ThreadSanitizer", "runtime error:"):
+            if marker in text:
+                self.fail("sanitizer report from epochfs:\n" + text[-4000:])
 
     def wait_ready(self, d, timeout=MOUNT_TIMEOUT):
         deadline = time.monotonic() + timeout
