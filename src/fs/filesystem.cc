@@ -54,6 +54,11 @@ bool ValidName(const char* name) {
   return std::strchr(name, '/') == nullptr;
 }
 
+control::Caller CallerOf(fuse_req_t req) {
+  const fuse_ctx* c = fuse_req_ctx(req);
+  return {c->uid, c->gid, c->pid};
+}
+
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
@@ -404,8 +409,7 @@ class FilesystemImpl final : public Filesystem {
       file->kind = OpenFile::Kind::kVirtualRead;
       file->content = std::move(content).value();
     } else {
-      const fuse_ctx* ctx = fuse_req_ctx(req);
-      Status may = control_.CheckWrite(v.path, {ctx->uid, ctx->gid, ctx->pid});
+      Status may = control_.CheckWrite(v.path, CallerOf(req));
       if (!may.ok()) return (void)fuse_reply_err(req, ToErrno(may));
       // A control write is the whole of what this open writes: nothing is
       // preloaded, so `>>` appends exactly its new lines (pids) and O_APPEND
@@ -491,8 +495,7 @@ class FilesystemImpl final : public Filesystem {
     std::lock_guard lock(f->mu);
     if (!f->dirty) return (void)fuse_reply_err(req, 0);
     f->dirty = false;
-    const fuse_ctx* ctx = fuse_req_ctx(req);
-    Status s = self.control_.Write(f->path, f->content, {ctx->uid, ctx->gid, ctx->pid});
+    Status s = self.control_.Write(f->path, f->content, CallerOf(req));
     fuse_reply_err(req, ToErrno(s));
   }
 
@@ -510,29 +513,33 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_statfs(req, &out);
   }
 
+  // mkdir/rmdir: only inside the control tree. Returns 0 and the parent, or
+  // the errno to reply.
+  int VirtualParent(fuse_ino_t parent, const char* name, NodeView* dir) {
+    auto p = inodes_.Get(parent);
+    if (!p) return ESTALE;
+    if (p->kind != NodeKind::kVirtual) return EROFS;
+    if (!ValidName(name)) return EINVAL;
+    *dir = std::move(*p);
+    return 0;
+  }
+
   static void MkDir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/) {
     auto& self = Self(req);
-    auto p = self.inodes_.Get(parent);
-    if (!p) return (void)fuse_reply_err(req, ESTALE);
-    if (p->kind != NodeKind::kVirtual) return (void)fuse_reply_err(req, EROFS);
-    if (!ValidName(name)) return (void)fuse_reply_err(req, EINVAL);
-    const fuse_ctx* ctx = fuse_req_ctx(req);
-    Status s = self.control_.Mkdir(Join(p->path, name), {ctx->uid, ctx->gid, ctx->pid});
+    NodeView dir;
+    if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
+    Status s = self.control_.Mkdir(Join(dir.path, name), CallerOf(req));
     if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
-    auto child = self.LookupChild(*p, name);
+    auto child = self.LookupChild(dir, name);
     if (!child.ok()) return (void)fuse_reply_err(req, ToErrno(child.status()));
     self.ReplyEntry(req, child.value(), 0.0);
   }
 
   static void RmDir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     auto& self = Self(req);
-    auto p = self.inodes_.Get(parent);
-    if (!p) return (void)fuse_reply_err(req, ESTALE);
-    if (p->kind != NodeKind::kVirtual) return (void)fuse_reply_err(req, EROFS);
-    if (!ValidName(name)) return (void)fuse_reply_err(req, EINVAL);
-    const fuse_ctx* ctx = fuse_req_ctx(req);
-    Status s = self.control_.Rmdir(Join(p->path, name), {ctx->uid, ctx->gid, ctx->pid});
-    fuse_reply_err(req, ToErrno(s));
+    NodeView dir;
+    if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
+    fuse_reply_err(req, ToErrno(self.control_.Rmdir(Join(dir.path, name), CallerOf(req))));
   }
 
   // Every other modifying operation: the dataset is read-only.

@@ -351,3 +351,22 @@ class MountTestCase(unittest.TestCase):
         self.fail("%s%r: succeeded, want %s" % (
             getattr(fn, "__name__", fn), args,
             "/".join(errno.errorcode[x] for x in expected)))
+
+
+def as_user(uid, gid, fn):
+    """Run fn() in a forked child with the given uid/gid; returns errno or 0."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            fn()
+        except OSError as e:
+            code = e.errno or 255
+        except BaseException:
+            code = 254
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)

@@ -425,21 +425,7 @@ class ConcurrentJobsTest(et.MountTestCase):
 
 def as_nobody(fn):
     """Run fn() in a forked child with uid/gid 65534; returns 0 or the errno."""
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            fn()
-        except OSError as e:
-            code = e.errno or 255
-        except BaseException:
-            code = 254
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return et.as_user(NOBODY, NOBODY, fn)
 
 
 class BadInputTest(et.MountTestCase):

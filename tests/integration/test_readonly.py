@@ -201,25 +201,6 @@ class ReadOnlyViewTest(et.MountTestCase):
         self.assertEqual(et.read_file(d.path("mode600")), b"secret")
 
 
-def as_user(uid, gid, fn):
-    """Run fn() in a forked child with the given uid/gid; returns errno or 0."""
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            fn()
-        except OSError as e:
-            code = e.errno or 255
-        except BaseException:
-            code = 254
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
 class PermissionTest(et.MountTestCase):
     """allow_other is off by default; with it, default_permissions applies
     LOWER's modes to other users."""
@@ -237,12 +218,12 @@ class PermissionTest(et.MountTestCase):
         os.chown(os.path.join(self.lower, "mine"), self.NOBODY, self.NOBODY)
 
     def read_as_nobody(self, path):
-        return as_user(self.NOBODY, self.NOBODY, lambda: et.read_file(path))
+        return et.as_user(self.NOBODY, self.NOBODY, lambda: et.read_file(path))
 
     def test_other_users_denied_without_allow_other(self):
         d = self.mount(self.lower)
         mnt = d.mnt
-        self.assertEqual(as_user(self.NOBODY, self.NOBODY, lambda: os.stat(
+        self.assertEqual(et.as_user(self.NOBODY, self.NOBODY, lambda: os.stat(
             os.path.join(mnt, "public"))), errno.EACCES)
         self.assertEqual(self.read_as_nobody(d.path("public")), errno.EACCES)
         self.assertEqual(et.read_file(d.path("public")), b"for everyone")
@@ -252,7 +233,7 @@ class PermissionTest(et.MountTestCase):
         self.assertEqual(self.read_as_nobody(d.path("public")), 0)
         self.assertEqual(self.read_as_nobody(d.path("private")), errno.EACCES)
         self.assertEqual(self.read_as_nobody(d.path("mine")), 0)
-        self.assertEqual(as_user(self.NOBODY, self.NOBODY, lambda: os.open(
+        self.assertEqual(et.as_user(self.NOBODY, self.NOBODY, lambda: os.open(
             d.path("mine"), os.O_WRONLY)), errno.EROFS)
         self.assertEqual(et.read_file(d.path("private")), b"root only")
         self.assertEqual(self.read_as_nobody(d.path(".epochfs", "version")), 0)
