@@ -139,6 +139,23 @@ std::vector<pid_t> Attributor::Pids(JobId job) const {
   return out;
 }
 
+Attributor::Liveness Attributor::Alive(JobId job) const {
+  std::vector<std::pair<pid_t, uint64_t>> mine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [pid, r] : registered_) {
+      if (r.job == job) mine.emplace_back(pid, r.start_time);
+    }
+  }
+  Liveness l;
+  l.registered = mine.size();
+  for (const auto& [pid, start] : mine) {  // /proc reads outside the lock
+    Result<ProcStat> st = proc_->Stat(pid);
+    if (st.ok() && st.value().start_time == start) ++l.alive;
+  }
+  return l;
+}
+
 size_t Attributor::cache_size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cache_.size();

@@ -158,6 +158,7 @@ Result<std::string> ControlTree::StatusJson(const std::string& name) const {
   j["accesses"] = s.accesses;
   j["pids"] = s.pids;
   j["last_error"] = s.last_error;
+  j["orphaned"] = s.orphaned_since_ns.has_value();
   if (s.config) {
     j["batch_size"] = s.config->batch_size;
     j["epochs_total"] = s.config->epochs;
@@ -191,12 +192,14 @@ Result<std::string> ControlTree::StatusJson(const std::string& name) const {
     j["load_ns_per_sample"] = ps.load_ns_per_sample;
     j["compute_ns_per_batch"] = ps.compute_ns_per_batch;
     j["mean_sample_bytes"] = ps.mean_sample_bytes;
+    if (s.orphaned_since_ns) j["state"] = "orphaned";
   } else {
     j["batch"] = 0;
     j["hits"] = 0;
     j["misses"] = 0;
     j["epochs"] = nlohmann::json::array();
     for (const char* k : {"cur_bytes", "next_bytes", "tail_bytes", "granted_unused_bytes"}) j[k] = 0;
+    if (s.orphaned_since_ns) j["state"] = "orphaned";
   }
   return j.dump(2) + "\n";
 }

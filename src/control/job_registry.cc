@@ -19,6 +19,7 @@ const char* JobStateName(JobState s) {
 
 struct JobRegistry::Job {
   JobId id = kNoJob;
+  std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
   std::string name;
   uid_t owner = 0;
   JobState state = JobState::kRegistered;
@@ -129,14 +130,44 @@ Status JobRegistry::Remove(std::string_view name, uid_t caller) {
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
   if (!r.ok()) return r.status();
-  Job* job = r.value();
-  JobId id = job->id;
+  RemoveLocked(r.value());
+  return Status::Ok();
+}
+
+void JobRegistry::RemoveLocked(Job* job) {
+  const JobId id = job->id;
+  const std::string name = job->name;
   sink_.OnJobEnd(id);
   attributor_.RemoveJob(id);
   by_id_.erase(id);
   jobs_.erase(jobs_.find(name));
   job_count_.store(jobs_.size(), std::memory_order_relaxed);
-  return Status::Ok();
+}
+
+std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grace_ns) {
+  std::vector<std::pair<JobId, Attributor::Liveness>> seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, j] : jobs_) seen.emplace_back(j->id, Attributor::Liveness{});
+  }
+  for (auto& [id, l] : seen) l = attributor_.Alive(id);  // /proc reads, no registry lock
+  std::vector<std::string> removed;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, l] : seen) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) continue;  // removed meanwhile
+    Job* job = it->second;
+    if (l.registered == 0 || l.alive > 0 || attributor_.Alive(id).alive > 0) {
+      job->orphaned_since_ns.reset();
+      continue;
+    }
+    if (!job->orphaned_since_ns) job->orphaned_since_ns = now_ns;
+    if (now_ns - *job->orphaned_since_ns >= grace_ns) {
+      removed.push_back(job->name);
+      RemoveLocked(job);
+    }
+  }
+  return removed;
 }
 
 Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text) {
@@ -402,6 +433,7 @@ Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
   s.accesses = j.accesses;
   s.last_error = j.last_error;
   s.pids = attributor_.Pids(j.id);
+  s.orphaned_since_ns = j.orphaned_since_ns;
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "job_sink.h"
+#include "orphan_reaper.h"
 
 namespace epochfs {
 namespace {
@@ -140,7 +141,10 @@ Status RunDaemon(const DaemonArgs& args) {
   if (!args.foreground && !args.debug) log::UseSyslog("epochfs");
   log::Info("mounted " + args.lower + " at " + args.mountpoint + " (budget " +
             std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
+  OrphanReaper reaper(registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000);
+  reaper.Start();  // threads start after Daemonize's fork
   Status s = session.value()->Run();
+  reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   log::Info("unmounted " + args.mountpoint);
   return s;

@@ -663,5 +663,54 @@ class BadInputTest(et.MountTestCase):
         self.assertEqual(d.unmount(), 0)
 
 
+
+class OrphanTest(et.MountTestCase):
+    """A job whose processes all exit without rmdir is orphaned: it keeps its
+    cache for jobs.orphan_grace seconds, then everything returns to the pool."""
+
+    def test_orphan_kept_for_the_grace_then_released(self):
+        lower = self.make_dir("lower")
+        files = build_dataset(lower, "ds", 24, 2000, 9000, seed=5)
+        d = self.mount(lower, opts=["cache.policy=epoch", "warmup.batches=1",
+                                    "cache.memory=4MiB", "jobs.orphan_grace=2"])
+        jp = d.path(".epochfs", "jobs", "orph")
+        order = list(range(len(files)))
+        pid = os.fork()
+        if pid == 0:  # the job: registers itself (mkdir), reads two epochs, dies
+            code = 0
+            try:
+                os.mkdir(jp)
+                ctl_write(os.path.join(jp, "config"),
+                          'batch_size = 4\nepochs = 3\nroot = "ds"\ncompute_ms = 0\n')
+                ctl_write(os.path.join(jp, "samples"), "".join(r + "\n" for r, _ in files))
+                ctl_write(os.path.join(jp, "order", "0"), " ".join(map(str, order)))
+                ctl_write(os.path.join(jp, "order", "1"), " ".join(map(str, order[::-1])))
+                for k in (0, 1):
+                    if k == 1:  # epoch 2 declared: `next` fills during epoch 1
+                        ctl_write(os.path.join(jp, "order", "2"), " ".join(map(str, order)))
+                    ctl_write(os.path.join(jp, "epoch"), str(k))
+                    for i in (order if k == 0 else order[::-1]):
+                        if et.read_file_raw(d.path("ds", files[i][0])) != files[i][1]:
+                            code = 3
+            except BaseException:
+                traceback.print_exc()
+                code = 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        # The job's process is gone; within a couple of reaper ticks it is
+        # orphaned, with its cache still held.
+        self.assertTrue(et.wait_for(lambda: read_json(os.path.join(jp, "status"))["orphaned"], 5))
+        st = read_json(os.path.join(jp, "status"))
+        self.assertEqual(st["state"], "orphaned")
+        self.assertGreater(st["cur_bytes"] + st["next_bytes"] + st["tail_bytes"], 0, st)
+        # After the grace the job is gone and its bytes are back in the pool.
+        self.assertTrue(et.wait_for(lambda: not os.path.exists(jp), 10), "orphan not reaped")
+        stats = d.stats()
+        self.assertEqual(stats["jobs"], [])
+        self.assertEqual(stats["pool"] + stats["shared"], stats["budget"], stats)
+        self.assertIsNone(budget_violation(stats))
+
+
 if __name__ == "__main__":
     et.main()

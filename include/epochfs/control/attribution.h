@@ -75,6 +75,13 @@ class Attributor {
   void RemoveJob(JobId job);
   // Registered pids of `job`, ascending.
   std::vector<pid_t> Pids(JobId job) const;
+  // How many of `job`'s registered processes are still running (same pid and
+  // start time), and how many are registered at all. Reads /proc.
+  struct Liveness {
+    size_t registered = 0;
+    size_t alive = 0;
+  };
+  Liveness Alive(JobId job) const;
 
   // Step (1): the job of `pid` (a registered pid or a descendant of one), or
   // kNoJob. Never fails.

@@ -100,6 +100,7 @@ struct JobSnapshot {
   uint64_t accesses = 0;                  // attributed read-opens
   std::string last_error;                 // "" when no write ever failed
   std::vector<pid_t> pids;                // registered pids, ascending
+  std::optional<uint64_t> orphaned_since_ns;  // set while every registered process is gone
 };
 
 struct JobRegistryOptions {
@@ -149,6 +150,14 @@ class JobRegistry {
   // tracking. May call JobSink::OnEpochBegin.
   AccessInfo OnAccess(pid_t pid, cache::ObjectId object);
 
+  // Orphans (DESIGN §7): a job whose registered processes have all exited
+  // without rmdir is marked orphaned at `now_ns` (it keeps its cache, so that
+  // a restarted job of the same name, which re-registers a live pid, resumes
+  // warm); one orphaned for at least `grace_ns` is removed as by rmdir. A job
+  // with no registered pid is never orphaned. Reads /proc. Returns the names
+  // removed. Called periodically by the daemon.
+  std::vector<std::string> ReapOrphans(uint64_t now_ns, uint64_t grace_ns);
+
   std::vector<std::string> JobNames() const;  // sorted
   Result<JobSnapshot> Snapshot(std::string_view name) const;
   Result<JobId> Find(std::string_view name) const;
@@ -162,6 +171,8 @@ class JobRegistry {
   // REQUIRES: mu_ held. Forwards a tracker result to the sink and the state.
   void ApplyTracked(Job* job, const TrackedAccess& t);
   void BeginEpochLocked(Job* job, uint32_t epoch);
+  // REQUIRES: mu_ held. Removes `job` (rmdir or reaped orphan).
+  void RemoveLocked(Job* job);
 
   JobSink& sink_;
   const JobRegistryOptions opt_;

@@ -374,3 +374,49 @@ TEST_F(JobRegistryTest, ConcurrentJobsAndReaders) {
 
 }  // namespace
 }  // namespace epochfs::control
+
+namespace epochfs::control {
+namespace {
+
+// Orphans: every registered process gone → orphaned (cache kept) → after the
+// grace, removed as by rmdir; a restarted process of the job clears it.
+TEST_F(JobRegistryTest, OrphansAreKeptForTheGraceThenReaped) {
+  constexpr uint64_t kSec = 1'000'000'000;
+  JobId a = SetUpJob("a", 100);
+  SetUpJob("b", 200);
+  ASSERT_TRUE(reg_->Register("nopid", kAlice, 0).ok());  // no pid: never orphaned
+  EXPECT_TRUE(reg_->ReapOrphans(0, 10 * kSec).empty());
+  EXPECT_FALSE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
+
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1 * kSec, 10 * kSec).empty());
+  EXPECT_EQ(reg_->Snapshot("a").value().orphaned_since_ns, std::optional<uint64_t>(1 * kSec));
+  EXPECT_FALSE(reg_->Snapshot("b").value().orphaned_since_ns.has_value());
+  EXPECT_TRUE(reg_->ReapOrphans(5 * kSec, 10 * kSec).empty());  // within the grace
+
+  // The job restarts: a new process registers; the orphan mark goes.
+  procs_.Spawn(400, 1, 400);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "400\n", 0).ok());
+  EXPECT_TRUE(reg_->ReapOrphans(6 * kSec, 10 * kSec).empty());
+  EXPECT_FALSE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
+
+  // It dies for good: marked again, and reaped once the grace is over.
+  procs_.Exit(400);
+  EXPECT_TRUE(reg_->ReapOrphans(20 * kSec, 10 * kSec).empty());
+  EXPECT_EQ(reg_->ReapOrphans(30 * kSec, 10 * kSec), std::vector<std::string>{"a"});
+  EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
+  EXPECT_EQ(reg_->Snapshot("a").status().code(), Code::kNotFound);
+  EXPECT_EQ(reg_->JobNames(), (std::vector<std::string>{"b", "nopid"}));
+  EXPECT_FALSE(reg_->empty());
+}
+
+TEST_F(JobRegistryTest, ZeroGraceReapsAtOnce) {
+  SetUpJob("a", 100);
+  procs_.Exit(100);
+  EXPECT_EQ(reg_->ReapOrphans(7, 0), std::vector<std::string>{"a"});
+  EXPECT_TRUE(reg_->empty());
+}
+
+}  // namespace
+}  // namespace epochfs::control
