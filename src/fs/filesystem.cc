@@ -367,6 +367,9 @@ class FilesystemImpl final : public Filesystem {
       self.inodes_.SetAttr(ino, st);
     }
 
+    // Every read-open is attributed (job progress and epochs are tracked from
+    // it), cached or not.
+    const Attributor::Attribution who = self.attributor_.Attribute(fuse_req_ctx(req)->pid, id);
     auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
@@ -375,8 +378,6 @@ class FilesystemImpl final : public Filesystem {
       file->kind = OpenFile::Kind::kStream;
       file->fd = std::move(fd).value();
     } else {
-      const fuse_ctx* ctx = fuse_req_ctx(req);
-      Attributor::Attribution who = self.attributor_.Attribute(ctx->pid, id);
       store::GetRequest g{id, v->path, store::VersionOf(st), who.job, who.sample};
       auto obj = self.cache_.Get(g);
       if (!obj.ok()) return (void)fuse_reply_err(req, ToErrno(obj.status()));
