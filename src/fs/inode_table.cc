@@ -74,9 +74,4 @@ void InodeTable::Forget(fuse_ino_t ino, uint64_t n) {
   nodes_.erase(it);
 }
 
-size_t InodeTable::size() const {
-  std::shared_lock lock(mu_);
-  return nodes_.size();
-}
-
 }  // namespace epochfs::fs

@@ -47,7 +47,6 @@ class InodeTable {
   bool MarkServed(fuse_ino_t ino, const store::Version& v);
   // Drops `n` lookups; the node is removed when none remain.
   void Forget(fuse_ino_t ino, uint64_t n);
-  size_t size() const;
 
  private:
   struct Node {

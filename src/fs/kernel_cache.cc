@@ -37,11 +37,6 @@ void KernelCacheInvalidator::Dropped(cache::ObjectId id) {
   cv_.notify_one();
 }
 
-uint64_t KernelCacheInvalidator::sent() const {
-  std::lock_guard lock(mu_);
-  return sent_;
-}
-
 void KernelCacheInvalidator::Loop() {
   std::unique_lock lock(mu_);
   while (true) {
@@ -54,7 +49,6 @@ void KernelCacheInvalidator::Loop() {
     // ENOENT: the kernel already forgot the inode, nothing is cached.
     fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
     lock.lock();
-    ++sent_;
   }
 }
 

@@ -38,18 +38,15 @@ class KernelCacheInvalidator {
   // The RAM tier dropped `id`: drop the kernel's pages of its inode.
   void Dropped(cache::ObjectId id);
 
-  uint64_t sent() const;
-
  private:
   void Loop();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   fuse_session* se_ = nullptr;                               // guarded by mu_
   bool stop_ = false;                                        // guarded by mu_
   std::deque<fuse_ino_t> queue_;                             // guarded by mu_
   std::unordered_map<cache::ObjectId, fuse_ino_t> inode_of_;  // guarded by mu_
-  uint64_t sent_ = 0;                                        // guarded by mu_
   std::thread worker_;
 };
 
