@@ -113,6 +113,24 @@ bool SetMemory(Config* c, const Raw& v) {
   return true;
 }
 
+// Bytes as an integer or a size string ("4GiB"), at least `min`.
+bool SetBytes(const Raw& v, uint64_t min, uint64_t* out) {
+  uint64_t b = 0;
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    if (*i < 0) return false;
+    b = static_cast<uint64_t>(*i);
+  } else if (const auto* s = std::get_if<std::string>(&v)) {
+    Result<uint64_t> parsed = ParseBytes(*s);
+    if (!parsed.ok()) return false;
+    b = parsed.value();
+  } else {
+    return false;
+  }
+  if (b < min) return false;
+  *out = b;
+  return true;
+}
+
 constexpr std::string_view kPolicyNames[] = {"lru", "epoch"};
 constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch};
 constexpr std::string_view kConsistencyNames[] = {"immutable", "open"};
@@ -139,6 +157,25 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetDouble(v, 1.0, 100.0, &c->policy.gain_max); }},
     {"jobs.orphan_grace", OptKind::kInteger, "integer seconds >= 0",
      [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->jobs.orphan_grace); }},
+    {"spill.path", OptKind::kString, "a directory path (\"\" = no spill area)",
+     [](Config* c, const Raw& v) {
+       const auto* s = std::get_if<std::string>(&v);
+       if (s == nullptr || s->find('\0') != std::string::npos) return false;
+       c->spill.path = *s;
+       return true;
+     }},
+    {"spill.max_bytes", OptKind::kString, R"(bytes ("64GiB", integer; 0 = no quota))",
+     [](Config* c, const Raw& v) { return SetBytes(v, 0, &c->spill.max_bytes); }},
+    {"spill.compress", OptKind::kBool, "true or false",
+     [](Config* c, const Raw& v) { return SetBool(v, &c->spill.compress); }},
+    {"spill.staging", OptKind::kString, R"(bytes >= 4MiB ("256MiB", integer))",
+     [](Config* c, const Raw& v) { return SetBytes(v, 4ull << 20, &c->spill.staging); }},
+    {"spill.num_prefetch", OptKind::kInteger, "integer 0..1024",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, 1024, &c->spill.num_prefetch); }},
+    {"spill.num_writeout", OptKind::kInteger, "integer 0..1024",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, 1024, &c->spill.num_writeout); }},
+    {"spill.queue_depth", OptKind::kInteger, "integer 1..256",
+     [](Config* c, const Raw& v) { return SetU32(v, 1, 256, &c->spill.queue_depth); }},
     {"fuse.threads", OptKind::kInteger, "integer 0..64 (0: two per core, at least 4)",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->fuse.threads); }},
     {"fuse.max_background", OptKind::kInteger, "integer 1..65535",

@@ -40,6 +40,18 @@ struct Config {
     uint32_t orphan_grace = 600;  // seconds
     bool operator==(const Jobs&) const = default;
   } jobs;
+  struct Spill {
+    // spill.path: directory on local SSD for MOUNTPOINT/.spill/; "" = no
+    // spill area (the rest of the mount is read-only anyway).
+    std::string path;
+    uint64_t max_bytes = 0;               // quota on logical bytes; 0: none
+    bool compress = true;                 // zero-value compression of chunks
+    uint64_t staging = 256ull << 20;      // RAM staging buffer, bytes
+    uint32_t num_prefetch = 2;            // steps ahead the scheduler prefetches
+    uint32_t num_writeout = 2;            // steps ahead a file must be needed to stay
+    uint32_t queue_depth = 16;            // io_uring requests in flight
+    bool operator==(const Spill&) const = default;
+  } spill;
   struct Fuse {
     uint32_t threads = 0;  // 0: two per core, at least 4
     uint32_t max_background = 64;

@@ -148,8 +148,8 @@ TEST(ConfigErrors, UnknownKeyNamesKeyAndLine) {
 }
 
 TEST(ConfigErrors, UnknownSection) {
-  std::string m = ErrorOf("[cache]\npolicy = \"lru\"\n\n[spill]\npath = \"/ssd\"\n");
-  EXPECT_NE(m.find("t.toml:4: spill: unknown section"), std::string::npos) << m;
+  std::string m = ErrorOf("[cache]\npolicy = \"lru\"\n\n[swap]\npath = \"/ssd\"\n");
+  EXPECT_NE(m.find("t.toml:4: swap: unknown section"), std::string::npos) << m;
 }
 
 TEST(ConfigErrors, NestedTableIsUnknownKey) {
@@ -377,6 +377,23 @@ TEST(Override, OverridesFileValues) {
   EXPECT_EQ(c.fuse.threads, 2u);
 }
 
+TEST(Override, SpillKeys) {
+  Config c;
+  ASSERT_TRUE(ApplyOverride(&c, "spill.path", "/var/ssd/spill").ok());
+  ASSERT_TRUE(ApplyOverride(&c, "spill.max_bytes", "64GiB").ok());
+  ASSERT_TRUE(ApplyOverride(&c, "spill.staging", "512MiB").ok());
+  ASSERT_TRUE(ApplyOverride(&c, "spill.compress", "false").ok());
+  ASSERT_TRUE(ApplyOverride(&c, "spill.num_prefetch", "3").ok());
+  EXPECT_EQ(c.spill.path, "/var/ssd/spill");
+  EXPECT_EQ(c.spill.max_bytes, 64ull << 30);
+  EXPECT_EQ(c.spill.staging, 512ull << 20);
+  EXPECT_FALSE(c.spill.compress);
+  EXPECT_EQ(c.spill.num_prefetch, 3u);
+  Config f = MustParse("[spill]\npath = \"/ssd\"\nmax_bytes = 1048576\nstaging = \"8MiB\"\n");
+  EXPECT_EQ(f.spill.max_bytes, 1048576u);
+  EXPECT_EQ(f.spill.staging, 8ull << 20);
+}
+
 TEST(Override, Errors) {
   struct Case {
     const char* key;
@@ -384,7 +401,7 @@ TEST(Override, Errors) {
     const char* want;
   } cases[] = {
       {"cache.memroy", "4GiB", "-o cache.memroy: unknown config key (did you mean cache.memory?)"},
-      {"spill.path", "/ssd", "-o spill.path: unknown config key"},
+      {"swap.path", "/ssd", "-o swap.path: unknown config key"},
       {"cache", "x", "-o cache: unknown config key"},
       {"cache.memory", "lots",
        "-o cache.memory: expected bytes (\"4GiB\", integer) or \"auto\", got \"lots\""},
@@ -398,6 +415,9 @@ TEST(Override, Errors) {
       {"warmup.batches", " 5", "-o warmup.batches: expected integer >= 0"},
       {"warmup.batches", "5x", "-o warmup.batches: expected integer >= 0"},
       {"policy.gain_max", "0.5", "-o policy.gain_max: expected number 1.0..100, got \"0.5\""},
+      {"spill.staging", "1MiB", "-o spill.staging: expected bytes >= 4MiB"},
+      {"spill.max_bytes", "-5", "-o spill.max_bytes: expected bytes"},
+      {"spill.queue_depth", "0", "-o spill.queue_depth: expected integer 1..256"},
       {"policy.gain_max", "nan", "-o policy.gain_max: expected number 1.0..100"},
       {"policy.gain_max", "two", "-o policy.gain_max: expected number 1.0..100"},
       {"jobs.orphan_grace", "10m", "-o jobs.orphan_grace: expected integer seconds >= 0"},
@@ -429,7 +449,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 13u);
+  ASSERT_EQ(keys.size(), 20u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());
