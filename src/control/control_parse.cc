@@ -478,6 +478,46 @@ Result<std::vector<uint32_t>> ParseOrder(std::string_view text, size_t sample_co
   return order;
 }
 
+Result<std::vector<std::string>> ParseSpillSchedule(std::string_view text) {
+  if (Status s = TooLarge(text); !s.ok()) return s;
+  if (text.empty()) return InvalidArgument("the spill schedule is empty");
+  std::vector<std::string> out;
+  Status st = ForEachLine(text, [&](size_t line, std::string_view l) -> Status {
+    if (l.empty()) return InvalidArgument(LineMsg(line, "empty line"));
+    if (l.size() > kMaxPathBytes) {
+      return InvalidArgument(LineMsg(line, "path longer than " + std::to_string(kMaxPathBytes) +
+                                               " bytes: " + QuoteForMessage(l)));
+    }
+    Result<std::string> r = NormaliseRelativePath(l, PathKind::kFile);
+    if (!r.ok()) return InvalidArgument(LineMsg(line, r.status().message()));
+    if (out.size() >= std::numeric_limits<uint32_t>::max() - 1) {
+      return InvalidArgument(LineMsg(line, "too many steps"));
+    }
+    out.push_back(std::move(r).value());
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<uint64_t> ParseProgress(std::string_view text) {
+  size_t b = 0, e = text.size();
+  while (b < e && IsSpace(text[b])) ++b;
+  while (e > b && IsSpace(text[e - 1])) --e;
+  std::string_view tok = text.substr(b, e - b);
+  if (tok.empty()) return InvalidArgument("expected one integer, got nothing");
+  for (char c : tok) {
+    if (!IsDigit(c)) {
+      return InvalidArgument("expected one non-negative integer, got " + QuoteForMessage(tok, 32));
+    }
+  }
+  uint64_t v;
+  if (tok.size() > 10 || !ParseU64(tok, &v) || v >= std::numeric_limits<uint32_t>::max()) {
+    return InvalidArgument(QuoteForMessage(tok, 32) + " is out of range");
+  }
+  return v;
+}
+
 Result<uint32_t> ParseEpochMarker(std::string_view text) {
   size_t b = 0, e = text.size();
   while (b < e && IsSpace(text[b])) ++b;

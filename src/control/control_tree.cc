@@ -1,5 +1,6 @@
 #include "epochfs/control/control_tree.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "epochfs/control/control_parse.h"
@@ -22,9 +23,11 @@ std::vector<std::string> Split(const std::string& path) {
 
 // The files of a job directory, in listing order.
 constexpr const char* kJobFiles[] = {"config", "epoch", "order", "pids", "samples", "status"};
+// With a spill area, also these (listing order after kJobFiles).
+constexpr const char* kSpillFiles[] = {"progress", "spill_schedule"};
 
-bool IsJobFile(const std::string& f) {
-  for (const char* n : kJobFiles) {
+bool IsSpillFile(const std::string& f) {
+  for (const char* n : kSpillFiles) {
     if (f == n) return true;
   }
   return false;
@@ -40,6 +43,13 @@ std::string RenderConfig(const JobConfig& c) {
 }
 
 }  // namespace
+
+bool ControlTree::IsJobFile(const std::string& f) const {
+  for (const char* n : kJobFiles) {
+    if (f == n) return true;
+  }
+  return spill_ != nullptr && IsSpillFile(f);
+}
 
 Result<VNode> ControlTree::Stat(const std::string& path) const {
   if (path.empty()) return VNode{true, false, 0, 0, 0};
@@ -73,7 +83,12 @@ Result<std::vector<std::string>> ControlTree::List(const std::string& path) cons
   if (p[0] != "jobs" || p.size() > 3) return NotFound(path);
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return NotFound(path);
-  if (p.size() == 2) return std::vector<std::string>(std::begin(kJobFiles), std::end(kJobFiles));
+  if (p.size() == 2) {
+    std::vector<std::string> files(std::begin(kJobFiles), std::end(kJobFiles));
+    if (spill_ != nullptr) files.insert(files.end(), std::begin(kSpillFiles), std::end(kSpillFiles));
+    std::sort(files.begin(), files.end());
+    return files;
+  }
   if (p[2] != "order") return NotFound(path);
   std::vector<std::string> names;
   for (uint32_t k : snap.value().declared_epochs) names.push_back(std::to_string(k));
@@ -98,6 +113,13 @@ Result<std::string> ControlTree::Read(const std::string& path) const {
     std::string out;
     for (pid_t pid : s.pids) out += std::to_string(pid) + "\n";
     return out;
+  }
+  if (p.size() == 3 && spill_ != nullptr && p[2] == "spill_schedule") {
+    return spill_->ScheduleText(p[1]);
+  }
+  if (p.size() == 3 && spill_ != nullptr && p[2] == "progress") {
+    auto st = spill_->JobStatus(p[1]);
+    return st && st->progress ? std::to_string(*st->progress) + "\n" : std::string();
   }
   // samples and order/K are write-only in substance: reading gives nothing
   // (a million-line sample list is not kept as text).
@@ -127,7 +149,24 @@ Status ControlTree::Write(const std::string& path, const std::string& content, c
   if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content);
   if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content);
   if (p[2] == "pids") return registry_.WritePids(name, who.uid, content, who.pid);
+  if (spill_ != nullptr && IsSpillFile(p[2])) return WriteSpillFile(name, p[2], content, who);
   return ReadOnly(path + " is read-only");
+}
+
+Status ControlTree::WriteSpillFile(const std::string& name, const std::string& file,
+                                   const std::string& content, const Caller& who) {
+  if (Status may = registry_.CheckWrite(name, who.uid, file); !may.ok()) return may;
+  Status s = Status::Ok();
+  if (file == "spill_schedule") {
+    auto files = ParseSpillSchedule(content);
+    if (files.ok()) spill_->SetSchedule(name, std::move(files).value());
+    s = files.status();
+  } else {
+    auto step = ParseProgress(content);
+    s = step.ok() ? spill_->Progress(name, step.value()) : step.status();
+  }
+  registry_.RecordError(name, file, s);
+  return s;
 }
 
 Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
@@ -140,7 +179,9 @@ Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
 Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
   std::vector<std::string> p = Split(path);
   if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be removed");
-  return registry_.Remove(p[1], who.uid);
+  Status s = registry_.Remove(p[1], who.uid);
+  if (s.ok() && spill_ != nullptr) spill_->DropJob(p[1]);
+  return s;
 }
 
 Result<std::string> ControlTree::StatusJson(const std::string& name) const {
@@ -200,6 +241,18 @@ Result<std::string> ControlTree::StatusJson(const std::string& name) const {
     j["epochs"] = nlohmann::json::array();
     for (const char* k : {"cur_bytes", "next_bytes", "tail_bytes", "granted_unused_bytes"}) j[k] = 0;
     if (s.orphaned_since_ns) j["state"] = "orphaned";
+  }
+  if (spill_ != nullptr) {
+    if (std::optional<SpillStatus> sp = spill_->JobStatus(name)) {
+      j["spill"] = {{"steps", sp->steps},
+                    {"progress", sp->progress ? nlohmann::json(*sp->progress) : nlohmann::json(nullptr)},
+                    {"reports", sp->reports},
+                    {"applied", sp->applied},
+                    {"prefetches", sp->prefetches},
+                    {"writeouts", sp->writeouts},
+                    {"missing", sp->missing},
+                    {"resident", sp->resident}};
+    }
   }
   return j.dump(2) + "\n";
 }

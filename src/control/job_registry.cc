@@ -119,6 +119,13 @@ Status JobRegistry::CheckWrite(std::string_view name, uid_t caller, std::string_
   return r.status();
 }
 
+void JobRegistry::RecordError(std::string_view name, std::string_view file, const Status& s) {
+  if (s.ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(name);
+  if (it != jobs_.end()) it->second->last_error = std::string(file) + ": " + s.message();
+}
+
 bool JobRegistry::empty() const { return job_count_.load(std::memory_order_relaxed) == 0; }
 
 Status JobRegistry::Fail(Job* job, const char* file, Status s) {

@@ -72,6 +72,16 @@ Result<JobConfig> ParseJobConfig(std::string_view text);
 // UINT32_MAX - 1.
 Result<std::vector<std::string>> ParseSampleList(std::string_view text);
 
+// `spill_schedule`: the spill file each step uses, one path per line relative
+// to the mount's .spill/ (NormaliseRelativePath, kFile), in order of use; a
+// file may appear on several lines (a layer's data used forward and
+// backward). Same line rules and limits as ParseSampleList, duplicates allowed.
+Result<std::vector<std::string>> ParseSpillSchedule(std::string_view text);
+
+// `progress`: one non-negative integer, the index of the step just finished
+// (blanks around it allowed).
+Result<uint64_t> ParseProgress(std::string_view text);
+
 // `order/K`: whitespace-separated decimal sample indices, each < sample_count
 // and listed at most once (a permutation of a subset; at least one index).
 // Signs, garbage, indices out of range and duplicates are errors naming the

@@ -9,6 +9,8 @@
 //   jobs/NAME/epoch         rw  "K": the job starts epoch K now
 //   jobs/NAME/pids          rw  processes attributed to the job
 //   jobs/NAME/status        r   JSON: registry state + the policy's figures
+//   jobs/NAME/spill_schedule rw spill files in order of use (with a spill area)
+//   jobs/NAME/progress      rw  index of the last finished spill step (idem)
 //
 // Modes: jobs/ is 1777 (anyone may register, only the owner may remove); a
 // job's directory and files belong to its owner, and writable files are 0666
@@ -23,6 +25,7 @@
 #include "epochfs/control/control_plane.h"
 #include "epochfs/control/job_registry.h"
 #include "epochfs/control/policy_view.h"
+#include "epochfs/control/spill_control.h"
 
 namespace epochfs::control {
 
@@ -31,9 +34,11 @@ inline constexpr int kProtocolVersion = 1;
 class ControlTree : public ControlPlane {
  public:
   using StatsFn = std::function<std::string()>;
-  // REQUIRES: `registry` and `policy` outlive the tree.
-  ControlTree(JobRegistry& registry, const PolicyView& policy, StatsFn stats)
-      : registry_(registry), policy_(policy), stats_(std::move(stats)) {}
+  // REQUIRES: `registry`, `policy` and `spill` (when not null: the mount has
+  // a spill area) outlive the tree.
+  ControlTree(JobRegistry& registry, const PolicyView& policy, StatsFn stats,
+              SpillControl* spill = nullptr)
+      : registry_(registry), policy_(policy), stats_(std::move(stats)), spill_(spill) {}
 
   Result<VNode> Stat(const std::string& path) const override;
   Result<std::vector<std::string>> List(const std::string& path) const override;
@@ -47,9 +52,14 @@ class ControlTree : public ControlPlane {
   Result<std::string> StatusJson(const std::string& name) const;
 
  private:
+  bool IsJobFile(const std::string& f) const;
+  Status WriteSpillFile(const std::string& name, const std::string& file,
+                        const std::string& content, const Caller& who);
+
   JobRegistry& registry_;
   const PolicyView& policy_;
   StatsFn stats_;
+  SpillControl* spill_;
 };
 
 }  // namespace epochfs::control

@@ -132,6 +132,9 @@ class JobRegistry {
   // unknown job. The fs layer calls it when a control file is opened for
   // writing, so that a refused writer fails at open().
   Status CheckWrite(std::string_view name, uid_t caller, std::string_view file);
+  // Records "FILE: reason" as NAME's last_error, for control files handled
+  // outside the registry (spill_schedule, progress). Unknown NAME: ignored.
+  void RecordError(std::string_view name, std::string_view file, const Status& s);
   // True when no job is registered (lock-free: the read path asks it first).
   bool empty() const;
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "fake_proc_reader.h"
@@ -177,6 +178,112 @@ TEST_F(ControlTreeTest, RmdirEndsTheJob) {
   EXPECT_TRUE(tree_.List("jobs").value().empty());
   EXPECT_EQ(tree_.Stat("jobs/j").status().code(), Code::kNotFound);
   EXPECT_EQ(tree_.Rmdir("jobs/j", kAliceCall).code(), Code::kNotFound);
+}
+
+
+// The spill files: routed to the SpillControl only when the mount has one.
+class RecordingSpill : public SpillControl {
+ public:
+  void SetSchedule(const std::string& job, std::vector<std::string> files) override {
+    schedules[job] = std::move(files);
+  }
+  Status Progress(const std::string& job, uint64_t step) override {
+    auto it = schedules.find(job);
+    if (it == schedules.end()) return InvalidArgument("no spill_schedule declared");
+    if (step >= it->second.size()) return InvalidArgument("step outside the schedule");
+    progress[job] = step;
+    return Status::Ok();
+  }
+  std::string ScheduleText(const std::string& job) const override {
+    std::string out;
+    auto it = schedules.find(job);
+    if (it != schedules.end()) {
+      for (const auto& f : it->second) out += f + "\n";
+    }
+    return out;
+  }
+  std::optional<SpillStatus> JobStatus(const std::string& job) const override {
+    auto it = schedules.find(job);
+    if (it == schedules.end()) return std::nullopt;
+    SpillStatus s;
+    s.steps = it->second.size();
+    if (auto p = progress.find(job); p != progress.end()) s.progress = p->second;
+    s.resident = {it->second.front()};
+    return s;
+  }
+  void DropJob(const std::string& job) override {
+    schedules.erase(job);
+    dropped.push_back(job);
+  }
+  std::map<std::string, std::vector<std::string>> schedules;
+  std::map<std::string, uint64_t> progress;
+  std::vector<std::string> dropped;
+};
+
+class SpillTreeTest : public ControlTreeTest {
+ protected:
+  SpillTreeTest() : spill_tree_(registry_, view_, [] { return std::string("{}"); }, &spill_) {}
+  RecordingSpill spill_;
+  ControlTree spill_tree_;
+};
+
+TEST_F(SpillTreeTest, FilesExistOnlyWithASpillArea) {
+  Configure("j");
+  EXPECT_EQ(tree_.Stat("jobs/j/spill_schedule").status().code(), Code::kNotFound);
+  EXPECT_EQ(tree_.Write("jobs/j/progress", "1", kAliceCall).code(), Code::kReadOnly);
+  auto files = spill_tree_.List("jobs/j").value();
+  EXPECT_EQ(files, (std::vector<std::string>{"config", "epoch", "order", "pids", "progress",
+                                             "samples", "spill_schedule", "status"}));
+  VNode v = spill_tree_.Stat("jobs/j/spill_schedule").value();
+  EXPECT_TRUE(v.writable);
+  EXPECT_EQ(v.uid, kAlice);
+}
+
+TEST_F(SpillTreeTest, ScheduleAndProgressReachTheScheduler) {
+  Configure("j");
+  ASSERT_TRUE(spill_tree_.Write("jobs/j/spill_schedule", "l0\nl1\n./l2\nl1\n", kAliceCall).ok());
+  EXPECT_EQ(spill_.schedules["j"], (std::vector<std::string>{"l0", "l1", "l2", "l1"}));
+  EXPECT_EQ(spill_tree_.Read("jobs/j/spill_schedule").value(), "l0\nl1\nl2\nl1\n");
+  ASSERT_TRUE(spill_tree_.Write("jobs/j/progress", " 2\n", kAliceCall).ok());
+  EXPECT_EQ(spill_.progress["j"], 2u);
+  EXPECT_EQ(spill_tree_.Read("jobs/j/progress").value(), "2\n");
+  auto st = nlohmann::json::parse(spill_tree_.Read("jobs/j/status").value());
+  EXPECT_EQ(st["spill"]["steps"], 4);
+  EXPECT_EQ(st["spill"]["progress"], 2);
+  EXPECT_EQ(st["spill"]["resident"], nlohmann::json::array({"l0"}));
+  ASSERT_TRUE(spill_tree_.Rmdir("jobs/j", kAliceCall).ok());
+  EXPECT_EQ(spill_.dropped, (std::vector<std::string>{"j"}));
+}
+
+TEST_F(SpillTreeTest, BadInputIsRefusedWithTheReasonInStatus) {
+  Configure("j");
+  struct Case {
+    const char* file;
+    const char* text;
+    const char* want;
+  } cases[] = {
+      {"spill_schedule", "", "spill_schedule: the spill schedule is empty"},
+      {"spill_schedule", "a\n\nb\n", "spill_schedule: line 2: empty line"},
+      {"spill_schedule", "../etc/passwd\n", "spill_schedule: line 1:"},
+      {"spill_schedule", "/abs\n", "spill_schedule: line 1:"},
+      {"progress", "x", "progress: expected one non-negative integer"},
+      {"progress", "-1", "progress: expected one non-negative integer"},
+      {"progress", "", "progress: expected one integer, got nothing"},
+      {"progress", "0", "progress: no spill_schedule declared"},
+  };
+  for (const Case& c : cases) {
+    Status s = spill_tree_.Write(std::string("jobs/j/") + c.file, c.text, kAliceCall);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.file << " " << c.text;
+    std::string err = JobStatus("j")["last_error"];
+    EXPECT_NE(err.find(c.want), std::string::npos) << err;
+  }
+  EXPECT_TRUE(spill_.schedules.empty());
+  ASSERT_TRUE(spill_tree_.Write("jobs/j/spill_schedule", "a\nb\n", kAliceCall).ok());
+  EXPECT_EQ(spill_tree_.Write("jobs/j/progress", "2", kAliceCall).code(), Code::kInvalidArgument);
+  EXPECT_FALSE(spill_.progress.count("j"));
+  // Another user: refused, nothing changes.
+  EXPECT_EQ(spill_tree_.Write("jobs/j/spill_schedule", "x\n", kBobCall).code(), Code::kNotPermitted);
+  EXPECT_EQ(spill_.schedules["j"], (std::vector<std::string>{"a", "b"}));
 }
 
 }  // namespace
