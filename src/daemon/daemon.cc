@@ -19,6 +19,7 @@
 #include "epochfs/store/lower.h"
 #include "job_sink.h"
 #include "orphan_reaper.h"
+#include "spill_area.h"
 
 namespace epochfs {
 namespace {
@@ -57,7 +58,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   return cache::MakeEpochPolicy(p);
 }
 
-std::string StatsJson(store::CacheFront& cf) {
+std::string StatsJson(store::CacheFront& cf, const SpillArea* spill) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
   j["version"] = EPOCHFS_VERSION;
@@ -96,6 +97,19 @@ std::string StatsJson(store::CacheFront& cf) {
     }
   });
   j["jobs"] = jobs;
+  if (spill != nullptr && spill->store() != nullptr) {
+    const spill::SpillStats st = spill->store()->stats();
+    j["tiers"]["spill"] = {{"files", st.files},
+                           {"logical_bytes", st.logical_bytes},
+                           {"stored_bytes", st.stored_bytes},
+                           {"staging_bytes", st.staging_bytes},
+                           {"dirty_bytes", st.dirty_bytes},
+                           {"chunks_compressed", st.chunks_compressed},
+                           {"chunks_raw", st.chunks_raw},
+                           {"ssd_read_bytes", st.ssd_read_bytes},
+                           {"ssd_write_bytes", st.ssd_write_bytes},
+                           {"checksum_errors", st.checksum_errors}};
+  }
   return j.dump(2);
 }
 
@@ -120,11 +134,20 @@ Status RunDaemon(const DaemonArgs& args) {
 
   const uint64_t budget = cfg.cache.memory_auto ? AutoBudget() : cfg.cache.memory_bytes;
   store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
+  // The spill area: checked now (a bad spill.path fails the mount), opened
+  // after daemonizing (its threads would not survive the fork).
+  std::unique_ptr<SpillArea> spill;
+  if (!cfg.spill.path.empty()) {
+    spill = std::make_unique<SpillArea>(cfg.spill);
+    if (Status s = spill->Check(); !s.ok()) return s;
+  }
   PolicyJobSink sink(*lower.value(), cache);
   control::JobRegistry registry(sink, control::MakeProcReader());
-  control::ControlTree control(registry, sink, [&cache] { return StatsJson(cache); });
+  control::ControlTree control(
+      registry, sink, [&cache, &spill] { return StatsJson(cache, spill.get()); }, spill.get());
   RegistryAttributor attributor(registry);
-  auto filesystem = fs::Filesystem::Create({&cfg, lower.value().get(), &cache, &control, &attributor});
+  fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr};
+  auto filesystem = fs::Filesystem::Create(parts);
   if (!filesystem.ok()) return filesystem.status();
 
   fs::MountOptions mo;
@@ -141,11 +164,22 @@ Status RunDaemon(const DaemonArgs& args) {
   if (!args.foreground && !args.debug) log::UseSyslog("epochfs");
   log::Info("mounted " + args.lower + " at " + args.mountpoint + " (budget " +
             std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
-  OrphanReaper reaper(registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000);
+  if (spill) {
+    if (Status s = spill->Open(); !s.ok()) {
+      log::Error(s.message());
+      return s;
+    }
+    filesystem.value()->SetSpillStore(spill->store());
+  }
+  OrphanReaper reaper(registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
+                      [&spill](const std::string& job) {
+                        if (spill) spill->DropJob(job);
+                      });
   reaper.Start();  // threads start after Daemonize's fork
   Status s = session.value()->Run();
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
+  if (spill) spill->Close();  // writes staged spill data back
   log::Info("unmounted " + args.mountpoint);
   return s;
 }

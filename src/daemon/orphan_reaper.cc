@@ -15,6 +15,7 @@ void OrphanReaper::Start() {
       lock.unlock();
       for (const std::string& name : registry_.ReapOrphans(store::NowNs(), grace_ns_)) {
         log::Info("job " + name + ": every process exited; orphan grace over, cache released");
+        if (on_removed_) on_removed_(name);
       }
       lock.lock();
     }

@@ -1,9 +1,12 @@
 // OrphanReaper: the daemon's thread that calls JobRegistry::ReapOrphans once
-// a second (jobs.orphan_grace). Thread safety: Start/Stop from one thread.
+// a second (jobs.orphan_grace) and tells `on_removed` each job it removed.
+// Thread safety: Start/Stop from one thread.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -13,8 +16,9 @@ namespace epochfs {
 
 class OrphanReaper {
  public:
-  OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns)
-      : registry_(registry), grace_ns_(grace_ns) {}
+  using RemovedFn = std::function<void(const std::string& job)>;
+  OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns, RemovedFn on_removed = {})
+      : registry_(registry), grace_ns_(grace_ns), on_removed_(std::move(on_removed)) {}
   ~OrphanReaper() { Stop(); }
   OrphanReaper(const OrphanReaper&) = delete;
   OrphanReaper& operator=(const OrphanReaper&) = delete;
@@ -25,6 +29,7 @@ class OrphanReaper {
  private:
   control::JobRegistry& registry_;
   const uint64_t grace_ns_;
+  const RemovedFn on_removed_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

@@ -11,41 +11,20 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "epochfs/common/log.h"
 #include "errno_map.h"
 #include "handle_table.h"
+#include "open_file.h"
+#include "spill_fs.h"
 #include "inode_table.h"
 #include "kernel_cache.h"
 
 namespace epochfs::fs {
 namespace {
-
-// What an open file handle (fi->fh) points at.
-struct OpenFile {
-  enum class Kind { kObject, kStream, kVirtualRead, kVirtualWrite } kind;
-  store::ObjectRef object;  // kObject
-  UniqueFd fd;              // kStream
-  std::string path;         // kVirtual*: control path
-  std::string content;      // kVirtualRead: snapshot; kVirtualWrite: buffer
-  std::mutex mu;            // kVirtualWrite: guards content
-  bool dirty = false;       // kVirtualWrite: written since the last flush
-  bool append = false;      // kVirtualWrite: opened O_APPEND
-};
-
-// What an open directory handle points at: a snapshot of the listing, so that
-// offsets stay valid while the directory changes underneath.
-struct OpenDir {
-  struct Entry {
-    std::string name;
-    struct stat st;   // lower: lstat; virtual: synthesised
-    NodeKind kind;
-    std::string path;  // child's lower or control path
-  };
-  std::vector<Entry> entries;
-};
 
 bool ValidName(const char* name) {
   size_t n = std::strlen(name);
@@ -75,7 +54,8 @@ class FilesystemImpl final : public Filesystem {
         open_mode_(cfg_.cache.consistency == Consistency::kOpen),
         entry_timeout_(open_mode_ ? 0.0 : cfg_.fuse.entry_timeout),
         attr_timeout_(open_mode_ ? 0.0 : cfg_.fuse.attr_timeout),
-        start_time_(::time(nullptr)) {
+        start_time_(::time(nullptr)),
+        spill_enabled_(p.spill) {
     FillOps();
     if (cfg_.fuse.kernel_cache) {
       cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
@@ -87,6 +67,11 @@ class FilesystemImpl final : public Filesystem {
     if (cfg_.fuse.kernel_cache) kernel_cache_.Start(se);
   }
   void Detach() override { kernel_cache_.Stop(); }
+  void SetSpillStore(spill::SpillStore* store) override {
+    if (spill_enabled_ && store != nullptr && !spill_) {
+      spill_ = std::make_unique<SpillFs>(*store, inodes_, files_, dirs_);
+    }
+  }
   void SetReadahead(const std::string& ra_file, unsigned kib) override {
     ra_file_ = ra_file;
     ra_kib_ = kib;
@@ -167,12 +152,18 @@ class FilesystemImpl final : public Filesystem {
     // Immutable data: no need for the kernel to compare mtimes on every open.
     if (!self->open_mode_) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
+    // Spill writes of 1 MiB reach the store in one request (max_pages follows).
+    if (self->spill_enabled_) conn->max_write = 1u << 20;
   }
 
   static void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     auto& self = Self(req);
     auto p = self.inodes_.Get(parent);
     if (!p) return (void)fuse_reply_err(req, ESTALE);
+    if (p->kind == NodeKind::kSpill) return self.spill_->Lookup(req, *p, name);
+    if (self.spill_ && parent == FUSE_ROOT_ID && std::strcmp(name, kSpillDirName) == 0) {
+      return self.spill_->LookupRoot(req);
+    }
     if (std::strlen(name) > NAME_MAX) return (void)fuse_reply_err(req, ENAMETOOLONG);
     auto child = self.LookupChild(*p, name);
     if (!child.ok()) {
@@ -199,10 +190,11 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_none(req);
   }
 
-  static void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
+  static void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (v->kind == NodeKind::kSpill) return self.spill_->GetAttr(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) {
       auto vn = self.control_.Stat(v->path);
       if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
@@ -225,6 +217,7 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (v->kind == NodeKind::kSpill) return self.spill_->SetAttr(req, *v, attr, to_set, fi);
     // Truncating a control file to zero before writing it is allowed (shell
     // redirection without O_TRUNC support); nothing else changes attributes.
     if (v->kind == NodeKind::kVirtual && to_set == FUSE_SET_ATTR_SIZE && attr->st_size == 0) {
@@ -247,6 +240,7 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (v->kind == NodeKind::kSpill) return self.spill_->OpenDirectory(req, *v, fi);
     auto dir = std::make_shared<OpenDir>();
     if (v->kind == NodeKind::kVirtual) {
       auto names = self.control_.List(v->path);
@@ -262,6 +256,7 @@ class FilesystemImpl final : public Filesystem {
       if (!list.ok()) return (void)fuse_reply_err(req, ToErrno(list.status()));
       for (auto& e : list.value()) {
         if (ino == FUSE_ROOT_ID && e.name == kControlDirName) continue;  // shadowed
+        if (ino == FUSE_ROOT_ID && self.spill_ && e.name == kSpillDirName) continue;
         std::string path = Join(v->path, e.name);
         dir->entries.push_back({std::move(e.name), e.st, NodeKind::kLower, std::move(path)});
       }
@@ -269,6 +264,9 @@ class FilesystemImpl final : public Filesystem {
         dir->entries.push_back({kControlDirName,
                                 self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
                                 NodeKind::kVirtual, ""});
+        if (self.spill_) {
+          dir->entries.push_back({kSpillDirName, self.spill_->RootAttr(), NodeKind::kSpill, ""});
+        }
       }
     }
     fi->fh = self.dirs_.Add(std::move(dir));
@@ -311,7 +309,7 @@ class FilesystemImpl final : public Filesystem {
           e.generation = 1;
           e.attr = ent.kind == NodeKind::kLower ? Exposed(v.ino, ent.st) : ent.st;
           e.attr.st_ino = v.ino;
-          double t = ent.kind == NodeKind::kVirtual ? 0.0 : self.entry_timeout_;
+          double t = ent.kind != NodeKind::kLower ? 0.0 : self.entry_timeout_;
           e.attr_timeout = e.entry_timeout = t;
           len = fuse_add_direntry_plus(req, buf.data() + used, size - used, ent.name.c_str(), &e,
                                        next);
@@ -350,6 +348,7 @@ class FilesystemImpl final : public Filesystem {
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
     const int acc = fi->flags & O_ACCMODE;
+    if (v->kind == NodeKind::kSpill) return self.spill_->Open(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) return self.OpenVirtual(req, *v, fi, acc);
     if (acc != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
     if (!S_ISREG(v->st.st_mode)) return (void)fuse_reply_err(req, EACCES);
@@ -458,6 +457,8 @@ class FilesystemImpl final : public Filesystem {
         std::lock_guard lock(f->mu);
         return slice(f->content.data(), f->content.size());
       }
+      case OpenFile::Kind::kSpill:
+        return self.spill_->Read(req, *f, size, off);
       case OpenFile::Kind::kStream: {
         thread_local std::vector<char> buf;
         if (buf.size() < size) buf.resize(size);
@@ -471,7 +472,11 @@ class FilesystemImpl final : public Filesystem {
 
   static void Write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
                     fuse_file_info* fi) {
-    std::shared_ptr<OpenFile> f = Self(req).files_.Get(fi->fh);
+    auto& self = Self(req);
+    std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
+    if (f != nullptr && f->kind == OpenFile::Kind::kSpill) {
+      return self.spill_->Write(req, *f, buf, size, off);
+    }
     if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
       return (void)fuse_reply_err(req, EROFS);
     }
@@ -500,6 +505,15 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_err(req, ToErrno(s));
   }
 
+  static void Fsync(fuse_req_t req, fuse_ino_t /*ino*/, int /*datasync*/, fuse_file_info* fi) {
+    auto& self = Self(req);
+    std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
+    if (f != nullptr && f->kind == OpenFile::Kind::kSpill) return self.spill_->Fsync(req, *f);
+    fuse_reply_err(req, 0);  // read-only and virtual files: nothing to make durable
+  }
+
+  static void FsyncDir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+
   static void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
     Self(req).files_.Remove(fi->fh);
     fuse_reply_err(req, 0);
@@ -510,7 +524,7 @@ class FilesystemImpl final : public Filesystem {
     auto sv = self.lower_.StatFs();
     if (!sv.ok()) return (void)fuse_reply_err(req, ToErrno(sv.status()));
     struct statvfs out = sv.value();
-    out.f_flag |= ST_RDONLY;
+    if (!self.spill_) out.f_flag |= ST_RDONLY;
     fuse_reply_statfs(req, &out);
   }
 
@@ -525,8 +539,17 @@ class FilesystemImpl final : public Filesystem {
     return 0;
   }
 
-  static void MkDir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/) {
+  // The spill node `parent`, when it is one.
+  std::optional<NodeView> SpillParent(fuse_ino_t parent) {
+    if (!spill_) return std::nullopt;
+    auto p = inodes_.Get(parent);
+    if (!p || p->kind != NodeKind::kSpill) return std::nullopt;
+    return p;
+  }
+
+  static void MkDir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     auto& self = Self(req);
+    if (auto sp = self.SpillParent(parent)) return self.spill_->Mkdir(req, *sp, name, mode);
     NodeView dir;
     if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
     Status s = self.control_.Mkdir(Join(dir.path, name), CallerOf(req));
@@ -538,38 +561,59 @@ class FilesystemImpl final : public Filesystem {
 
   static void RmDir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     auto& self = Self(req);
+    if (auto sp = self.SpillParent(parent)) return self.spill_->Rmdir(req, *sp, name);
     NodeView dir;
     if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
     fuse_reply_err(req, ToErrno(self.control_.Rmdir(Join(dir.path, name), CallerOf(req))));
   }
 
   // Every other modifying operation: the dataset is read-only.
-  static void MkNod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
+  // In the spill area: regular files come through CREATE; devices, fifos,
+  // symlinks and hard links are not kept there (EPERM).
+  static void MkNod(fuse_req_t req, fuse_ino_t parent, const char*, mode_t, dev_t) {
+    fuse_reply_err(req, Self(req).SpillParent(parent) ? EPERM : EROFS);
+  }
+  static void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    auto& self = Self(req);
+    if (auto sp = self.SpillParent(parent)) return self.spill_->Unlink(req, *sp, name);
     fuse_reply_err(req, EROFS);
   }
-  static void Unlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-  static void SymLink(fuse_req_t req, const char*, fuse_ino_t, const char*) {
-    fuse_reply_err(req, EROFS);
+  static void SymLink(fuse_req_t req, const char*, fuse_ino_t parent, const char*) {
+    fuse_reply_err(req, Self(req).SpillParent(parent) ? EPERM : EROFS);
   }
-  static void Rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*,
-                     unsigned int) {
-    fuse_reply_err(req, EROFS);
+  static void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+                     const char* newname, unsigned int flags) {
+    auto& self = Self(req);
+    auto from = self.SpillParent(parent);
+    auto to = self.SpillParent(newparent);
+    if (from && to) return self.spill_->Rename(req, *from, name, *to, newname, flags);
+    fuse_reply_err(req, from || to ? EXDEV : EROFS);
   }
-  static void Link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
-    fuse_reply_err(req, EROFS);
+  static void Link(fuse_req_t req, fuse_ino_t, fuse_ino_t newparent, const char*) {
+    fuse_reply_err(req, Self(req).SpillParent(newparent) ? EPERM : EROFS);
   }
   // Control files exist before they are written (any valid order/K can be
   // looked up), so CREATE only reaches us for names that cannot exist.
-  static void Create(fuse_req_t req, fuse_ino_t parent, const char*, mode_t, fuse_file_info*) {
-    auto p = Self(req).inodes_.Get(parent);
+  static void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+                     fuse_file_info* fi) {
+    auto& self = Self(req);
+    if (auto sp = self.SpillParent(parent)) return self.spill_->Create(req, *sp, name, mode, fi);
+    auto p = self.inodes_.Get(parent);
     fuse_reply_err(req, p && p->kind == NodeKind::kVirtual ? EINVAL : EROFS);
   }
-  static void SetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
-    fuse_reply_err(req, EROFS);
+  // Spill nodes keep no extended attributes and do not preallocate.
+  int ReadOnlyOrUnsupported(fuse_ino_t ino) {
+    auto v = inodes_.Get(ino);
+    return v && v->kind == NodeKind::kSpill ? EOPNOTSUPP : EROFS;
   }
-  static void RemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-  static void Fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
-    fuse_reply_err(req, EROFS);
+  static void SetXattr(fuse_req_t req, fuse_ino_t ino, const char*, const char*, size_t, int) {
+    fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
+  }
+  static void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char*) {
+    fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
+  }
+  static void Fallocate(fuse_req_t req, fuse_ino_t ino, int, off_t, off_t, fuse_file_info*) {
+    fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
   }
 
   void FillOps() {
@@ -590,6 +634,8 @@ class FilesystemImpl final : public Filesystem {
     ops_.write = Write;
     ops_.flush = Flush;
     ops_.release = Release;
+    ops_.fsync = Fsync;
+    ops_.fsyncdir = FsyncDir;
     ops_.statfs = StatFs;
     ops_.mkdir = MkDir;
     ops_.rmdir = RmDir;
@@ -620,6 +666,8 @@ class FilesystemImpl final : public Filesystem {
   std::string ra_file_;
   unsigned ra_kib_ = 0;
   std::once_flag ra_once_;
+  const bool spill_enabled_;
+  std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)
   fuse_lowlevel_ops ops_;
 };
 

@@ -1,6 +1,8 @@
 #include "inode_table.h"
 
 #include <mutex>
+#include <utility>
+#include <vector>
 
 namespace epochfs::fs {
 
@@ -61,6 +63,35 @@ bool InodeTable::MarkServed(fuse_ino_t ino, const store::Version& v) {
   return same;
 }
 
+void InodeTable::Detach(NodeKind kind, const std::string& path) {
+  std::unique_lock lock(mu_);
+  auto it = by_key_.find(Key(kind, path));
+  if (it == by_key_.end()) return;
+  nodes_.at(it->second).view.detached = true;
+  by_key_.erase(it);
+}
+
+void InodeTable::Rename(NodeKind kind, const std::string& from, const std::string& to) {
+  std::unique_lock lock(mu_);
+  if (auto old = by_key_.find(Key(kind, to)); old != by_key_.end()) {
+    nodes_.at(old->second).view.detached = true;
+    by_key_.erase(old);
+  }
+  // Collect first: re-keying while iterating by_key_ would invalidate it.
+  const std::string self = Key(kind, from);
+  const std::string below = self + "/";
+  std::vector<std::pair<std::string, fuse_ino_t>> moved;
+  for (const auto& [key, ino] : by_key_) {
+    if (key == self || key.compare(0, below.size(), below) == 0) moved.emplace_back(key, ino);
+  }
+  for (const auto& [key, ino] : moved) {
+    by_key_.erase(key);
+    Node& n = nodes_.at(ino);
+    n.view.path = to + n.view.path.substr(from.size());
+    by_key_[Key(kind, n.view.path)] = ino;
+  }
+}
+
 void InodeTable::Forget(fuse_ino_t ino, uint64_t n) {
   if (ino == FUSE_ROOT_ID) return;
   std::unique_lock lock(mu_);
@@ -70,7 +101,7 @@ void InodeTable::Forget(fuse_ino_t ino, uint64_t n) {
     it->second.nlookup -= n;
     return;
   }
-  by_key_.erase(Key(it->second.view.kind, it->second.view.path));
+  if (!it->second.view.detached) by_key_.erase(Key(it->second.view.kind, it->second.view.path));
   nodes_.erase(it);
 }
 

@@ -1,8 +1,12 @@
-// InodeTable: FUSE inode numbers ↔ lower paths and virtual control paths.
+// InodeTable: FUSE inode numbers ↔ lower paths, virtual control paths and
+// spill paths.
 //
 // Inode 1 is the mount root (lower ""). Lower nodes are keyed by their lower
-// path, virtual nodes (the `.epochfs/` tree) by their control path; both get
-// numbers from one counter that never repeats within a mount. A node lives
+// path, virtual nodes (the `.epochfs/` tree) by their control path, spill
+// nodes (the writable `.spill/` area) by their path under it; all get
+// numbers from one counter that never repeats within a mount. Spill paths
+// change: Rename re-keys a node and its descendants, Detach unhooks a removed
+// one (its inode stays valid for open handles but no longer names a path). A node lives
 // while the kernel holds lookups on it (nlookup > 0); the root never dies.
 // Thread safety: thread-safe (one shared_mutex; readers share it).
 #pragma once
@@ -20,14 +24,15 @@
 
 namespace epochfs::fs {
 
-enum class NodeKind : uint8_t { kLower, kVirtual };
+enum class NodeKind : uint8_t { kLower, kVirtual, kSpill };
 
 // A copy of a node's state, safe to use after the table lock is released.
 struct NodeView {
   fuse_ino_t ino = 0;
   NodeKind kind = NodeKind::kLower;
-  std::string path;  // lower path, or control path for virtual nodes
+  std::string path;  // lower path, control path (virtual) or spill path
   struct stat st {};  // lower nodes: lstat of the lower file (its own st_dev/st_ino)
+  bool detached = false;  // spill: removed; `path` no longer names it
 };
 
 class InodeTable {
@@ -45,6 +50,11 @@ class InodeTable {
   // the previous open served the same version (the kernel's cached pages of
   // the inode, if any, are then still right).
   bool MarkServed(fuse_ino_t ino, const store::Version& v);
+  // Spill nodes: `from` (and everything below it) is now `to`; a node that
+  // was at `to` (replaced) is detached.
+  void Rename(NodeKind kind, const std::string& from, const std::string& to);
+  // The node at (kind, path), if any, no longer names that path.
+  void Detach(NodeKind kind, const std::string& path);
   // Drops `n` lookups; the node is removed when none remain.
   void Forget(fuse_ino_t ino, uint64_t n);
 
@@ -55,7 +65,7 @@ class InodeTable {
     std::optional<store::Version> served;
   };
   static std::string Key(NodeKind kind, const std::string& path) {
-    return (kind == NodeKind::kVirtual ? "v:" : "l:") + path;
+    return (kind == NodeKind::kVirtual ? "v:" : kind == NodeKind::kSpill ? "s:" : "l:") + path;
   }
 
   mutable std::shared_mutex mu_;

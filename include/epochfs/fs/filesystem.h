@@ -3,8 +3,8 @@
 // control plane. Nothing outside src/fs sees a FUSE type.
 //
 // Contract of every op: it never throws and ends in exactly one fuse_reply_*.
-// The dataset view is read-only: every modifying op outside `.epochfs/`
-// replies EROFS.
+// The dataset view is read-only: every modifying op outside `.epochfs/` and
+// the spill area `.spill/` (when configured; src/fs/spill_fs.h) replies EROFS.
 // Thread safety: ops run concurrently on the session's worker threads.
 #pragma once
 
@@ -14,6 +14,10 @@
 #include "epochfs/control/control_plane.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
+
+namespace epochfs::spill {
+class SpillStore;
+}
 
 struct fuse_lowlevel_ops;
 struct fuse_session;
@@ -43,6 +47,9 @@ struct FsParts {
   store::CacheFront* cache = nullptr;
   control::ControlPlane* control = nullptr;
   Attributor* attributor = nullptr;
+  // The mount has a writable spill area (.spill/ at the mount root); its
+  // store is handed over with SetSpillStore before the first request.
+  bool spill = false;
 };
 
 class Filesystem {
@@ -60,6 +67,10 @@ class Filesystem {
   // `kib` once the kernel has processed INIT (which resets it): large files
   // then arrive in READs of up to `kib` instead of 128 KiB. Best effort.
   virtual void SetReadahead(const std::string& ra_file, unsigned kib) = 0;
+  // The spill area's store (FsParts::spill). Called once, before the session
+  // serves requests (the daemon opens the store after daemonizing).
+  // REQUIRES: `store` outlives the Filesystem.
+  virtual void SetSpillStore(spill::SpillStore* store) = 0;
 };
 
 // The name of the virtual control directory at the mount root.

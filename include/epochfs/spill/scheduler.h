@@ -1,0 +1,104 @@
+// SpillScheduler: seed 001's memory-management thread for the spill tier.
+//
+// A job declares a spill schedule (the spill files of its steps in order of
+// use, .epochfs/jobs/NAME/spill_schedule) and reports each finished step
+// (.epochfs/jobs/NAME/progress). Each report goes onto one shared queue
+// (mutex + condition variable); the scheduler thread pops it and applies
+// PlanAfterStep (schedule.h): it prefetches the files of the next
+// num_prefetch steps into the store's RAM staging and writes out of it the
+// files that none of the next num_writeout steps needs. Declaring a schedule
+// prefetches its first steps at once.
+//
+// Files named in a schedule need not exist yet (a step may create its file);
+// a missing file is skipped and counted. Names are paths relative to
+// .spill/, validated by the caller (control_parse).
+//
+// Thread safety: every public member is thread-safe. Start/Stop are called
+// once each by the owner; Stop drains nothing (queued reports are dropped).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "epochfs/common/status.h"
+#include "epochfs/spill/spill_store.h"
+
+namespace epochfs::spill {
+
+struct SchedulerOptions {
+  uint32_t num_prefetch = 2;
+  uint32_t num_writeout = 2;
+};
+
+// What `status` shows of a job's spill schedule.
+struct SpillJobStatus {
+  size_t steps = 0;                   // schedule length
+  std::optional<uint64_t> progress;   // last finished step reported
+  uint64_t reports = 0;               // progress reports received
+  uint64_t applied = 0;               // reports the scheduler thread has applied
+  uint64_t prefetches = 0;            // files loaded into staging
+  uint64_t writeouts = 0;             // files written out of staging
+  uint64_t missing = 0;               // scheduled files that did not exist when needed
+  std::vector<std::string> resident;  // schedule files wholly in RAM staging now
+};
+
+class SpillScheduler {
+ public:
+  // REQUIRES: `store` outlives the scheduler.
+  SpillScheduler(SpillStore& store, SchedulerOptions options);
+  ~SpillScheduler();  // stops the thread
+  SpillScheduler(const SpillScheduler&) = delete;
+  SpillScheduler& operator=(const SpillScheduler&) = delete;
+
+  void Start();
+  void Stop();
+
+  // Replaces `job`'s schedule (empty: forget it) and queues its first prefetch.
+  void SetSchedule(const std::string& job, std::vector<std::string> files);
+  // `job` finished step `step`. InvalidArgument without a schedule or for a
+  // step outside it; nothing is queued then.
+  Status Progress(const std::string& job, uint64_t step);
+  // Forgets `job` (rmdir, reaped orphan).
+  void DropJob(const std::string& job);
+  // NotFound when `job` has no schedule.
+  Result<SpillJobStatus> JobStatus(const std::string& job) const;
+  // The schedule as declared (one name per line), "" when none.
+  std::string ScheduleText(const std::string& job) const;
+  // Blocks until every report queued so far has been applied (tests, status).
+  void WaitIdle();
+
+ private:
+  struct Job {
+    std::vector<std::string> schedule;
+    SpillJobStatus status;
+    uint64_t generation = 0;  // bumped by SetSchedule: stale reports are dropped
+  };
+  struct Report {
+    std::string job;
+    int64_t finished;
+    uint64_t generation;
+  };
+
+  void Loop();
+  void Apply(const Report& r);
+
+  SpillStore& store_;
+  const SchedulerOptions opt_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // reports queued, or stop
+  std::condition_variable idle_cv_;  // a report was applied
+  std::deque<Report> queue_;         // guarded by mu_
+  std::map<std::string, Job> jobs_;  // guarded by mu_
+  bool busy_ = false;                // guarded by mu_: the thread is applying a report
+  bool stop_ = false;                // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace epochfs::spill

@@ -1,0 +1,80 @@
+#include "spill_area.h"
+
+#include "epochfs/common/log.h"
+
+namespace epochfs {
+
+SpillArea::SpillArea(const Config::Spill& cfg) : cfg_(cfg) {}
+
+SpillArea::~SpillArea() { Close(); }
+
+spill::SpillOptions SpillArea::Options() const {
+  spill::SpillOptions o;
+  o.dir = cfg_.path;
+  o.max_bytes = cfg_.max_bytes;
+  o.compress = cfg_.compress;
+  o.staging_bytes = cfg_.staging;
+  o.queue_depth = cfg_.queue_depth;
+  return o;
+}
+
+Status SpillArea::Check() {
+  auto s = spill::SpillStore::Open(Options());
+  if (!s.ok()) return Status(s.status().code(), "spill.path " + cfg_.path + ": " + s.status().message());
+  return Status::Ok();
+}
+
+Status SpillArea::Open() {
+  auto s = spill::SpillStore::Open(Options());
+  if (!s.ok()) return Status(s.status().code(), "spill.path " + cfg_.path + ": " + s.status().message());
+  store_ = std::move(s).value();
+  scheduler_ = std::make_unique<spill::SpillScheduler>(
+      *store_, spill::SchedulerOptions{cfg_.num_prefetch, cfg_.num_writeout});
+  scheduler_->Start();
+  return Status::Ok();
+}
+
+void SpillArea::Close() {
+  if (scheduler_) scheduler_->Stop();
+  scheduler_.reset();
+  if (store_) {
+    if (Status s = store_->SyncAll(); !s.ok()) log::Error("spill write-back at exit: " + s.message());
+  }
+  store_.reset();
+}
+
+void SpillArea::SetSchedule(const std::string& job, std::vector<std::string> files) {
+  if (scheduler_) scheduler_->SetSchedule(job, std::move(files));
+}
+
+Status SpillArea::Progress(const std::string& job, uint64_t step) {
+  if (!scheduler_) return Status(Code::kUnsupported, "the spill area is not open");
+  return scheduler_->Progress(job, step);
+}
+
+std::string SpillArea::ScheduleText(const std::string& job) const {
+  return scheduler_ ? scheduler_->ScheduleText(job) : std::string();
+}
+
+std::optional<control::SpillStatus> SpillArea::JobStatus(const std::string& job) const {
+  if (!scheduler_) return std::nullopt;
+  auto st = scheduler_->JobStatus(job);
+  if (!st.ok()) return std::nullopt;
+  const spill::SpillJobStatus& s = st.value();
+  control::SpillStatus out;
+  out.steps = s.steps;
+  out.progress = s.progress;
+  out.reports = s.reports;
+  out.applied = s.applied;
+  out.prefetches = s.prefetches;
+  out.writeouts = s.writeouts;
+  out.missing = s.missing;
+  out.resident = s.resident;
+  return out;
+}
+
+void SpillArea::DropJob(const std::string& job) {
+  if (scheduler_) scheduler_->DropJob(job);
+}
+
+}  // namespace epochfs
