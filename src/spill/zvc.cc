@@ -34,21 +34,30 @@ size_t PopcountBytes(const uint8_t* p, size_t n) {
   return total;
 }
 
-// Encodes `in` in word mode `mode` at `out`, which has `capacity` writable bytes, at least the
-// encoded size (the word loops may use the rest as scratch).
-void EncodeWords(ZvcMode mode, std::span<const uint8_t> in, uint8_t* out, size_t capacity) {
+// Encodes `in`, which has `nonzero` non-zero words, in word mode `mode` at `out`, which has
+// `capacity` writable bytes, at least the encoded size (the word loops may use the rest as
+// scratch).
+void EncodeWords(ZvcMode mode, std::span<const uint8_t> in, size_t nonzero, uint8_t* out,
+                 size_t capacity) {
   const auto& k = zvc_internal::ActiveKernels();
   const size_t w = WordSize(mode);
   const size_t n = in.size(), nwords = n / w, tail = n % w;
-  uint8_t* const packed = out + BitmapBytes(nwords);
+  const size_t bitmap = BitmapBytes(nwords);
+  uint8_t* const packed = out + bitmap;
   uint8_t* const limit = out + capacity;
-  uint8_t* end = mode == ZvcMode::kWord32 ? k.encode32(in.data(), nwords, out, packed, limit)
-                                          : k.encode16(in.data(), nwords, out, packed, limit);
+  uint8_t* end = packed;
+  if (nonzero == 0) {
+    std::memset(out, 0, bitmap);
+  } else if (mode == ZvcMode::kWord32) {
+    end = k.encode32(in.data(), nwords, out, packed, limit);
+  } else {
+    end = k.encode16(in.data(), nwords, out, packed, limit);
+  }
   if (tail != 0) std::memcpy(end, in.data() + nwords * w, tail);
 }
 
-// The smallest mode for `in` and its encoded size.
-ZvcMode Choose(std::span<const uint8_t> in, size_t* size) {
+// The smallest mode for `in`, its encoded size and its number of non-zero words.
+ZvcMode Choose(std::span<const uint8_t> in, size_t* size, size_t* nonzero) {
   const size_t n = in.size();
   size_t nz32 = 0, nz16 = 0;
   zvc_internal::ActiveKernels().count(in.data(), n, &nz32, &nz16);
@@ -56,13 +65,16 @@ ZvcMode Choose(std::span<const uint8_t> in, size_t* size) {
   const size_t s16 = ZvcEncodedSize(ZvcMode::kWord16, n, nz16);
   if (s32 >= n && s16 >= n) {
     *size = n;
+    *nonzero = 0;
     return ZvcMode::kRaw;
   }
   if (s32 <= s16) {
     *size = s32;
+    *nonzero = nz32;
     return ZvcMode::kWord32;
   }
   *size = s16;
+  *nonzero = nz16;
   return ZvcMode::kWord16;
 }
 
@@ -86,13 +98,17 @@ size_t ZvcEncodedSize(ZvcMode mode, size_t n, size_t nonzero_words) {
 }
 
 ZvcMode ZvcEncode(std::span<const uint8_t> in, std::vector<uint8_t>* out) {
-  size_t size = 0;
-  const ZvcMode mode = Choose(in, &size);
-  out->resize(size);
+  size_t size = 0, nonzero = 0;
+  const ZvcMode mode = Choose(in, &size, &nonzero);
   if (mode == ZvcMode::kRaw) {
+    out->resize(size);
     if (size != 0) std::memcpy(out->data(), in.data(), size);
   } else {
-    EncodeWords(mode, in, out->data(), size);
+    // 32 bytes of scratch keep the vector loops on their fast path to the end.
+    constexpr size_t kScratch = 32;
+    out->resize(size + kScratch);
+    EncodeWords(mode, in, nonzero, out->data(), size + kScratch);
+    out->resize(size);
   }
   return mode;
 }
@@ -103,11 +119,12 @@ Status ZvcEncodeInto(std::span<const uint8_t> in, std::span<uint8_t> out, ZvcMod
     return InvalidArgument("zvc: output buffer of " + std::to_string(out.size()) +
                            " bytes for " + std::to_string(in.size()) + " input bytes");
   }
-  *mode = Choose(in, size);
+  size_t nonzero = 0;
+  *mode = Choose(in, size, &nonzero);
   if (*mode == ZvcMode::kRaw) {
     if (*size != 0) std::memcpy(out.data(), in.data(), *size);
   } else {
-    EncodeWords(*mode, in, out.data(), out.size());
+    EncodeWords(*mode, in, nonzero, out.data(), out.size());
   }
   return Status::Ok();
 }
@@ -144,7 +161,9 @@ Status ZvcDecode(ZvcMode mode, std::span<const uint8_t> enc, std::span<uint8_t> 
   const auto& k = zvc_internal::ActiveKernels();
   const uint8_t* const packed = p + bitmap;
   const uint8_t* const limit = p + enc.size();
-  if (mode == ZvcMode::kWord32) {
+  if (nonzero == 0) {
+    std::memset(out.data(), 0, nwords * w);
+  } else if (mode == ZvcMode::kWord32) {
     k.decode32(p, packed, limit, nwords, out.data());
   } else {
     k.decode16(p, packed, limit, nwords, out.data());

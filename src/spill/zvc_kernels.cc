@@ -95,16 +95,27 @@ uint8_t* EncodePortable(const uint8_t* in, size_t nwords, uint8_t* bitmap, uint8
   return EncodeExact<Word>(in + b * 8 * w, nwords - b * 8, bitmap + b, dst);
 }
 
-// Decodes words [0, nwords) reading only the packed words themselves.
+// Decodes words [0, nwords) reading only the packed words themselves. The vector loops end
+// here when fewer than 16 or 32 packed bytes are left, which can be most of a sparse chunk:
+// all-zero groups of 8 words take one memset.
 template <class Word>
 void DecodeExact(const uint8_t* bitmap, const uint8_t* src, size_t nwords, uint8_t* out) {
   constexpr size_t w = sizeof(Word);
-  for (size_t i = 0; i < nwords; ++i) {
-    if ((bitmap[i / 8] >> (i % 8)) & 1) {
-      std::memcpy(out + i * w, src, w);
-      src += w;
-    } else {
-      std::memset(out + i * w, 0, w);
+  for (size_t b = 0; b * 8 < nwords; ++b) {
+    const size_t end = nwords - b * 8 < 8 ? nwords - b * 8 : 8;
+    uint8_t* o = out + b * 8 * w;
+    const uint32_t m = bitmap[b];
+    if (m == 0) {
+      std::memset(o, 0, end * w);
+      continue;
+    }
+    for (size_t j = 0; j < end; ++j) {
+      if ((m >> j) & 1) {
+        std::memcpy(o + j * w, src, w);
+        src += w;
+      } else {
+        std::memset(o + j * w, 0, w);
+      }
     }
   }
 }
