@@ -47,7 +47,7 @@ void EncodeWords(ZvcMode mode, std::span<const uint8_t> in, size_t nonzero, uint
   uint8_t* const limit = out + capacity;
   uint8_t* end = packed;
   if (nonzero == 0) {
-    std::memset(out, 0, bitmap);
+    if (bitmap != 0) std::memset(out, 0, bitmap);
   } else if (mode == ZvcMode::kWord32) {
     end = k.encode32(in.data(), nwords, out, packed, limit);
   } else {
@@ -162,7 +162,7 @@ Status ZvcDecode(ZvcMode mode, std::span<const uint8_t> enc, std::span<uint8_t> 
   const uint8_t* const packed = p + bitmap;
   const uint8_t* const limit = p + enc.size();
   if (nonzero == 0) {
-    std::memset(out.data(), 0, nwords * w);
+    if (nwords != 0) std::memset(out.data(), 0, nwords * w);
   } else if (mode == ZvcMode::kWord32) {
     k.decode32(p, packed, limit, nwords, out.data());
   } else {
