@@ -1,0 +1,151 @@
+// SpillStore: the writable spill area's files, kept on local SSD (DESIGN.md §6).
+//
+// A spill file `rel` (a relative path under the mount's .spill/, already
+// validated by the caller: no "..", no empty or absolute components) is one
+// backing file at the same relative path under SpillOptions::dir; directories
+// are real directories there. The backing file holds a header block (magic,
+// logical size, chunk size) and one fixed slot per chunk of chunk_bytes
+// logical bytes: a chunk header (stored length, ZVC mode, logical length,
+// XXH3 of the stored bytes) and the chunk's bytes, zero-value compressed when
+// that pays (include/epochfs/spill/zvc.h). A slot is written and read with
+// O_DIRECT through io_uring (aligned buffers, batched submissions, several
+// requests in flight). A chunk never written reads as zeros (sparse).
+//
+// RAM staging: chunks live in a bounded RAM buffer (staging_bytes) — written
+// data first, read-ahead on sequential reads, whole files on Prefetch. Dirty
+// chunks are written back when staging is over its budget (least recently
+// used first), on Sync(), on WriteOut() and when the store closes.
+//
+// Durability: after Sync() returns Ok the file's bytes and logical size are on
+// the SSD (fdatasync); a restart (SpillStore::Open on the same dir) shows them.
+// Data written after the last Sync() may or may not survive a crash, but a
+// chunk that reads back is never wrong: a checksum mismatch is Corruption (EIO
+// at the FUSE edge) and a log line.
+//
+// Ownership: each file and directory is created owned by the given uid/gid
+// (fchown of the backing file when the daemon runs as root) and carries the
+// given mode; Stat reports them. Access checks are the caller's job.
+//
+// Quota: the sum of the logical sizes of all files may not exceed max_bytes
+// (0: no quota); a write or truncate that would exceed it is NoSpace and
+// changes nothing. The sum is rebuilt from the headers at Open.
+//
+// Thread safety: every member of SpillStore and SpillFile is thread-safe.
+// SpillFile objects are shared: opening a file that is already open returns
+// the same object; a file unlinked while open stays readable and writable
+// through it until the last reference goes (its bytes then leave the quota).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "epochfs/common/status.h"
+
+namespace epochfs::spill {
+
+struct SpillOptions {
+  std::string dir;                         // spill.path; created (mkdir -p) if missing
+  uint64_t max_bytes = 0;                  // spill.max_bytes; 0: unlimited
+  bool compress = true;                    // spill.compress (zero-value compression)
+  uint64_t staging_bytes = 256ull << 20;   // spill.staging (RAM staging buffer)
+  uint32_t chunk_bytes = 256u << 10;       // logical bytes per chunk (power of two, >= 4 KiB)
+  uint32_t queue_depth = 16;               // io_uring requests in flight
+  // Chunks read ahead of a sequential reader (0: 2 * queue_depth; capped at a
+  // quarter of the staging buffer).
+  uint32_t readahead_chunks = 0;
+  // Register the staging buffers with io_uring (fixed buffers: no page pinning
+  // per request; pins the whole staging buffer at Open). Falls back to plain
+  // buffers, with a log line, when registration fails.
+  bool fixed_buffers = true;
+};
+
+struct SpillAttr {
+  bool is_dir = false;
+  uint64_t size = 0;      // logical size (files); directories: backing st_size
+  uint64_t blocks = 0;    // 512-byte blocks allocated on the SSD
+  uint32_t mode = 0;      // permission bits and file type (S_IFREG / S_IFDIR)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t nlink = 1;
+  uint64_t ino = 0;       // backing inode number (stable while the file exists)
+  struct timespec atime {}, mtime {}, ctime {};
+};
+
+struct SpillDirEntry {
+  std::string name;
+  bool is_dir = false;
+};
+
+struct SpillStats {
+  uint64_t files = 0;
+  uint64_t logical_bytes = 0;   // Σ logical sizes (what the quota counts)
+  uint64_t stored_bytes = 0;    // bytes of chunk slots actually written (after compression)
+  uint64_t staging_bytes = 0;   // RAM staging in use
+  uint64_t dirty_bytes = 0;     // of which not yet written back
+  uint64_t chunks_compressed = 0;
+  uint64_t chunks_raw = 0;
+  uint64_t ssd_read_bytes = 0;
+  uint64_t ssd_write_bytes = 0;
+  uint64_t checksum_errors = 0;
+};
+
+class SpillFile {
+ public:
+  virtual ~SpillFile() = default;
+  // Reads up to out.size() bytes at `offset`; short (possibly 0) at end of file.
+  virtual Result<size_t> Read(uint64_t offset, std::span<uint8_t> out) = 0;
+  // Writes all of `in` at `offset` (extending the file; a gap reads as zeros).
+  // NoSpace when the quota would be exceeded (nothing written then).
+  virtual Result<size_t> Write(uint64_t offset, std::span<const uint8_t> in) = 0;
+  // Sets the logical size (shrinks or extends with zeros). NoSpace as Write.
+  virtual Status Truncate(uint64_t size) = 0;
+  // Makes the file's bytes and size durable on the SSD.
+  virtual Status Sync() = 0;
+  virtual uint64_t size() const = 0;
+};
+
+class SpillStore {
+ public:
+  virtual ~SpillStore() = default;
+  // Creates/opens the store in options.dir (sets up io_uring; IoError/
+  // Unsupported with a clear message when io_uring or O_DIRECT is unavailable).
+  static Result<std::unique_ptr<SpillStore>> Open(const SpillOptions& options);
+
+  virtual Result<SpillAttr> Stat(const std::string& rel) = 0;   // "" is the root
+  // Opens `rel`. create: make it if missing (mode, uid, gid for a new file);
+  // exclusive with create: Exists if present; truncate: size 0 (counts as a
+  // write). NotFound, Exists, IsDirectory, NotDirectory; Corruption when the
+  // backing file's header is not a spill header; Unsupported when it was
+  // written with another chunk_bytes.
+  virtual Result<std::shared_ptr<SpillFile>> OpenFile(const std::string& rel, bool create,
+                                                     bool exclusive, bool truncate,
+                                                     uint32_t mode, uid_t uid, gid_t gid) = 0;
+  virtual Status Mkdir(const std::string& rel, uint32_t mode, uid_t uid, gid_t gid) = 0;
+  virtual Status Rmdir(const std::string& rel) = 0;     // NotEmpty if not empty
+  virtual Status Unlink(const std::string& rel) = 0;
+  // rename(2) semantics: replaces an existing file `to`; open SpillFiles of
+  // `from` follow the rename. noreplace: Exists if `to` exists.
+  virtual Status Rename(const std::string& from, const std::string& to, bool noreplace) = 0;
+  virtual Status Chmod(const std::string& rel, uint32_t mode) = 0;
+  virtual Status Chown(const std::string& rel, uid_t uid, gid_t gid) = 0;
+  virtual Result<std::vector<SpillDirEntry>> List(const std::string& rel) = 0;
+
+  // Seed 001's scheduler calls these from its own thread.
+  // Loads every chunk of `rel` into staging (batched io_uring reads); NotFound.
+  virtual Status Prefetch(const std::string& rel) = 0;
+  // Writes `rel`'s dirty chunks back and drops all its chunks from staging.
+  virtual Status WriteOut(const std::string& rel) = 0;
+  // True when every chunk of `rel` (with size > 0) is in staging.
+  virtual bool Resident(const std::string& rel) = 0;
+
+  virtual SpillStats stats() const = 0;
+  // Flushes everything (dirty chunks, headers, fdatasync).
+  virtual Status SyncAll() = 0;
+};
+
+}  // namespace epochfs::spill
