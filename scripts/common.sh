@@ -10,8 +10,12 @@ EPOCHFS_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev
   python3 groff-base procps
 )
-# What only the tests need: a real PyTorch DataLoader (Debian's torch).
-EPOCHFS_TEST_PACKAGES=(python3-torch)
+# What only the tests need (-Dtests=true, which also builds tests/bench): a real
+# PyTorch DataLoader (Debian's torch); LZ4 and zstd as baselines of codec_bench.
+EPOCHFS_TEST_PACKAGES=(
+  python3-torch
+  liblz4-dev libzstd-dev
+)
 
 epochfs_install_packages() {
   local missing=() p
