@@ -70,6 +70,7 @@ SpillFileImpl::SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, U
   gid_ = header.gid;
   mtime_ = header.mtime;
   const uint32_t cb = c_.chunk_bytes();
+  alloc_end_ = backing_size;
   disk.assign(ChunkCount(size_, cb), kUnknown);
   for (uint64_t c = 0; c < disk.size(); ++c) {
     if (SlotOffset(c, cb) + kChunkHeaderBytes > backing_size) disk[c] = 0;
@@ -183,7 +184,28 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
     return failed;
   }
   c_.MaybeWriteBack(lock);
+  if (end > old) {
+    lock.unlock();
+    Preallocate(end);
+  }
   return in.size();
+}
+
+// Allocates the backing file ahead of a growing file (doubling, up to 64 MiB
+// at a time), so that write-backs are O_DIRECT writes inside i_size: ext4
+// runs those in parallel, while writes that extend the file serialise on the
+// inode. The slots allocated past the logical end read as zeros (never
+// written) and are cut at the next Open.
+void SpillFileImpl::Preallocate(uint64_t size) {
+  const uint64_t need = SlotOffset(ChunkCount(size, c_.chunk_bytes()), c_.chunk_bytes());
+  if (need <= alloc_end_) return;
+  const uint64_t step = std::max<uint64_t>(need - alloc_end_, std::min<uint64_t>(alloc_end_, 64ull << 20));
+  const uint64_t to = RoundUp(std::max(need, alloc_end_ + step), kBlock);
+  if (::fallocate(fd_.get(), 0, static_cast<off_t>(alloc_end_), static_cast<off_t>(to - alloc_end_)) == 0) {
+    alloc_end_ = to;
+  } else {
+    alloc_end_ = need;  // unsupported or full: writes extend the file (and report ENOSPC)
+  }
 }
 
 Status SpillFileImpl::Truncate(uint64_t size) {
@@ -221,6 +243,7 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     lock.unlock();
     // Cut the slots past the end (holes read as zeros if the file grows again).
     const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(SlotOffset(keep, cb)));
+    alloc_end_ = SlotOffset(keep, cb);
     lock.lock();
     if (rc != 0) {
       Status s = Errno("spill truncate " + rel_);

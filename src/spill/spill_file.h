@@ -72,7 +72,6 @@ class StoreCore {
   // Waits until the load of f's chunk c (if any) has finished; its status.
   Status WaitLoaded(std::unique_lock<std::mutex>& lock, SpillFileImpl* f, uint64_t c);
   // Keeps write-back going when more than half the staging buffer is dirty.
-  // (Unlocks mu while it encodes.)
   void MaybeWriteBack(std::unique_lock<std::mutex>& lock) {
     if (staging_->dirty() * 2 > staging_->capacity()) StartWriteBack(lock, nullptr);
   }
@@ -102,8 +101,9 @@ class StoreCore {
   void StartLoads(const std::vector<Entry*>& entries);
   // Starts write-backs of dirty unpinned chunks (of `only`, or LRU first),
   // keeping at most queue_depth in flight. Returns how many it started.
-  // Unlocks mu while it encodes.
   uint32_t StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFileImpl* only);
+  static void OnWritePrepare(IoOp* op);
+  void WritePrepare(Entry* e);
   static void OnReadDone(IoOp* op, int res);
   static void OnWriteDone(IoOp* op, int res);
   void ReadDone(Entry* e, int res);
@@ -182,6 +182,8 @@ class SpillFileImpl final : public SpillFile {
   bool header_dirty_ = false;
   // Guarded by op_mu_.
   uint64_t seq_next_ = UINT64_MAX;  // end of the last read (sequential detection)
+  uint64_t alloc_end_ = 0;          // backing bytes allocated ahead (fallocate)
+  void Preallocate(uint64_t size);  // REQUIRES: op_mu_ held, core mu not held
 };
 
 }  // namespace epochfs::spill

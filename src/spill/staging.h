@@ -40,9 +40,13 @@ struct Entry {
   State state = State::kFree;
   uint32_t pins = 0;
   Status error;  // kFailed: why
-  // Write-back in flight: the buffer written (buf, or a scratch buffer).
-  uint32_t io_buf = 0;
-  uint32_t io_stored = 0;  // stored length of the slot being written
+  // Write-back in flight: a scratch buffer for the encoded slot (-1: none),
+  // the chunk's logical length, then (after encoding) its stored length and
+  // whether it was compressed. Load in flight: io_stored is the number of
+  // bytes of the chunk below the file's end.
+  int scratch = -1;
+  uint32_t io_stored = 0;
+  bool io_compressed = false;
   Entry* prev = nullptr;   // LRU list (head: least recently used)
   Entry* next = nullptr;
   IoOp op;

@@ -203,6 +203,7 @@ void StoreCore::StartLoads(const std::vector<Entry*>& entries) {
     op.buf = staging_->buffer(e->buf);
     op.len = static_cast<uint32_t>(kBlock + RoundUp(std::min<uint64_t>(stored, staging_->buf_bytes() - kBlock), kBlock));
     op.buf_index = static_cast<int>(e->buf);
+    op.prepare = nullptr;
     op.done = &StoreCore::OnReadDone;
     op.ctx = this;
     op.ctx2 = e;
@@ -292,89 +293,84 @@ void StoreCore::ReadDone(Entry* e, int res) {
 }
 
 uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFileImpl* only) {
+  (void)lock;
   if (writes_inflight_ >= opt_.queue_depth) return 0;
   uint32_t room = opt_.queue_depth - writes_inflight_;
-  std::vector<Entry*> picked;
-  auto want = [&](Entry* e) { return e->state == Entry::State::kDirty && e->pins == 0; };
-  if (only) {
-    for (auto& [c, e] : only->chunks) {
-      if (room == 0) break;
-      if (want(e)) { picked.push_back(e); --room; }
-    }
-  } else {
-    for (Entry* e = staging_->lru_head(); e && room; e = e->next) {
-      if (want(e)) { picked.push_back(e); --room; }
-    }
-  }
-  if (picked.empty()) return 0;
-  for (Entry* e : picked) {
+  std::vector<IoOp*> ops;
+  auto start = [&](Entry* e) {
     auto* f = static_cast<SpillFileImpl*>(e->owner);
     SetState(e, Entry::State::kWriting);
     ++writes_inflight_;
+    --room;
     const uint64_t cstart = e->chunk * opt_.chunk_bytes;
     // Bytes below the file's end; the rest of the chunk is zeros (invariant).
     e->io_stored = static_cast<uint32_t>(
         f->size_ > cstart ? std::min<uint64_t>(opt_.chunk_bytes, f->size_ - cstart) : 0);
-    e->io_buf = e->buf;
-    if (opt_.compress) {
-      int sb = staging_->TakeScratch();  // one per write in flight: never -1
-      if (sb >= 0) e->io_buf = static_cast<uint32_t>(sb);
-    }
+    e->scratch = opt_.compress ? staging_->TakeScratch() : -1;  // one per write in flight
     IoOp& op = e->op;
     op.write = true;
     op.fd = f->fd();
     op.offset = SlotOffset(e->chunk, opt_.chunk_bytes);
+    op.prepare = &StoreCore::OnWritePrepare;
     op.done = &StoreCore::OnWriteDone;
     op.ctx = this;
     op.ctx2 = e;
-  }
-  // Encode and checksum outside mu: the chunks are kWriting, so nobody writes
-  // their buffers meanwhile (Pin for writing and Drop wait for the state).
-  lock.unlock();
-  std::vector<IoOp*> ops;
-  std::vector<uint32_t> unused_scratch;
-  uint32_t compressed = 0;
-  for (Entry* e : picked) {
-    uint8_t* in = staging_->buffer(e->buf) + kBlock;
-    const uint32_t logical = e->io_stored;
-    ChunkHeader h;
-    h.chunk = e->chunk;
-    h.logical_len = logical;
-    h.mode = ZvcMode::kRaw;
-    h.stored_len = logical;
-    if (e->io_buf != e->buf) {
-      uint8_t* sbuf = staging_->buffer(e->io_buf);
-      ZvcMode m = ZvcMode::kRaw;
-      size_t n = 0;
-      Status es = ZvcEncodeInto({in, logical}, {sbuf + kBlock, staging_->buf_bytes() - kBlock}, &m, &n);
-      // Compressed only when it saves at least one block of I/O.
-      if (es.ok() && m != ZvcMode::kRaw && RoundUp(n, kBlock) < RoundUp(logical, kBlock)) {
-        std::memset(sbuf + kBlock + n, 0, RoundUp(n, kBlock) - n);
-        h.mode = m;
-        h.stored_len = static_cast<uint32_t>(n);
-        ++compressed;
-      }
-    }
-    if (h.mode == ZvcMode::kRaw && e->io_buf != e->buf) {
-      unused_scratch.push_back(e->io_buf);  // returned below, under mu
-      e->io_buf = e->buf;
-    }
-    uint8_t* wbuf = staging_->buffer(e->io_buf);
-    h.checksum = Checksum(wbuf + kBlock, h.stored_len);
-    EncodeChunkHeader(h, {wbuf, kBlock});
-    e->io_stored = h.stored_len;
-    IoOp& op = e->op;
-    op.buf = wbuf;
-    op.len = static_cast<uint32_t>(kBlock + RoundUp(h.stored_len, kBlock));
-    op.buf_index = static_cast<int>(e->io_buf);
     ops.push_back(&op);
+  };
+  auto want = [&](Entry* e) { return e->state == Entry::State::kDirty && e->pins == 0; };
+  if (only) {
+    for (auto& [c, e] : only->chunks) {
+      if (room == 0) break;
+      if (want(e)) start(e);
+    }
+  } else {
+    for (Entry* e = staging_->lru_head(); e && room; e = e->next) {
+      if (want(e)) start(e);
+    }
   }
   engine_->Submit(ops);
-  lock.lock();
-  for (uint32_t b : unused_scratch) staging_->ReturnScratch(b);
-  stats_.chunks_compressed += compressed;
-  stats_.chunks_raw += picked.size() - compressed;
-  return static_cast<uint32_t>(picked.size());
+  return static_cast<uint32_t>(ops.size());
+}
+
+void StoreCore::OnWritePrepare(IoOp* op) {
+  static_cast<StoreCore*>(op->ctx)->WritePrepare(static_cast<Entry*>(op->ctx2));
+}
+
+// On the I/O thread, without mu: the chunk is kWriting, so nobody writes its
+// buffer meanwhile (Pin for writing and Drop wait for the state to change).
+void StoreCore::WritePrepare(Entry* e) {
+  uint8_t* in = staging_->buffer(e->buf) + kBlock;
+  const uint32_t logical = e->io_stored;
+  ChunkHeader h;
+  h.chunk = e->chunk;
+  h.logical_len = logical;
+  h.mode = ZvcMode::kRaw;
+  h.stored_len = logical;
+  uint8_t* wbuf = staging_->buffer(e->buf);
+  int wbuf_index = static_cast<int>(e->buf);
+  if (e->scratch >= 0 && logical > 0) {
+    uint8_t* sbuf = staging_->buffer(static_cast<uint32_t>(e->scratch));
+    ZvcMode m = ZvcMode::kRaw;
+    size_t n = 0;
+    Status es = ZvcEncodeInto({in, logical}, {sbuf + kBlock, staging_->buf_bytes() - kBlock}, &m, &n);
+    // Compressed only when it saves at least one block of I/O; otherwise the
+    // slot is written straight from the staging buffer.
+    if (es.ok() && m != ZvcMode::kRaw && RoundUp(n, kBlock) < RoundUp(logical, kBlock)) {
+      std::memset(sbuf + kBlock + n, 0, RoundUp(n, kBlock) - n);
+      h.mode = m;
+      h.stored_len = static_cast<uint32_t>(n);
+      wbuf = sbuf;
+      wbuf_index = e->scratch;
+    }
+  }
+  h.checksum = Checksum(wbuf + kBlock, h.stored_len);
+  EncodeChunkHeader(h, {wbuf, kBlock});
+  e->io_stored = h.stored_len;
+  e->io_compressed = h.mode != ZvcMode::kRaw;
+  IoOp& op = e->op;
+  op.buf = wbuf;
+  op.len = static_cast<uint32_t>(kBlock + RoundUp(h.stored_len, kBlock));
+  op.buf_index = wbuf_index;
 }
 
 void StoreCore::OnWriteDone(IoOp* op, int res) {
@@ -387,9 +383,11 @@ void StoreCore::WriteDone(Entry* e, int res) {
     std::lock_guard lock(mu);
     auto* f = static_cast<SpillFileImpl*>(e->owner);
     --writes_inflight_;
-    if (e->io_buf != e->buf) staging_->ReturnScratch(e->io_buf);
+    if (e->scratch >= 0) staging_->ReturnScratch(static_cast<uint32_t>(e->scratch));
+    e->scratch = -1;
     if (res == static_cast<int>(e->op.len)) {
       stats_.ssd_write_bytes += static_cast<uint64_t>(res);
+      if (e->io_compressed) ++stats_.chunks_compressed; else ++stats_.chunks_raw;
       if (e->chunk < f->disk.size()) {
         const uint32_t old = f->disk[e->chunk];
         if (old != SpillFileImpl::kUnknown) stats_.stored_bytes -= old;

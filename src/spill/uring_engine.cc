@@ -131,6 +131,11 @@ void UringEngine::Run(std::vector<iovec> fixed) {
       wake_armed = true;
     }
     for (IoOp* op = batch; op; op = op->next) {
+      if (op->prepare) {
+        // Start what is queued before spending CPU time on this op.
+        if (io_uring_sq_ready(ring_.get()) > 0) io_uring_submit(ring_.get());
+        op->prepare(op);
+      }
       io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
       const bool use_fixed = fixed_ && op->buf_index >= 0;
       if (op->write) {

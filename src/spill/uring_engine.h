@@ -3,7 +3,8 @@
 // Callers hand it batches of IoOps (Submit: one lock and one eventfd write per
 // batch); the I/O thread keeps up to queue_depth of them in flight, submits
 // the SQEs of a round with one io_uring_submit_and_wait, reaps completions and
-// calls each op's `done` on the I/O thread. Buffers may be registered once at
+// calls each op's `done` on the I/O thread (and its `prepare`, if any, just
+// before submitting it). Buffers may be registered once at
 // Create (fixed buffers): an op whose buf_index >= 0 uses READ_FIXED /
 // WRITE_FIXED. A new Submit wakes the thread through an eventfd read that is
 // always armed in the ring, so an idle thread sleeps in the kernel.
@@ -40,6 +41,10 @@ struct IoOp {
   uint8_t* buf = nullptr;
   uint32_t len = 0;
   int buf_index = -1;  // registered buffer index, or -1
+  // If set, called on the I/O thread just before the op enters the ring; it
+  // may set buf, len and buf_index (e.g. encode the data it writes), so that
+  // this CPU work overlaps with the I/O of the ops already in flight.
+  void (*prepare)(IoOp* op) = nullptr;
   // Called on the I/O thread with the CQE result (bytes, or -errno).
   void (*done)(IoOp* op, int res) = nullptr;
   void* ctx = nullptr;   // for `done`
