@@ -64,7 +64,7 @@ class StoreCore {
   // Starts loads of the chunks [from, from + count) not staged, without
   // waiting for room (read-ahead, Prefetch). Returns how many it started.
   uint64_t LoadAhead(SpillFileImpl* f, uint64_t from, uint64_t count);
-  // Writes back every dirty chunk of `f`, queue_depth in flight; waits.
+  // Writes back every dirty chunk of `f`, depth() in flight; waits.
   Status Flush(std::unique_lock<std::mutex>& lock, SpillFileImpl* f);
   // Drops the chunks of `f` with index >= from (after their I/O ends),
   // without writing them back.
@@ -77,6 +77,8 @@ class StoreCore {
   }
   uint8_t* data(const Entry* e) const { return staging_->buffer(e->buf) + kBlock; }
   uint32_t readahead_chunks() const { return readahead_; }
+  // Requests in flight: queue_depth × max(1, 1 MiB / chunk_bytes).
+  uint32_t depth() const { return depth_; }
   uint32_t staging_capacity() const { return staging_->capacity(); }
 
   // Quota: reserves `delta` more logical bytes; NoSpace when over max_bytes.
@@ -100,7 +102,7 @@ class StoreCore {
   void Detach(Entry* e);
   void StartLoads(const std::vector<Entry*>& entries);
   // Starts write-backs of dirty unpinned chunks (of `only`, or LRU first),
-  // keeping at most queue_depth in flight. Returns how many it started.
+  // keeping at most depth() in flight. Returns how many it started.
   uint32_t StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFileImpl* only);
   static void OnWritePrepare(IoOp* op);
   void WritePrepare(Entry* e);
@@ -113,6 +115,7 @@ class StoreCore {
   UniqueFd root_;
   bool is_root_ = false;
   uint32_t readahead_ = 0;
+  uint32_t depth_ = 0;
   std::unique_ptr<Staging> staging_;      // guarded by mu
   std::unique_ptr<UringEngine> engine_;   // thread-safe
   uint32_t decode_buf_ = 0;               // scratch buffer of the I/O thread

@@ -31,20 +31,23 @@ Result<std::shared_ptr<StoreCore>> StoreCore::Create(const SpillOptions& options
                            " bytes) must hold at least two chunks of " +
                            std::to_string(options.chunk_bytes) + " bytes");
   }
+  // queue_depth counts 1 MiB requests, as fio's iodepth with --bs=1M: with
+  // smaller chunks, proportionally more one-chunk requests are in flight.
+  c->depth_ = options.queue_depth * std::max<uint32_t>(1, (1u << 20) / options.chunk_bytes);
   const size_t data_bytes =
       RoundUp(std::max<size_t>(options.chunk_bytes, ZvcMaxEncodedSize(options.chunk_bytes)), kBlock);
   // Scratch: one per write in flight (compressed slots) + one for the I/O thread.
   auto st = Staging::Create(options.chunk_bytes, kBlock + data_bytes, capacity,
-                            options.queue_depth + 1);
+                            c->depth_ + 1);
   if (!st.ok()) return st.status();
   c->staging_ = std::move(st).value();
   c->decode_buf_ = static_cast<uint32_t>(c->staging_->TakeScratch());
-  uint32_t ra = options.readahead_chunks ? options.readahead_chunks : 2 * options.queue_depth;
+  uint32_t ra = options.readahead_chunks ? options.readahead_chunks : 2 * c->depth_;
   c->readahead_ = std::max<uint32_t>(1, std::min<uint32_t>(ra, capacity / 4));
   if (capacity < 4) c->readahead_ = 0;
   std::vector<iovec> fixed;
   if (options.fixed_buffers) fixed = c->staging_->Iovecs();
-  auto eng = UringEngine::Create(options.queue_depth, std::move(fixed));
+  auto eng = UringEngine::Create(c->depth_, std::move(fixed));
   if (!eng.ok()) return eng.status();
   c->engine_ = std::move(eng).value();
   return c;
@@ -294,8 +297,8 @@ void StoreCore::ReadDone(Entry* e, int res) {
 
 uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFileImpl* only) {
   (void)lock;
-  if (writes_inflight_ >= opt_.queue_depth) return 0;
-  uint32_t room = opt_.queue_depth - writes_inflight_;
+  if (writes_inflight_ >= depth_) return 0;
+  uint32_t room = depth_ - writes_inflight_;
   std::vector<IoOp*> ops;
   auto start = [&](Entry* e) {
     auto* f = static_cast<SpillFileImpl*>(e->owner);

@@ -54,9 +54,12 @@ struct SpillOptions {
   bool compress = true;                    // spill.compress (zero-value compression)
   uint64_t staging_bytes = 256ull << 20;   // spill.staging (RAM staging buffer)
   uint32_t chunk_bytes = 256u << 10;       // logical bytes per chunk (power of two, >= 4 KiB)
-  uint32_t queue_depth = 16;               // io_uring requests in flight
-  // Chunks read ahead of a sequential reader (0: 2 * queue_depth; capped at a
-  // quarter of the staging buffer).
+  // io_uring requests in flight, counted in 1 MiB requests like fio's iodepth
+  // with --bs=1M: one request per chunk, so with chunks smaller than 1 MiB up
+  // to queue_depth * (1 MiB / chunk_bytes) of them.
+  uint32_t queue_depth = 16;
+  // Chunks read ahead of a sequential reader (0: twice the requests in
+  // flight; capped at a quarter of the staging buffer).
   uint32_t readahead_chunks = 0;
   // Register the staging buffers with io_uring (fixed buffers: no page pinning
   // per request; pins the whole staging buffer at Open). Falls back to plain
