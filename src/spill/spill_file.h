@@ -73,7 +73,7 @@ class StoreCore {
   Status WaitLoaded(std::unique_lock<std::mutex>& lock, SpillFileImpl* f, uint64_t c);
   // Keeps write-back going when more than half the staging buffer is dirty.
   void MaybeWriteBack(std::unique_lock<std::mutex>& lock) {
-    if (staging_->dirty() * 2 > staging_->capacity()) StartWriteBack(lock, nullptr);
+    if (staging_->dirty() * 4 > staging_->capacity()) StartWriteBack(lock, nullptr);
   }
   uint8_t* data(const Entry* e) const { return staging_->buffer(e->buf) + kBlock; }
   uint32_t readahead_chunks() const { return readahead_; }

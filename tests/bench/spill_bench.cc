@@ -2,7 +2,9 @@
 // the same directory in the same run.
 //
 //   spill_bench DIR [MiB=1024] [random|sparse] [chunk KiB=256] [options...]
-//     options: qd=N staging_mib=N compress=0|1 fixed=0|1 reps=N
+//     options: qd=N staging_mib=N compress=0|1 fixed=0|1 reps=N fio=0|1 rewrite=0|1
+//     (rewrite=1: the timed write overwrites a file written before, as fio's
+//     write does after laying its file out)
 //
 // Store: sequential write of MiB in 1 MiB pieces, then Sync (write GB/s
 // counts both); WriteOut (staging dropped); sequential read in 1 MiB pieces
@@ -57,7 +59,7 @@ double Fio(const std::string& dir, uint64_t mib, const char* rw) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DIR [MiB] [random|sparse] [chunk KiB] [qd=N staging_mib=N compress=0|1 fixed=0|1 reps=N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [MiB] [random|sparse] [chunk KiB] [qd=N staging_mib=N compress=0|1 fixed=0|1 reps=N fio=0|1 rewrite=0|1]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   o.dir = dir + "/store";
   o.chunk_bytes = (argc > 4 ? static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 10)) : 256) << 10;
   int reps = 3;
+  bool run_fio = true;
+  bool rewrite = false;
   for (int i = 5; i < argc; ++i) {
     std::string a = argv[i];
     auto val = [&] { return std::strtoull(a.c_str() + a.find('=') + 1, nullptr, 10); };
@@ -75,6 +79,8 @@ int main(int argc, char** argv) {
     else if (a.rfind("compress=", 0) == 0) o.compress = val() != 0;
     else if (a.rfind("fixed=", 0) == 0) o.fixed_buffers = val() != 0;
     else if (a.rfind("reps=", 0) == 0) reps = static_cast<int>(val());
+    else if (a.rfind("fio=", 0) == 0) run_fio = val() != 0;
+    else if (a.rfind("rewrite=", 0) == 0) rewrite = val() != 0;
   }
   const size_t piece = 1 << 20;
   // 64 MiB of source data, cycled.
@@ -104,6 +110,14 @@ int main(int argc, char** argv) {
   for (int rep = 0; rep < reps && ok; ++rep) {
     const std::string name = "bench" + std::to_string(rep);
     auto f = store->OpenFile(name, true, false, true, 0600, getuid(), getgid()).value();
+    if (rewrite) {
+      // Like fio's layout: the file exists (allocated and written) before the
+      // timed write overwrites it.
+      for (uint64_t off = 0; off < bytes; off += piece) {
+        if (!f->Write(off, {src.data() + off % src.size(), piece}).ok()) return 1;
+      }
+      if (!f->Sync().ok() || !store->WriteOut(name).ok()) return 1;
+    }
     auto t0 = std::chrono::steady_clock::now();
     for (uint64_t off = 0; off < bytes; off += piece) {
       auto w = f->Write(off, {src.data() + off % src.size(), piece});
@@ -146,13 +160,16 @@ int main(int argc, char** argv) {
   store.reset();
   std::system(("rm -rf '" + o.dir + "'").c_str());
   std::printf("spill_bench: %llu MiB %s data, chunk %u KiB, qd %u, staging %llu MiB, compress %d, "
-              "best of %d\n",
+              "%s, best of %d\n",
               static_cast<unsigned long long>(mib), kind.c_str(), o.chunk_bytes >> 10, o.queue_depth,
-              static_cast<unsigned long long>(o.staging_bytes >> 20), o.compress ? 1 : 0, reps);
+              static_cast<unsigned long long>(o.staging_bytes >> 20), o.compress ? 1 : 0,
+              rewrite ? "overwriting an existing file" : "new file", reps);
   std::printf("  store  write+sync %6.2f GB/s   read %6.2f GB/s   (chunks compressed %llu, raw %llu)\n",
               best_w / 1e9, best_r / 1e9, static_cast<unsigned long long>(st.chunks_compressed),
               static_cast<unsigned long long>(st.chunks_raw));
-  if (std::system("command -v fio >/dev/null 2>&1") == 0) {
+  if (!run_fio) {
+    std::printf("  fio skipped (fio=0)\n");
+  } else if (std::system("command -v fio >/dev/null 2>&1") == 0) {
     double fw = 0, fr = 0;
     for (int rep = 0; rep < reps; ++rep) {
       fw = std::max(fw, Fio(dir, mib, "write"));
