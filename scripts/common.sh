@@ -15,6 +15,7 @@ EPOCHFS_PACKAGES=(
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
+  fio
 )
 
 epochfs_install_packages() {

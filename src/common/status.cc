@@ -18,6 +18,8 @@ const char* CodeName(Code c) {
     case Code::kUnsupported: return "Unsupported";
     case Code::kBusy: return "Busy";
     case Code::kInternal: return "Internal";
+    case Code::kIsDirectory: return "IsDirectory";
+    case Code::kNotDirectory: return "NotDirectory";
   }
   return "Unknown";
 }

@@ -20,6 +20,8 @@ int ToErrno(const Status& s) {
     case Code::kUnsupported: return EOPNOTSUPP;
     case Code::kBusy: return EBUSY;
     case Code::kInternal: return EIO;
+    case Code::kIsDirectory: return EISDIR;
+    case Code::kNotDirectory: return ENOTDIR;
   }
   return EIO;
 }

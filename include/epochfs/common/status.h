@@ -27,6 +27,8 @@ enum class Code : uint8_t {
   kUnsupported,
   kBusy,
   kInternal,
+  kIsDirectory,   // a file operation on a directory (EISDIR)
+  kNotDirectory,  // a path component or operand is not a directory (ENOTDIR)
 };
 
 const char* CodeName(Code c);
@@ -57,6 +59,8 @@ inline Status Corruption(std::string m) { return {Code::kCorruption, std::move(m
 inline Status ReadOnly(std::string m) { return {Code::kReadOnly, std::move(m)}; }
 inline Status NoSpace(std::string m) { return {Code::kNoSpace, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status IsDirectory(std::string m) { return {Code::kIsDirectory, std::move(m)}; }
+inline Status NotDirectory(std::string m) { return {Code::kNotDirectory, std::move(m)}; }
 
 // Result<T> holds either a T or a non-OK Status.
 // REQUIRES: value() only when ok(); status() is OK when a value is held.

@@ -54,7 +54,17 @@ struct SpillOptions {
   bool compress = true;                    // spill.compress (zero-value compression)
   uint64_t staging_bytes = 256ull << 20;   // spill.staging (RAM staging buffer)
   uint32_t chunk_bytes = 256u << 10;       // logical bytes per chunk (power of two, >= 4 KiB)
-  uint32_t queue_depth = 16;               // io_uring requests in flight
+  // io_uring requests in flight, counted in 1 MiB requests like fio's iodepth
+  // with --bs=1M: one request per chunk, so with chunks smaller than 1 MiB up
+  // to queue_depth * (1 MiB / chunk_bytes) of them.
+  uint32_t queue_depth = 16;
+  // Chunks read ahead of a sequential reader (0: twice the requests in
+  // flight; capped at a quarter of the staging buffer).
+  uint32_t readahead_chunks = 0;
+  // Register the staging buffers with io_uring (fixed buffers: no page pinning
+  // per request; pins the whole staging buffer at Open). Falls back to plain
+  // buffers, with a log line, when registration fails.
+  bool fixed_buffers = true;
 };
 
 struct SpillAttr {
@@ -112,7 +122,9 @@ class SpillStore {
   virtual Result<SpillAttr> Stat(const std::string& rel) = 0;   // "" is the root
   // Opens `rel`. create: make it if missing (mode, uid, gid for a new file);
   // exclusive with create: Exists if present; truncate: size 0 (counts as a
-  // write). NotFound, Exists, IsDirectory (InvalidArgument if no such code).
+  // write). NotFound, Exists, IsDirectory, NotDirectory; Corruption when the
+  // backing file's header is not a spill header; Unsupported when it was
+  // written with another chunk_bytes.
   virtual Result<std::shared_ptr<SpillFile>> OpenFile(const std::string& rel, bool create,
                                                      bool exclusive, bool truncate,
                                                      uint32_t mode, uid_t uid, gid_t gid) = 0;

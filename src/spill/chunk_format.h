@@ -1,0 +1,81 @@
+// The on-disk layout of one spill backing file (docs/spill.md, "Spill store").
+//
+//   offset 0                 file header block (kBlock bytes)
+//   SlotOffset(i)            slot of chunk i: a chunk header block (kBlock
+//                            bytes, the header in its first 64) followed by
+//                            up to chunk_bytes stored bytes
+//
+// SlotOffset(i) = kBlock + i * (kBlock + chunk_bytes): every slot starts on a
+// 4 KiB boundary, so a slot is read or written with one O_DIRECT request, and
+// a raw chunk is written straight from its staging buffer (which has the same
+// layout: header block, then the chunk's bytes). A slot that was never written
+// (a hole, or past the backing file's end) reads as zeros: its header block
+// is all zero bytes.
+//
+// File header (little-endian): "EPSPILL1" magic, version, chunk_bytes,
+// logical size, mode, uid, gid, mtime, XXH3 of the preceding bytes.
+// Chunk header: magic, ZVC mode, chunk index, logical length (bytes of the
+// chunk below the file's size when it was written; the rest is zeros), stored
+// length, XXH3 of the stored bytes, XXH3 of the preceding header bytes.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "epochfs/common/status.h"
+#include "epochfs/spill/zvc.h"
+
+namespace epochfs::spill {
+
+inline constexpr uint32_t kBlock = 4096;  // O_DIRECT alignment and header block size
+
+inline constexpr uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+inline constexpr uint64_t SlotOffset(uint64_t chunk, uint32_t chunk_bytes) {
+  return kBlock + chunk * (uint64_t{kBlock} + chunk_bytes);
+}
+// Number of chunks that hold a file of `size` logical bytes.
+inline constexpr uint64_t ChunkCount(uint64_t size, uint32_t chunk_bytes) {
+  return (size + chunk_bytes - 1) / chunk_bytes;
+}
+
+struct FileHeader {
+  uint32_t chunk_bytes = 0;
+  uint64_t size = 0;
+  uint32_t mode = 0;  // S_IFREG | permission bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  struct timespec mtime {};
+};
+
+// Writes the header into block[0, kBlock) (the rest of the block zeroed).
+// REQUIRES: block.size() >= kBlock.
+void EncodeFileHeader(const FileHeader& h, std::span<uint8_t> block);
+// Corruption when the block is not a valid header.
+Status DecodeFileHeader(std::span<const uint8_t> block, FileHeader* h);
+
+struct ChunkHeader {
+  ZvcMode mode = ZvcMode::kRaw;
+  uint64_t chunk = 0;
+  uint32_t logical_len = 0;  // bytes [0, logical_len) are stored; the rest are zeros
+  uint32_t stored_len = 0;   // bytes after the header block
+  uint64_t checksum = 0;     // XXH3 of the stored bytes
+};
+
+inline constexpr size_t kChunkHeaderBytes = 64;
+
+// Writes the header into block[0, kBlock) (the rest of the block zeroed).
+void EncodeChunkHeader(const ChunkHeader& h, std::span<uint8_t> block);
+
+enum class ChunkHeaderKind { kValid, kAbsent, kBad };
+// kAbsent: the block is all zeros (a slot never written). kBad: anything
+// else that is not a valid header (then *why says what is wrong).
+ChunkHeaderKind DecodeChunkHeader(std::span<const uint8_t> block, ChunkHeader* h,
+                                  const char** why);
+
+}  // namespace epochfs::spill

@@ -1,0 +1,423 @@
+// SpillFileImpl: one spill file's reads, writes, truncation and durability
+// (spill_file.h). Every byte goes through staging (StoreCore).
+#include "spill_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "epochfs/common/log.h"
+
+namespace epochfs::spill {
+namespace {
+
+struct AlignedBlock {
+  AlignedBlock() : p(static_cast<uint8_t*>(std::aligned_alloc(kBlock, kBlock))) {}
+  ~AlignedBlock() { std::free(p); }
+  AlignedBlock(const AlignedBlock&) = delete;
+  AlignedBlock& operator=(const AlignedBlock&) = delete;
+  uint8_t* p;
+};
+
+Status Errno(const std::string& what) {
+  const int err = errno;
+  if (err == ENOSPC || err == EDQUOT) return NoSpace(what + ": " + std::strerror(err));
+  return IoError(what + ": " + std::strerror(err));
+}
+
+struct timespec Now() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts;
+}
+
+}  // namespace
+
+Status WriteHeaderBlock(int fd, const FileHeader& h) {
+  AlignedBlock b;
+  if (!b.p) return Internal("out of memory");
+  EncodeFileHeader(h, {b.p, kBlock});
+  ssize_t n = ::pwrite(fd, b.p, kBlock, 0);
+  if (n < 0) return Errno("spill header write");
+  if (n != kBlock) return IoError("spill header write: short write");
+  return Status::Ok();
+}
+
+Status ReadHeaderBlock(int fd, FileHeader* h, bool* empty) {
+  AlignedBlock b;
+  if (!b.p) return Internal("out of memory");
+  *empty = false;
+  ssize_t n = ::pread(fd, b.p, kBlock, 0);
+  if (n < 0) return Errno("spill header read");
+  if (n < static_cast<ssize_t>(kBlock)) {
+    *empty = true;
+    return Status::Ok();
+  }
+  return DecodeFileHeader({b.p, kBlock}, h);
+}
+
+SpillFileImpl::SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, UniqueFd fd,
+                             const FileHeader& header, uint64_t backing_size)
+    : core_(std::move(core)), c_(*core_), fd_(std::move(fd)), rel_(std::move(rel)) {
+  size_ = header.size;
+  size_atomic_.store(size_, std::memory_order_release);
+  mode_ = header.mode;
+  uid_ = header.uid;
+  gid_ = header.gid;
+  mtime_ = header.mtime;
+  const uint32_t cb = c_.chunk_bytes();
+  alloc_end_ = backing_size;
+  disk.assign(ChunkCount(size_, cb), kUnknown);
+  for (uint64_t c = 0; c < disk.size(); ++c) {
+    if (SlotOffset(c, cb) + kChunkHeaderBytes > backing_size) disk[c] = 0;
+  }
+}
+
+SpillFileImpl::~SpillFileImpl() {
+  if (!unlinked) {
+    std::lock_guard op(op_mu_);
+    Status s = SyncLocked(false);
+    if (!s.ok()) log::Error("spill: closing " + rel_ + ": " + s.ToString());
+  }
+  std::unique_lock lock(c_.mu);
+  c_.Drop(lock, this, 0);
+  for (uint32_t d : disk) c_.ForgetStored(d);
+  if (unlinked) c_.RemoveFile(size_);
+}
+
+void SpillFileImpl::SetSize(uint64_t size) {
+  size_ = size;
+  size_atomic_.store(size, std::memory_order_release);
+  const uint64_t n = ChunkCount(size, c_.chunk_bytes());
+  if (disk.size() < n) disk.resize(n, 0);  // past the old end: slots absent
+}
+
+Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
+  std::lock_guard op(op_mu_);
+  std::unique_lock lock(c_.mu);
+  if (offset >= size_ || out.empty()) return size_t{0};
+  const uint64_t n = std::min<uint64_t>(out.size(), size_ - offset);
+  const uint64_t end = offset + n;
+  const uint32_t cb = c_.chunk_bytes();
+  const uint64_t c0 = offset / cb, c1 = (end - 1) / cb;
+  const bool sequential = offset == 0 || offset == seq_next_;
+  // One batch for the chunks of this request (and the read-ahead window of
+  // a sequential reader); Pin below waits for each.
+  uint64_t batch = c1 - c0 + 1;
+  if (sequential) batch += c_.readahead_chunks();
+  batch = std::min<uint64_t>(batch, c_.staging_capacity() / 2);
+  if (batch > 1) c_.LoadAhead(this, c0, batch);
+  for (uint64_t c = c0; c <= c1; ++c) {
+    auto r = c_.Pin(lock, this, c, StoreCore::PinMode::kRead);
+    if (!r.ok()) return r.status();
+    Entry* e = r.value();
+    const uint64_t cstart = c * cb;
+    const uint64_t from = std::max(offset, cstart), to = std::min(end, cstart + cb);
+    lock.unlock();
+    std::memcpy(out.data() + (from - offset), c_.data(e) + (from - cstart), to - from);
+    lock.lock();
+    c_.Unpin(e);
+  }
+  seq_next_ = end;
+  return static_cast<size_t>(n);
+}
+
+Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in) {
+  if (in.empty()) return size_t{0};
+  if (offset > UINT64_MAX / 2 || in.size() > UINT64_MAX / 2 - offset) {
+    return InvalidArgument("spill write past the largest file size");
+  }
+  std::lock_guard op(op_mu_);
+  std::unique_lock lock(c_.mu);
+  const uint64_t end = offset + in.size();
+  const uint64_t old = size_;
+  if (end > old) {
+    Status q = c_.Reserve(end - old);
+    if (!q.ok()) return q;
+    SetSize(end);
+  }
+  const uint32_t cb = c_.chunk_bytes();
+  uint64_t written_end = offset;
+  Status failed;
+  for (uint64_t c = offset / cb; c <= (end - 1) / cb; ++c) {
+    const uint64_t cstart = c * cb;
+    const uint64_t lo = std::max(offset, cstart) - cstart;
+    const uint64_t hi = std::min(end, cstart + cb) - cstart;
+    // No read-modify-write when the bytes of the chunk outside [lo, hi) are
+    // known zeros: at or past the old end of the file.
+    const bool covers = (lo == 0 || cstart >= old) && (hi == cb || cstart + hi >= old);
+    bool fresh = false;
+    auto r = c_.Pin(lock, this, c, covers ? StoreCore::PinMode::kOverwrite : StoreCore::PinMode::kWrite,
+                    &fresh);
+    if (!r.ok()) {
+      failed = r.status();
+      break;
+    }
+    Entry* e = r.value();
+    lock.unlock();
+    uint8_t* d = c_.data(e);
+    if (fresh) {
+      std::memset(d, 0, lo);
+      std::memset(d + hi, 0, cb - hi);
+    }
+    std::memcpy(d + lo, in.data() + (cstart + lo - offset), hi - lo);
+    lock.lock();
+    c_.MarkDirty(e);
+    c_.Unpin(e);
+    written_end = cstart + hi;
+  }
+  mtime_ = Now();
+  header_dirty_ = true;
+  if (!failed.ok()) {
+    // Keep what was written; give back the rest of the reservation.
+    const uint64_t keep = std::max(old, written_end);
+    if (keep < end) {
+      c_.ReleaseBytes(end - keep);
+      size_ = keep;
+      size_atomic_.store(keep, std::memory_order_release);
+      disk.resize(ChunkCount(keep, cb));
+    }
+    return failed;
+  }
+  c_.MaybeWriteBack(lock);
+  if (end > old) {
+    lock.unlock();
+    Preallocate(end);
+  }
+  return in.size();
+}
+
+// Allocates the backing file ahead of a growing file (doubling, up to 64 MiB
+// at a time), so that write-backs are O_DIRECT writes inside i_size: ext4
+// runs those in parallel, while writes that extend the file serialise on the
+// inode. The slots allocated past the logical end read as zeros (never
+// written) and are cut at the next Open.
+void SpillFileImpl::Preallocate(uint64_t size) {
+  const uint64_t need = SlotOffset(ChunkCount(size, c_.chunk_bytes()), c_.chunk_bytes());
+  if (need <= alloc_end_) return;
+  const uint64_t step = std::max<uint64_t>(need - alloc_end_, std::min<uint64_t>(alloc_end_, 64ull << 20));
+  const uint64_t to = RoundUp(std::max(need, alloc_end_ + step), kBlock);
+  if (::fallocate(fd_.get(), 0, static_cast<off_t>(alloc_end_), static_cast<off_t>(to - alloc_end_)) == 0) {
+    alloc_end_ = to;
+  } else {
+    alloc_end_ = need;  // unsupported or full: writes extend the file (and report ENOSPC)
+  }
+}
+
+Status SpillFileImpl::Truncate(uint64_t size) {
+  if (size > UINT64_MAX / 2) return InvalidArgument("spill truncate past the largest file size");
+  std::lock_guard op(op_mu_);
+  std::unique_lock lock(c_.mu);
+  const uint64_t old = size_;
+  const uint32_t cb = c_.chunk_bytes();
+  if (size == old) return Status::Ok();
+  if (size > old) {
+    // Bytes past the old end are zeros already (in staging and on disk).
+    Status q = c_.Reserve(size - old);
+    if (!q.ok()) return q;
+    SetSize(size);
+  } else {
+    const uint64_t keep = ChunkCount(size, cb);
+    Entry* tail = nullptr;
+    if (size % cb != 0) {
+      auto r = c_.Pin(lock, this, size / cb, StoreCore::PinMode::kWrite);
+      if (!r.ok()) return r.status();
+      tail = r.value();
+    }
+    c_.Drop(lock, this, keep);
+    if (tail) {
+      // The old bytes past the new end must never come back.
+      std::memset(c_.data(tail) + size % cb, 0, cb - size % cb);
+      c_.MarkDirty(tail);
+      c_.Unpin(tail);
+    }
+    for (uint64_t c = keep; c < disk.size(); ++c) c_.ForgetStored(disk[c]);
+    disk.resize(keep);
+    c_.ReleaseBytes(old - size);
+    size_ = size;
+    size_atomic_.store(size, std::memory_order_release);
+    lock.unlock();
+    // Cut the slots past the end (holes read as zeros if the file grows again).
+    const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(SlotOffset(keep, cb)));
+    alloc_end_ = SlotOffset(keep, cb);
+    lock.lock();
+    if (rc != 0) {
+      Status s = Errno("spill truncate " + rel_);
+      mtime_ = Now();
+      header_dirty_ = true;
+      return s;
+    }
+  }
+  mtime_ = Now();
+  header_dirty_ = true;
+  return Status::Ok();
+}
+
+Status SpillFileImpl::Sync() {
+  std::lock_guard op(op_mu_);
+  return SyncLocked(true);
+}
+
+Status SpillFileImpl::WriteHeader() {
+  FileHeader h;
+  {
+    std::lock_guard lock(c_.mu);
+    if (!header_dirty_) return Status::Ok();
+    h.chunk_bytes = c_.chunk_bytes();
+    h.size = size_;
+    h.mode = mode_;
+    h.uid = uid_;
+    h.gid = gid_;
+    h.mtime = mtime_;
+    header_dirty_ = false;
+  }
+  Status s = WriteHeaderBlock(fd_.get(), h);
+  std::lock_guard lock(c_.mu);
+  if (!s.ok()) header_dirty_ = true;
+  else c_.CountHeaderWrite();
+  return s;
+}
+
+Status SpillFileImpl::SyncLocked(bool fsync) {
+  Status s;
+  {
+    std::unique_lock lock(c_.mu);
+    s = c_.Flush(lock, this);
+  }
+  if (!s.ok()) return s;
+  s = WriteHeader();
+  if (!s.ok()) return s;
+  if (!fsync) return Status::Ok();
+  bool unl;
+  std::string rel;
+  {
+    std::lock_guard lock(c_.mu);
+    unl = unlinked;
+    rel = rel_;
+  }
+  if (unl) return Status::Ok();
+  if (::fdatasync(fd_.get()) != 0) return Errno("spill fdatasync " + rel);
+  if (dir_sync_needed_.exchange(false)) {
+    // A new or renamed file: make its directory entries durable too.
+    std::string dir = rel;
+    for (;;) {
+      const size_t slash = dir.rfind('/');
+      dir = slash == std::string::npos ? std::string(".") : dir.substr(0, slash);
+      int dfd = ::openat(c_.root_fd(), dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd < 0) {
+        dir_sync_needed_.store(true);
+        return Errno("spill open directory " + dir);
+      }
+      const int rc = ::fsync(dfd);
+      ::close(dfd);
+      if (rc != 0) {
+        dir_sync_needed_.store(true);
+        return Errno("spill fsync directory " + dir);
+      }
+      if (dir == ".") break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status SpillFileImpl::Prefetch() {
+  std::lock_guard op(op_mu_);
+  std::unique_lock lock(c_.mu);
+  const uint64_t n = std::min<uint64_t>(ChunkCount(size_, c_.chunk_bytes()), c_.staging_capacity());
+  for (uint64_t c = 0; c < n; ++c) {
+    if (chunks.count(c)) continue;
+    if (c_.LoadAhead(this, c, n - c) == 0) {
+      // No clean room: Pin waits for write-back to make some.
+      auto r = c_.Pin(lock, this, c, StoreCore::PinMode::kRead);
+      if (!r.ok()) return r.status();
+      c_.Unpin(r.value());
+    }
+  }
+  Status first;
+  for (uint64_t c = 0; c < n; ++c) {
+    Status s = c_.WaitLoaded(lock, this, c);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+Status SpillFileImpl::WriteOut() {
+  std::lock_guard op(op_mu_);
+  Status s = SyncLocked(false);
+  if (!s.ok()) return s;
+  std::unique_lock lock(c_.mu);
+  c_.Drop(lock, this, 0);
+  return Status::Ok();
+}
+
+bool SpillFileImpl::Resident() {
+  std::lock_guard lock(c_.mu);
+  const uint64_t n = ChunkCount(size_, c_.chunk_bytes());
+  uint64_t have = 0;
+  for (auto it = chunks.begin(); it != chunks.end() && it->first < n; ++it) {
+    const Entry::State st = it->second->state;
+    if (st != Entry::State::kLoading && st != Entry::State::kFailed) ++have;
+  }
+  return have == n;
+}
+
+Status SpillFileImpl::SetMode(uint32_t mode) {
+  std::lock_guard op(op_mu_);
+  {
+    std::lock_guard lock(c_.mu);
+    mode_ = S_IFREG | (mode & 07777);
+    header_dirty_ = true;
+  }
+  if (c_.is_root() && ::fchmod(fd_.get(), mode & 0777) != 0) return Errno("spill chmod");
+  return WriteHeader();
+}
+
+Status SpillFileImpl::SetOwner(uid_t uid, gid_t gid) {
+  std::lock_guard op(op_mu_);
+  if (c_.is_root() && ::fchown(fd_.get(), uid, gid) != 0) return Errno("spill chown");
+  {
+    std::lock_guard lock(c_.mu);
+    if (uid != static_cast<uid_t>(-1)) uid_ = uid;
+    if (gid != static_cast<gid_t>(-1)) gid_ = gid;
+    header_dirty_ = true;
+  }
+  return WriteHeader();
+}
+
+Result<SpillAttr> SpillFileImpl::Attr() {
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) != 0) return Errno("spill fstat");
+  SpillAttr a;
+  std::lock_guard lock(c_.mu);
+  a.is_dir = false;
+  a.size = size_;
+  a.blocks = static_cast<uint64_t>(st.st_blocks);
+  a.mode = mode_;
+  a.uid = uid_;
+  a.gid = gid_;
+  a.nlink = unlinked ? 0 : 1;
+  a.ino = st.st_ino;
+  a.atime = st.st_atim;
+  a.mtime = mtime_;
+  a.ctime = st.st_ctim;
+  return a;
+}
+
+void SpillFileImpl::MarkUnlinked() { unlinked = true; }
+void SpillFileImpl::SetRel(std::string rel) { rel_ = std::move(rel); }
+
+std::string SpillFileImpl::rel() {
+  std::lock_guard lock(c_.mu);
+  return rel_;
+}
+
+bool SpillFileImpl::Idle() {
+  std::lock_guard lock(c_.mu);
+  return chunks.empty() && !header_dirty_;
+}
+
+}  // namespace epochfs::spill

@@ -1,0 +1,192 @@
+// The spill store's internals: StoreCore (staging, I/O thread, quota,
+// counters: what every file shares) and SpillFileImpl (one backing file).
+//
+// Thread roles: callers' threads run file operations and start loads and
+// write-backs (encoding chunks on their own thread); the engine's I/O thread
+// completes them (checksums, decoding) and wakes waiters.
+//
+// Lock order: SpillStoreImpl::ns_mu_ → SpillFileImpl::op_mu_ → StoreCore::mu.
+// op_mu_ serialises the data operations of one file (Read, Write, Truncate,
+// Sync, Prefetch, WriteOut); StoreCore::mu guards staging, every file's chunk
+// map and disk knowledge, the quota and the counters, and is never held
+// across a system call that may block on the device.
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "chunk_format.h"
+#include "epochfs/common/unique_fd.h"
+#include "epochfs/spill/spill_store.h"
+#include "staging.h"
+#include "uring_engine.h"
+
+namespace epochfs::spill {
+
+class SpillFileImpl;
+
+// The header block of a backing file, written / read with O_DIRECT (pwrite,
+// pread). ReadHeaderBlock: *empty when the file has no header yet (shorter
+// than a block: created, then a crash before the header was written).
+Status WriteHeaderBlock(int fd, const FileHeader& h);
+Status ReadHeaderBlock(int fd, FileHeader* h, bool* empty);
+
+class StoreCore {
+ public:
+  static Result<std::shared_ptr<StoreCore>> Create(const SpillOptions& options, UniqueFd root);
+  ~StoreCore();
+
+  const SpillOptions& options() const { return opt_; }
+  uint32_t chunk_bytes() const { return opt_.chunk_bytes; }
+  int root_fd() const { return root_.get(); }
+  bool is_root() const { return is_root_; }
+
+  // --- Everything below REQUIRES: lock holds mu. ---
+  // A pinned entry for chunk `c` of `f`. kRead: contents loaded; kWrite:
+  // contents loaded, no write-back in flight; kOverwrite: as kWrite, but the
+  // contents need not be loaded: when they were not (*fresh set), the caller
+  // writes every byte of the chunk.
+  enum class PinMode { kRead, kWrite, kOverwrite };
+  Result<Entry*> Pin(std::unique_lock<std::mutex>& lock, SpillFileImpl* f, uint64_t c, PinMode mode,
+                     bool* fresh = nullptr);
+  void Unpin(Entry* e) {
+    if (--e->pins == 0) cv.notify_all();
+  }
+  void MarkDirty(Entry* e);
+  // Starts loads of the chunks [from, from + count) not staged, without
+  // waiting for room (read-ahead, Prefetch). Returns how many it started.
+  uint64_t LoadAhead(SpillFileImpl* f, uint64_t from, uint64_t count);
+  // Writes back every dirty chunk of `f`, depth() in flight; waits.
+  Status Flush(std::unique_lock<std::mutex>& lock, SpillFileImpl* f);
+  // Drops the chunks of `f` with index >= from (after their I/O ends),
+  // without writing them back.
+  void Drop(std::unique_lock<std::mutex>& lock, SpillFileImpl* f, uint64_t from);
+  // Waits until the load of f's chunk c (if any) has finished; its status.
+  Status WaitLoaded(std::unique_lock<std::mutex>& lock, SpillFileImpl* f, uint64_t c);
+  // Keeps write-back going when more than half the staging buffer is dirty.
+  void MaybeWriteBack(std::unique_lock<std::mutex>& lock) {
+    if (staging_->dirty() * 4 > staging_->capacity()) StartWriteBack(lock, nullptr);
+  }
+  uint8_t* data(const Entry* e) const { return staging_->buffer(e->buf) + kBlock; }
+  uint32_t readahead_chunks() const { return readahead_; }
+  // Requests in flight: queue_depth × max(1, 1 MiB / chunk_bytes).
+  uint32_t depth() const { return depth_; }
+  uint32_t staging_capacity() const { return staging_->capacity(); }
+
+  // Quota: reserves `delta` more logical bytes; NoSpace when over max_bytes.
+  Status Reserve(uint64_t delta);
+  void ReleaseBytes(uint64_t delta) { logical_ -= delta; }
+  void AddFile(uint64_t size) { ++files_; logical_ += size; }
+  void RemoveFile(uint64_t size) { --files_; logical_ -= size; }
+  void ForgetStored(uint32_t stored) {
+    if (stored != UINT32_MAX) stats_.stored_bytes -= std::min<uint64_t>(stored, stats_.stored_bytes);
+  }
+  SpillStats Stats() const;
+  void CountHeaderWrite() { stats_.ssd_write_bytes += kBlock; }
+
+  std::mutex mu;
+  std::condition_variable cv;  // signalled on every state change of an entry
+
+ private:
+  StoreCore() = default;
+  Entry* TryAllocate(SpillFileImpl* f, uint64_t c);
+  void SetState(Entry* e, Entry::State s);
+  void Detach(Entry* e);
+  void StartLoads(const std::vector<Entry*>& entries);
+  // Starts write-backs of dirty unpinned chunks (of `only`, or LRU first),
+  // keeping at most depth() in flight. Returns how many it started.
+  uint32_t StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFileImpl* only);
+  static void OnWritePrepare(IoOp* op);
+  void WritePrepare(Entry* e);
+  static void OnReadDone(IoOp* op, int res);
+  static void OnWriteDone(IoOp* op, int res);
+  void ReadDone(Entry* e, int res);
+  void WriteDone(Entry* e, int res);
+
+  SpillOptions opt_;
+  UniqueFd root_;
+  bool is_root_ = false;
+  uint32_t readahead_ = 0;
+  uint32_t depth_ = 0;
+  std::unique_ptr<Staging> staging_;      // guarded by mu
+  std::unique_ptr<UringEngine> engine_;   // thread-safe
+  uint32_t decode_buf_ = 0;               // scratch buffer of the I/O thread
+  uint32_t writes_inflight_ = 0;          // guarded by mu
+  uint64_t logical_ = 0;                  // guarded by mu
+  uint64_t files_ = 0;                    // guarded by mu
+  SpillStats stats_;                      // guarded by mu (counters part)
+};
+
+class SpillFileImpl final : public SpillFile {
+ public:
+  // `header` is the file's decoded header; `backing_size` its st_size (at
+  // most SlotOffset(ChunkCount(header.size)): the store cut the rest).
+  SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, UniqueFd fd,
+                const FileHeader& header, uint64_t backing_size);
+  ~SpillFileImpl() override;
+
+  Result<size_t> Read(uint64_t offset, std::span<uint8_t> out) override;
+  Result<size_t> Write(uint64_t offset, std::span<const uint8_t> in) override;
+  Status Truncate(uint64_t size) override;
+  Status Sync() override;
+  uint64_t size() const override { return size_atomic_.load(std::memory_order_acquire); }
+
+  // For the store.
+  Status Prefetch();
+  Status WriteOut();
+  bool Resident();
+  Status SetMode(uint32_t mode);
+  Status SetOwner(uid_t uid, gid_t gid);
+  Result<SpillAttr> Attr();
+  void MarkUnlinked();    // REQUIRES: core mu held
+  void SetRel(std::string rel);  // REQUIRES: core mu held
+  std::string rel();      // takes core mu
+  const std::string& RelLocked() const { return rel_; }  // REQUIRES: core mu
+  bool Idle();            // no staged chunks, header clean (takes core mu)
+  void NeedDirSync() { dir_sync_needed_.store(true); }
+  int fd() const { return fd_.get(); }
+
+  // --- Guarded by core mu (StoreCore reads and writes these). ---
+  std::map<uint64_t, Entry*> chunks;  // staged chunks by index
+  // What is known of each chunk's slot on disk: kUnknown, 0 (absent: reads
+  // as zeros without I/O) or the stored length.
+  static constexpr uint32_t kUnknown = UINT32_MAX;
+  std::vector<uint32_t> disk;
+  uint32_t dirty_chunks = 0;  // kDirty + kWriting
+  Status write_error;          // first write-back failure, reported by Sync
+  uint64_t size_ = 0;
+  bool unlinked = false;
+
+ private:
+  Status SyncLocked(bool fsync);
+  Status WriteHeader();
+  void SetSize(uint64_t size);  // REQUIRES: core mu
+
+  std::shared_ptr<StoreCore> core_;
+  StoreCore& c_;
+  UniqueFd fd_;
+  std::mutex op_mu_;
+  std::atomic<uint64_t> size_atomic_{0};
+  std::atomic<bool> dir_sync_needed_{false};
+  // Guarded by core mu.
+  std::string rel_;
+  uint32_t mode_ = 0;
+  uint32_t uid_ = 0;
+  uint32_t gid_ = 0;
+  struct timespec mtime_ {};
+  bool header_dirty_ = false;
+  // Guarded by op_mu_.
+  uint64_t seq_next_ = UINT64_MAX;  // end of the last read (sequential detection)
+  uint64_t alloc_end_ = 0;          // backing bytes allocated ahead (fallocate)
+  void Preallocate(uint64_t size);  // REQUIRES: op_mu_ held, core mu not held
+};
+
+}  // namespace epochfs::spill

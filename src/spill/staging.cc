@@ -1,0 +1,110 @@
+#include "staging.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace epochfs::spill {
+
+Result<std::unique_ptr<Staging>> Staging::Create(uint32_t chunk_bytes, size_t buf_bytes,
+                                                 uint32_t capacity, uint32_t scratch) {
+  (void)chunk_bytes;
+  std::unique_ptr<Staging> s(new Staging());
+  const size_t total = size_t{capacity} + scratch;
+  s->buf_bytes_ = buf_bytes;
+  s->map_bytes_ = total * buf_bytes;
+  void* p = ::mmap(nullptr, s->map_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return IoError(std::string("spill staging: mmap of ") + std::to_string(s->map_bytes_) +
+                   " bytes: " + std::strerror(errno));
+  }
+  s->base_ = static_cast<uint8_t*>(p);
+  s->capacity_ = capacity;
+  s->entries_.resize(capacity);
+  s->free_entries_.reserve(capacity);
+  for (uint32_t i = capacity; i-- > 0;) {
+    s->entries_[i].buf = i;
+    s->free_entries_.push_back(&s->entries_[i]);
+  }
+  for (uint32_t i = 0; i < scratch; ++i) s->free_scratch_.push_back(capacity + i);
+  return s;
+}
+
+Staging::~Staging() {
+  if (base_) ::munmap(base_, map_bytes_);
+}
+
+std::vector<iovec> Staging::Iovecs() const {
+  std::vector<iovec> v(map_bytes_ / buf_bytes_);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = iovec{buffer(static_cast<uint32_t>(i)), buf_bytes_};
+  return v;
+}
+
+Entry* Staging::Allocate(void* owner, uint64_t chunk) {
+  if (free_entries_.empty()) return nullptr;
+  Entry* e = free_entries_.back();
+  free_entries_.pop_back();
+  e->owner = owner;
+  e->chunk = chunk;
+  e->pins = 0;
+  e->error = Status::Ok();
+  e->state = Entry::State::kClean;  // the caller sets the real state
+  ++used_;
+  PushBack(e);
+  return e;
+}
+
+void Staging::Release(Entry* e) {
+  SetState(e, Entry::State::kFree);
+  Unlink(e);
+  e->owner = nullptr;
+  e->error = Status::Ok();
+  --used_;
+  free_entries_.push_back(e);
+}
+
+Entry* Staging::EvictionCandidate() const {
+  for (Entry* e = lru_head_; e; e = e->next) {
+    if (e->pins == 0 && e->state == Entry::State::kClean) return e;
+  }
+  return nullptr;
+}
+
+void Staging::Touch(Entry* e) {
+  if (e == lru_tail_) return;
+  Unlink(e);
+  PushBack(e);
+}
+
+int Staging::TakeScratch() {
+  if (free_scratch_.empty()) return -1;
+  uint32_t i = free_scratch_.back();
+  free_scratch_.pop_back();
+  return static_cast<int>(i);
+}
+
+void Staging::SetState(Entry* e, Entry::State s) {
+  auto is_dirty = [](Entry::State st) {
+    return st == Entry::State::kDirty || st == Entry::State::kWriting;
+  };
+  if (is_dirty(e->state)) --dirty_;
+  if (is_dirty(s)) ++dirty_;
+  e->state = s;
+}
+
+void Staging::Unlink(Entry* e) {
+  if (e->prev) e->prev->next = e->next; else lru_head_ = e->next;
+  if (e->next) e->next->prev = e->prev; else lru_tail_ = e->prev;
+  e->prev = e->next = nullptr;
+}
+
+void Staging::PushBack(Entry* e) {
+  e->prev = lru_tail_;
+  e->next = nullptr;
+  if (lru_tail_) lru_tail_->next = e; else lru_head_ = e;
+  lru_tail_ = e;
+}
+
+}  // namespace epochfs::spill

@@ -1,0 +1,106 @@
+// Staging: the spill store's bounded RAM chunk cache (DESIGN.md §6).
+//
+// A fixed pool of aligned buffers carved out of one anonymous mapping, each
+// laid out as one on-disk slot (chunk_format.h: a header block, then
+// chunk_bytes of data), so a slot is read or written by O_DIRECT straight
+// from or into a buffer. `capacity` buffers back staged chunks (the budget:
+// staging_bytes / chunk_bytes); `scratch` more are spare buffers for encoding
+// and decoding compressed slots. Every buffer has a fixed index (its
+// registered-buffer index in io_uring).
+//
+// An Entry is one staged chunk: its owner (an opaque pointer to the file), the
+// chunk index, a buffer, a state, a pin count and its place in the LRU list.
+//   kLoading  a read of the slot is in flight (buffer contents undefined)
+//   kClean    the buffer equals the slot on disk (or the chunk is all zeros)
+//   kDirty    the buffer is newer than the slot
+//   kWriting  a write-back is in flight (buffer readable, not writable)
+//   kFailed   the load failed (status kept for the next reader)
+// Only unpinned kClean entries may be evicted; dirty ones are written back
+// first (by the store, which owns all I/O).
+//
+// Thread safety: none; the store's mutex guards every call and every Entry.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "epochfs/common/status.h"
+#include "uring_engine.h"
+
+namespace epochfs::spill {
+
+struct Entry {
+  enum class State : uint8_t { kFree, kLoading, kClean, kDirty, kWriting, kFailed };
+  void* owner = nullptr;
+  uint64_t chunk = 0;
+  uint32_t buf = 0;  // buffer index
+  State state = State::kFree;
+  uint32_t pins = 0;
+  Status error;  // kFailed: why
+  // Write-back in flight: a scratch buffer for the encoded slot (-1: none),
+  // the chunk's logical length, then (after encoding) its stored length and
+  // whether it was compressed. Load in flight: io_stored is the number of
+  // bytes of the chunk below the file's end.
+  int scratch = -1;
+  uint32_t io_stored = 0;
+  bool io_compressed = false;
+  Entry* prev = nullptr;   // LRU list (head: least recently used)
+  Entry* next = nullptr;
+  IoOp op;
+};
+
+class Staging {
+ public:
+  // REQUIRES: capacity >= 1.
+  static Result<std::unique_ptr<Staging>> Create(uint32_t chunk_bytes, size_t buf_bytes,
+                                                 uint32_t capacity, uint32_t scratch);
+  ~Staging();
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  uint8_t* buffer(uint32_t index) const { return base_ + size_t{index} * buf_bytes_; }
+  size_t buf_bytes() const { return buf_bytes_; }
+  uint32_t capacity() const { return capacity_; }
+  std::vector<iovec> Iovecs() const;
+
+  // A free entry (its buffer's contents undefined), or nullptr when all
+  // `capacity` entries are in use. The entry is placed at the MRU end.
+  Entry* Allocate(void* owner, uint64_t chunk);
+  // Returns an entry (not pinned, no I/O in flight) to the free list.
+  void Release(Entry* e);
+  // Least recently used evictable (unpinned, clean) entry, or nullptr.
+  Entry* EvictionCandidate() const;
+  void Touch(Entry* e);  // moves e to the MRU end
+  Entry* lru_head() const { return lru_head_; }
+
+  // Scratch buffers (not counted as staged bytes). -1 when none is free.
+  int TakeScratch();
+  void ReturnScratch(uint32_t index) { free_scratch_.push_back(index); }
+
+  // State changes go through SetState so that the counters stay exact.
+  void SetState(Entry* e, Entry::State s);
+  uint32_t used() const { return used_; }
+  uint32_t dirty() const { return dirty_; }  // kDirty + kWriting
+
+ private:
+  Staging() = default;
+  void Unlink(Entry* e);
+  void PushBack(Entry* e);
+
+  uint8_t* base_ = nullptr;
+  size_t map_bytes_ = 0;
+  size_t buf_bytes_ = 0;
+  uint32_t capacity_ = 0;
+  std::vector<Entry> entries_;
+  std::vector<Entry*> free_entries_;
+  std::vector<uint32_t> free_scratch_;
+  Entry* lru_head_ = nullptr;
+  Entry* lru_tail_ = nullptr;
+  uint32_t used_ = 0;
+  uint32_t dirty_ = 0;
+};
+
+}  // namespace epochfs::spill

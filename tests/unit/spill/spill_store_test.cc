@@ -1,0 +1,669 @@
+// SpillStore: randomized workloads against an in-memory reference (one thread
+// and several), restart and crash durability, corruption detection, quota,
+// ownership, staging residency. Runs on a real disk directory under /var/tmp
+// (O_DIRECT; tmpfs may refuse it).
+#include "epochfs/spill/spill_store.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "epochfs/spill/zvc.h"
+
+namespace epochfs::spill {
+namespace {
+
+constexpr uint32_t kChunk = 8192;
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("EPOCHFS_SPILL_TEST_DIR");
+    std::string tmpl = std::string(base ? base : "/var/tmp") + "/epochfs-spill-test-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    char* p = mkdtemp(buf.data());
+    if (p) path_ = p;
+  }
+  ~TempDir() {
+    if (!path_.empty()) {
+      nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); },
+           16, FTW_DEPTH | FTW_PHYS);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+SpillOptions SmallOptions(const std::string& dir) {
+  SpillOptions o;
+  o.dir = dir + "/spill";
+  o.chunk_bytes = kChunk;
+  o.staging_bytes = 8 * kChunk;  // tiny: write-back and re-reads all the time
+  o.queue_depth = 4;
+  o.readahead_chunks = 2;
+  return o;
+}
+
+std::unique_ptr<SpillStore> MustOpen(const SpillOptions& o) {
+  auto r = SpillStore::Open(o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
+std::shared_ptr<SpillFile> MustOpenFile(SpillStore& s, const std::string& rel, bool create = true) {
+  auto r = s.OpenFile(rel, create, false, false, 0644, getuid(), getgid());
+  EXPECT_TRUE(r.ok()) << rel << ": " << r.status().ToString();
+  return r.ok() ? r.value() : nullptr;
+}
+
+// Data with long zero runs, sparse non-zero words, or random bytes.
+std::vector<uint8_t> MakeData(std::mt19937_64& rng, size_t n) {
+  std::vector<uint8_t> d(n, 0);
+  switch (rng() % 3) {
+    case 0:
+      for (auto& b : d) b = static_cast<uint8_t>(rng());
+      break;
+    case 1:  // ReLU-like: about one word in four non-zero
+      for (size_t i = 0; i + 4 <= n; i += 4) {
+        if (rng() % 4 == 0) {
+          uint32_t v = static_cast<uint32_t>(rng()) | 1;
+          std::memcpy(&d[i], &v, 4);
+        }
+      }
+      break;
+    default:  // mostly zeros with a few bytes
+      for (size_t i = 0; i < n / 64 + 1; ++i) d[rng() % n] = static_cast<uint8_t>(rng() | 1);
+      break;
+  }
+  return d;
+}
+
+std::vector<uint8_t> ReadAll(SpillFile& f, Status* st = nullptr) {
+  std::vector<uint8_t> out(f.size());
+  size_t got = 0;
+  while (got < out.size()) {
+    auto r = f.Read(got, {out.data() + got, out.size() - got});
+    if (!r.ok()) {
+      if (st) *st = r.status();
+      ADD_FAILURE() << r.status().ToString();
+      return {};
+    }
+    if (r.value() == 0) break;
+    got += r.value();
+  }
+  out.resize(got);
+  return out;
+}
+
+void CheckStaging(const SpillStore& s, const SpillOptions& o) {
+  const SpillStats st = s.stats();
+  ASSERT_LE(st.staging_bytes, o.staging_bytes);
+  ASSERT_LE(st.dirty_bytes, st.staging_bytes);
+}
+
+// One fsx-style run: random operations on a few files, compared with a
+// reference after every step. `alone`: no other thread uses the store (then
+// renames run too, and Prefetch must make a small file resident).
+void FsxRun(SpillStore& store, const SpillOptions& o, uint64_t seed, int steps,
+            const std::string& prefix, bool alone) {
+  std::mt19937_64 rng(seed);
+  std::map<std::string, std::vector<uint8_t>> ref;
+  std::map<std::string, std::shared_ptr<SpillFile>> open;
+  const int kFiles = 3;
+  auto name = [&](int i) { return prefix + "f" + std::to_string(i); };
+  for (int i = 0; i < kFiles; ++i) {
+    open[name(i)] = MustOpenFile(store, name(i));
+    ASSERT_TRUE(open[name(i)]);
+    ref[name(i)];
+  }
+  const uint64_t kMax = 12 * kChunk + 123;
+  for (int step = 0; step < steps; ++step) {
+    const std::string n = name(static_cast<int>(rng() % kFiles));
+    SpillFile& f = *open[n];
+    std::vector<uint8_t>& r = ref[n];
+    const int op = static_cast<int>(rng() % 100);
+    std::string what;
+    if (op < 35) {  // write
+      const uint64_t off = rng() % kMax;
+      const size_t len = 1 + rng() % (3 * kChunk);
+      auto data = MakeData(rng, len);
+      what = "write " + std::to_string(off) + "+" + std::to_string(len);
+      auto w = f.Write(off, data);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      ASSERT_EQ(w.value(), len);
+      if (r.size() < off + len) r.resize(off + len, 0);
+      std::copy(data.begin(), data.end(), r.begin() + static_cast<long>(off));
+    } else if (op < 40) {  // whole-chunk aligned write
+      const uint64_t off = (rng() % 12) * kChunk;
+      const size_t len = kChunk * (1 + rng() % 3);
+      auto data = MakeData(rng, len);
+      what = "aligned write " + std::to_string(off) + "+" + std::to_string(len);
+      ASSERT_TRUE(f.Write(off, data).ok());
+      if (r.size() < off + len) r.resize(off + len, 0);
+      std::copy(data.begin(), data.end(), r.begin() + static_cast<long>(off));
+    } else if (op < 60) {  // read
+      const uint64_t off = rng() % (kMax + kChunk);
+      const size_t len = rng() % (3 * kChunk);
+      what = "read " + std::to_string(off) + "+" + std::to_string(len);
+      std::vector<uint8_t> buf(len, 0xEE);
+      auto rd = f.Read(off, buf);
+      ASSERT_TRUE(rd.ok()) << rd.status().ToString();
+      const size_t expect = off >= r.size() ? 0 : std::min<size_t>(len, r.size() - off);
+      ASSERT_EQ(rd.value(), expect) << what;
+      ASSERT_TRUE(std::equal(buf.begin(), buf.begin() + static_cast<long>(expect),
+                             r.begin() + static_cast<long>(std::min<uint64_t>(off, r.size()))))
+          << what;
+    } else if (op < 66) {  // sequential read of everything (read-ahead)
+      what = "sequential read";
+      std::vector<uint8_t> all;
+      std::vector<uint8_t> buf(kChunk / 2 + 17);
+      uint64_t off = 0;
+      for (;;) {
+        auto rd = f.Read(off, buf);
+        ASSERT_TRUE(rd.ok()) << rd.status().ToString();
+        if (rd.value() == 0) break;
+        all.insert(all.end(), buf.begin(), buf.begin() + static_cast<long>(rd.value()));
+        off += rd.value();
+      }
+      ASSERT_EQ(all, r);
+    } else if (op < 76) {  // truncate
+      const uint64_t sz = rng() % 2 ? rng() % kMax : rng() % (r.size() + 1);
+      what = "truncate " + std::to_string(sz);
+      ASSERT_TRUE(f.Truncate(sz).ok());
+      r.resize(sz, 0);
+    } else if (op < 81) {
+      what = "sync";
+      ASSERT_TRUE(f.Sync().ok());
+    } else if (op < 87) {
+      what = "writeout";
+      ASSERT_TRUE(store.WriteOut(n).ok());
+      ASSERT_FALSE(r.size() > 0 && store.Resident(n)) << what;
+    } else if (op < 93) {
+      what = "prefetch";
+      ASSERT_TRUE(store.Prefetch(n).ok());
+      if (alone && r.size() <= 4 * kChunk && store.stats().dirty_bytes == 0) {
+        ASSERT_TRUE(store.Resident(n));
+      }
+    } else if (alone) {  // swap two files by renames (open handles follow)
+      const std::string m = name(static_cast<int>(rng() % kFiles));
+      if (m == n) continue;
+      what = "rename " + n + " <-> " + m;
+      const std::string tmp = prefix + "tmp";
+      ASSERT_TRUE(store.Rename(n, tmp, true).ok());
+      ASSERT_TRUE(store.Rename(m, n, false).ok());
+      ASSERT_TRUE(store.Rename(tmp, m, true).ok());
+      std::swap(open[n], open[m]);
+      std::swap(ref[n], ref[m]);
+    }
+    ASSERT_EQ(open[n]->size(), ref[n].size()) << what << " at step " << step;
+    auto st = store.Stat(n);
+    ASSERT_TRUE(st.ok());
+    ASSERT_EQ(st.value().size, ref[n].size()) << what;
+    CheckStaging(store, o);
+    if (step % 16 == 0) {
+      for (auto& [fn, data] : ref) ASSERT_EQ(ReadAll(*open[fn]), data) << what << " " << fn;
+    }
+  }
+  for (auto& [fn, data] : ref) ASSERT_EQ(ReadAll(*open[fn]), data) << fn;
+}
+
+TEST(SpillStore, RoundTripAndSparse) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  auto s = MustOpen(o);
+  ASSERT_TRUE(s);
+  auto f = MustOpenFile(*s, "a");
+  std::vector<uint8_t> d(3 * kChunk + 5, 7);
+  ASSERT_EQ(f->Write(2 * kChunk + 1, d).value(), d.size());
+  EXPECT_EQ(f->size(), 5 * kChunk + 6);
+  auto all = ReadAll(*f);
+  ASSERT_EQ(all.size(), f->size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    ASSERT_EQ(all[i], i < 2 * kChunk + 1 ? 0 : 7) << i;
+  }
+  std::vector<uint8_t> tail(100);
+  EXPECT_EQ(f->Read(f->size() - 10, tail).value(), 10u);
+  EXPECT_EQ(f->Read(f->size(), tail).value(), 0u);
+}
+
+TEST(SpillStore, FsxSingleThread) {
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    TempDir t;
+    auto o = SmallOptions(t.path());
+    o.compress = seed % 2 == 1;
+    {
+      auto s = MustOpen(o);
+      ASSERT_TRUE(s);
+      FsxRun(*s, o, seed, 600, "", true);
+      if (HasFatalFailure()) return;
+      EXPECT_GT(s->stats().ssd_write_bytes, 0u);
+      EXPECT_GT(s->stats().ssd_read_bytes, 0u);
+    }
+  }
+}
+
+TEST(SpillStore, FsxThreads) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  o.staging_bytes = 16 * kChunk;
+  auto s = MustOpen(o);
+  ASSERT_TRUE(s);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(s->Mkdir("t" + std::to_string(i), 0755, getuid(), getgid()).code(), Code::kOk);
+    threads.emplace_back([&, i] {
+      FsxRun(*s, o, 100 + i, 300, "t" + std::to_string(i) + "/", false);
+    });
+  }
+  for (auto& th : threads) th.join();
+  CheckStaging(*s, o);
+}
+
+TEST(SpillStore, RestartKeepsSyncedFiles) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  std::mt19937_64 rng(7);
+  std::map<std::string, std::vector<uint8_t>> ref;
+  {
+    auto s = MustOpen(o);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->Mkdir("d", 0750, getuid(), getgid()).ok());
+    for (const std::string n : {"x", "d/y", "d/z"}) {
+      auto f = MustOpenFile(*s, n);
+      auto d = MakeData(rng, 5 * kChunk + 333);
+      ASSERT_TRUE(f->Write(0, d).ok());
+      ASSERT_TRUE(f->Truncate(4 * kChunk + 1).ok());
+      d.resize(4 * kChunk + 1);
+      ASSERT_TRUE(f->Sync().ok());
+      ref[n] = d;
+    }
+    // Destroyed without another Sync.
+  }
+  auto s = MustOpen(o);
+  ASSERT_TRUE(s);
+  uint64_t total = 0;
+  for (auto& [n, d] : ref) {
+    auto f = MustOpenFile(*s, n, false);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->size(), d.size());
+    EXPECT_EQ(ReadAll(*f), d) << n;
+    total += d.size();
+  }
+  EXPECT_EQ(s->stats().logical_bytes, total);
+  EXPECT_EQ(s->stats().files, 3u);
+  // Extending after the restart shows zeros, never the truncated bytes.
+  auto f = MustOpenFile(*s, "x", false);
+  ASSERT_TRUE(f->Truncate(6 * kChunk).ok());
+  auto all = ReadAll(*f);
+  for (size_t i = ref["x"].size(); i < all.size(); ++i) ASSERT_EQ(all[i], 0) << i;
+}
+
+// A child process writes and syncs, then dies without any cleanup.
+void CrashChild(const SpillOptions& o, uint64_t seed, bool sigkill, bool overwrite_after_sync) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto r = SpillStore::Open(o);
+    if (!r.ok()) _exit(3);
+    auto s = std::move(r).value();
+    auto f = s->OpenFile("c", true, false, false, 0600, getuid(), getgid());
+    if (!f.ok()) _exit(4);
+    std::mt19937_64 rng(seed);
+    auto d = MakeData(rng, 20 * kChunk + 77);
+    if (!f.value()->Write(0, d).ok() || !f.value()->Sync().ok()) _exit(5);
+    if (overwrite_after_sync) {
+      std::vector<uint8_t> junk(10 * kChunk, 0xAB);
+      if (!f.value()->Write(kChunk, junk).ok()) _exit(6);
+      (void)f.value()->Write(40 * kChunk, junk);  // may reach the disk or not
+    }
+    if (sigkill) kill(getpid(), SIGKILL);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  if (sigkill) {
+    ASSERT_TRUE(WIFSIGNALED(status));
+  } else {
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+  }
+}
+
+TEST(SpillStore, CrashAfterSync) {
+  for (bool sigkill : {false, true}) {
+    TempDir t;
+    auto o = SmallOptions(t.path());
+    CrashChild(o, 11, sigkill, false);
+    if (HasFatalFailure()) return;
+    auto s = MustOpen(o);
+    ASSERT_TRUE(s);
+    auto f = MustOpenFile(*s, "c", false);
+    ASSERT_TRUE(f);
+    std::mt19937_64 rng(11);
+    auto d = MakeData(rng, 20 * kChunk + 77);
+    EXPECT_EQ(f->size(), d.size());
+    EXPECT_EQ(ReadAll(*f), d);
+    EXPECT_EQ(s->stats().logical_bytes, d.size());
+  }
+}
+
+TEST(SpillStore, CrashAfterUnsyncedOverwrite) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  CrashChild(o, 12, true, true);
+  if (HasFatalFailure()) return;
+  auto s = MustOpen(o);
+  ASSERT_TRUE(s);
+  auto f = MustOpenFile(*s, "c", false);
+  ASSERT_TRUE(f);
+  std::mt19937_64 rng(12);
+  auto d = MakeData(rng, 20 * kChunk + 77);
+  // The size is the synced one; each chunk is the synced bytes or the
+  // overwrite, or (torn write) Corruption: never anything else.
+  ASSERT_EQ(f->size(), d.size());
+  for (uint64_t c = 0; c * kChunk < d.size(); ++c) {
+    std::vector<uint8_t> buf(std::min<uint64_t>(kChunk, d.size() - c * kChunk));
+    auto r = f->Read(c * kChunk, buf);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), Code::kCorruption);
+      continue;
+    }
+    ASSERT_EQ(r.value(), buf.size());
+    const bool old = std::equal(buf.begin(), buf.end(), d.begin() + static_cast<long>(c * kChunk));
+    const bool neu = c >= 1 && c <= 10 &&
+                     std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0xAB; });
+    EXPECT_TRUE(old || neu) << "chunk " << c;
+  }
+  // Extending shows zeros past the synced end.
+  ASSERT_TRUE(f->Truncate(50 * kChunk).ok());
+  std::vector<uint8_t> buf(50 * kChunk - d.size());
+  ASSERT_EQ(f->Read(d.size(), buf).value(), buf.size());
+  EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST(SpillStore, CorruptionIsDetected) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  std::vector<uint8_t> d(4 * kChunk);
+  std::mt19937_64 rng(5);
+  for (auto& b : d) b = static_cast<uint8_t>(rng());
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "v");
+    ASSERT_TRUE(f->Write(0, d).ok());
+    ASSERT_TRUE(f->Sync().ok());
+  }
+  // Flip one stored byte of chunk 1.
+  const std::string path = o.dir + "/v";
+  int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const off_t off = 4096 + (4096 + kChunk) + 4096 + 100;  // chunk 1's stored byte 100
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, off), 1);
+  b ^= 0x40;
+  ASSERT_EQ(pwrite(fd, &b, 1, off), 1);
+  close(fd);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "v", false);
+  std::vector<uint8_t> buf(kChunk, 0);
+  // Chunk 0 is fine.
+  ASSERT_EQ(f->Read(0, buf).value(), kChunk);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin()));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::fill(buf.begin(), buf.end(), 0);
+    auto r = f->Read(kChunk, buf);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kCorruption) << r.status().ToString();
+    EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0; }));
+  }
+  EXPECT_EQ(s->stats().checksum_errors, 2u);
+  // A read that spans the bad chunk fails as a whole.
+  std::vector<uint8_t> big(3 * kChunk);
+  EXPECT_EQ(f->Read(0, big).status().code(), Code::kCorruption);
+  // Chunk 3 is intact.
+  ASSERT_EQ(f->Read(3 * kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin() + 3 * kChunk));
+  // Overwriting the whole bad chunk repairs it (no read-modify-write).
+  std::vector<uint8_t> fresh(kChunk, 9);
+  ASSERT_TRUE(f->Write(kChunk, fresh).ok());
+  ASSERT_TRUE(s->WriteOut("v").ok());
+  ASSERT_EQ(f->Read(kChunk, buf).value(), kChunk);
+  EXPECT_EQ(buf, fresh);
+}
+
+TEST(SpillStore, CorruptHeaderOfSecondChunk) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  std::vector<uint8_t> d(3 * kChunk, 0x5A);
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "h");
+    ASSERT_TRUE(f->Write(0, d).ok());
+    ASSERT_TRUE(f->Sync().ok());
+  }
+  int fd = open((o.dir + "/h").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const off_t hdr = 4096 + 2 * (4096 + kChunk) + 17;  // chunk 2's header
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, hdr), 1);
+  b ^= 1;
+  ASSERT_EQ(pwrite(fd, &b, 1, hdr), 1);
+  close(fd);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "h", false);
+  std::vector<uint8_t> buf(kChunk);
+  EXPECT_EQ(f->Read(2 * kChunk, buf).status().code(), Code::kCorruption);
+  EXPECT_EQ(s->stats().checksum_errors, 1u);
+}
+
+TEST(SpillStore, Quota) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  o.max_bytes = 100000;
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "q");
+  std::vector<uint8_t> d(80000, 3);
+  ASSERT_TRUE(f->Write(0, d).ok());
+  std::vector<uint8_t> more(30000, 4);
+  auto w = f->Write(75000, more);
+  EXPECT_EQ(w.status().code(), Code::kNoSpace);
+  EXPECT_EQ(f->size(), 80000u);
+  EXPECT_EQ(ReadAll(*f), d);
+  EXPECT_EQ(f->Truncate(100001).code(), Code::kNoSpace);
+  EXPECT_EQ(f->size(), 80000u);
+  auto g = MustOpenFile(*s, "g");
+  EXPECT_EQ(g->Write(0, more).status().code(), Code::kNoSpace);
+  EXPECT_EQ(g->size(), 0u);
+  ASSERT_TRUE(g->Write(0, std::span<const uint8_t>(more.data(), 20000)).ok());
+  EXPECT_EQ(s->stats().logical_bytes, 100000u);
+  // Overwrites inside the file need no quota.
+  ASSERT_TRUE(f->Write(0, std::span<const uint8_t>(more.data(), 1000)).ok());
+  // Unlinked while open: the bytes stay counted until the last reference goes.
+  ASSERT_TRUE(s->Unlink("q").ok());
+  EXPECT_EQ(s->stats().logical_bytes, 100000u);
+  EXPECT_EQ(ReadAll(*f).size(), 80000u);
+  f.reset();
+  EXPECT_EQ(s->stats().logical_bytes, 20000u);
+  EXPECT_EQ(s->Stat("q").status().code(), Code::kNotFound);
+  // Unlink of a file that is not open.
+  ASSERT_TRUE(g->Sync().ok());
+  g.reset();
+  s.reset();
+  s = MustOpen(o);
+  EXPECT_EQ(s->stats().logical_bytes, 20000u);
+  ASSERT_TRUE(s->Unlink("g").ok());
+  EXPECT_EQ(s->stats().logical_bytes, 0u);
+  EXPECT_EQ(s->stats().files, 0u);
+  auto h = MustOpenFile(*s, "h");
+  EXPECT_TRUE(h->Truncate(100000).ok());
+}
+
+TEST(SpillStore, OwnershipAndMode) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  const bool root = geteuid() == 0;
+  const uid_t uid = root ? 1234 : getuid();
+  const gid_t gid = root ? 5678 : getgid();
+  {
+    auto s = MustOpen(o);
+    ASSERT_TRUE(s->Mkdir("dir", 0710, uid, gid).ok());
+    auto f = s->OpenFile("dir/file", true, true, false, 0640, uid, gid);
+    ASSERT_TRUE(f.ok());
+    auto st = s->Stat("dir/file");
+    ASSERT_TRUE(st.ok());
+    EXPECT_EQ(st.value().mode, S_IFREG | 0640u);
+    EXPECT_EQ(st.value().uid, uid);
+    EXPECT_EQ(st.value().gid, gid);
+    EXPECT_FALSE(st.value().is_dir);
+    auto sd = s->Stat("dir");
+    ASSERT_TRUE(sd.ok());
+    EXPECT_TRUE(sd.value().is_dir);
+    EXPECT_EQ(sd.value().mode, S_IFDIR | 0710u);
+    EXPECT_EQ(sd.value().uid, uid);
+    if (root) {
+      struct stat b {};
+      ASSERT_EQ(stat((o.dir + "/dir/file").c_str(), &b), 0);
+      EXPECT_EQ(b.st_uid, uid);
+      EXPECT_EQ(b.st_gid, gid);
+      ASSERT_EQ(stat((o.dir + "/dir").c_str(), &b), 0);
+      EXPECT_EQ(b.st_uid, uid);
+      EXPECT_EQ(b.st_gid, gid);
+    }
+    ASSERT_TRUE(s->Chmod("dir/file", 0600).ok());
+    ASSERT_TRUE(f.value()->Sync().ok());
+  }
+  auto s = MustOpen(o);
+  auto st = s->Stat("dir/file");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st.value().mode, S_IFREG | 0600u);
+  EXPECT_EQ(st.value().uid, uid);
+  EXPECT_EQ(st.value().gid, gid);
+}
+
+TEST(SpillStore, PrefetchWriteOutResident) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  o.staging_bytes = 16 * kChunk;
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "p");
+  std::mt19937_64 rng(9);
+  auto d = MakeData(rng, 6 * kChunk + 1);
+  ASSERT_TRUE(f->Write(0, d).ok());
+  EXPECT_TRUE(s->Resident("p"));
+  EXPECT_GT(s->stats().dirty_bytes, 0u);
+  ASSERT_TRUE(s->WriteOut("p").ok());
+  EXPECT_FALSE(s->Resident("p"));
+  EXPECT_EQ(s->stats().dirty_bytes, 0u);
+  EXPECT_EQ(s->stats().staging_bytes, 0u);
+  const uint64_t before = s->stats().ssd_read_bytes;
+  ASSERT_TRUE(s->Prefetch("p").ok());
+  EXPECT_TRUE(s->Resident("p"));
+  EXPECT_GT(s->stats().ssd_read_bytes, before);
+  // Served from staging: no SSD reads.
+  const uint64_t after = s->stats().ssd_read_bytes;
+  EXPECT_EQ(ReadAll(*f), d);
+  EXPECT_EQ(s->stats().ssd_read_bytes, after);
+  EXPECT_EQ(s->Prefetch("nope").code(), Code::kNotFound);
+  auto e = MustOpenFile(*s, "empty");
+  EXPECT_TRUE(s->Resident("empty"));
+  EXPECT_FALSE(s->Resident("nope"));
+}
+
+TEST(SpillStore, Namespace) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  auto s = MustOpen(o);
+  ASSERT_TRUE(s->Mkdir("a", 0755, getuid(), getgid()).ok());
+  EXPECT_EQ(s->Mkdir("a", 0755, getuid(), getgid()).code(), Code::kExists);
+  auto f = MustOpenFile(*s, "a/f");
+  std::vector<uint8_t> d(kChunk + 3, 1);
+  ASSERT_TRUE(f->Write(0, d).ok());
+  EXPECT_EQ(s->OpenFile("a/f", true, true, false, 0644, 0, 0).status().code(), Code::kExists);
+  EXPECT_EQ(s->OpenFile("a", false, false, false, 0, 0, 0).status().code(), Code::kIsDirectory);
+  EXPECT_EQ(s->OpenFile("a/f/x", true, false, false, 0644, 0, 0).status().code(), Code::kNotDirectory);
+  EXPECT_EQ(s->OpenFile("missing", false, false, false, 0, 0, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(s->Unlink("a").code(), Code::kIsDirectory);
+  EXPECT_EQ(s->Rmdir("a").code(), Code::kNotEmpty);
+  // The same object for the same file.
+  EXPECT_EQ(MustOpenFile(*s, "a/f", false).get(), f.get());
+  // Renaming the directory: the open file follows.
+  ASSERT_TRUE(s->Rename("a", "b", false).ok());
+  EXPECT_EQ(MustOpenFile(*s, "b/f", false).get(), f.get());
+  auto l = s->List("b");
+  ASSERT_TRUE(l.ok());
+  ASSERT_EQ(l.value().size(), 1u);
+  EXPECT_EQ(l.value()[0].name, "f");
+  auto root = s->List("");
+  ASSERT_TRUE(root.ok());
+  ASSERT_EQ(root.value().size(), 1u);
+  EXPECT_TRUE(root.value()[0].is_dir);
+  // Rename over an existing file replaces it; noreplace refuses.
+  auto g = MustOpenFile(*s, "g");
+  ASSERT_TRUE(g->Write(0, d).ok());
+  EXPECT_EQ(s->Rename("g", "b/f", true).code(), Code::kExists);
+  ASSERT_TRUE(s->Rename("g", "b/f", false).ok());
+  EXPECT_EQ(ReadAll(*f), d);  // the replaced file is still readable through its handle
+  EXPECT_EQ(s->stats().files, 2u);
+  f.reset();
+  EXPECT_EQ(s->stats().files, 1u);
+  EXPECT_EQ(s->stats().logical_bytes, d.size());
+  EXPECT_EQ(MustOpenFile(*s, "b/f", false).get(), g.get());
+  // O_TRUNC.
+  auto tr = s->OpenFile("b/f", true, false, true, 0644, getuid(), getgid());
+  ASSERT_TRUE(tr.ok());
+  EXPECT_EQ(g->size(), 0u);
+  ASSERT_TRUE(s->Unlink("b/f").ok());
+  ASSERT_TRUE(s->Rmdir("b").ok());
+  EXPECT_EQ(s->Stat("b").status().code(), Code::kNotFound);
+  EXPECT_TRUE(s->Stat("").value().is_dir);
+}
+
+TEST(SpillStore, CompressionCountsAndRoundTrips) {
+  std::vector<uint8_t> zeros(kChunk, 0), enc;
+  if (ZvcEncode(zeros, &enc) == ZvcMode::kRaw) GTEST_SKIP() << "codec without compression";
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "z");
+  std::vector<uint8_t> d(8 * kChunk, 0);
+  for (size_t i = 0; i < d.size(); i += 64) d[i] = static_cast<uint8_t>(i / 64 + 1);
+  ASSERT_TRUE(f->Write(0, d).ok());
+  ASSERT_TRUE(s->WriteOut("z").ok());
+  const SpillStats st = s->stats();
+  EXPECT_EQ(st.chunks_compressed, 8u);
+  EXPECT_LT(st.stored_bytes, d.size() / 4);
+  EXPECT_EQ(ReadAll(*f), d);
+  // Random data is stored raw.
+  std::mt19937_64 rng(1);
+  std::vector<uint8_t> r(kChunk);
+  for (auto& b : r) b = static_cast<uint8_t>(rng());
+  ASSERT_TRUE(f->Write(0, r).ok());
+  ASSERT_TRUE(s->WriteOut("z").ok());
+  EXPECT_EQ(s->stats().chunks_raw, st.chunks_raw + 1);
+}
+
+TEST(SpillStore, RefusesBadOptions) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  o.chunk_bytes = 5000;
+  EXPECT_EQ(SpillStore::Open(o).status().code(), Code::kInvalidArgument);
+  o = SmallOptions(t.path());
+  o.staging_bytes = kChunk;
+  EXPECT_EQ(SpillStore::Open(o).status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace epochfs::spill
