@@ -225,12 +225,19 @@ class BasicsTest(SpillTestCase):
                 f.flush()
         self.assertEqual(cm.exception.errno, errno.ENOSPC)
         self.assertEqual(et.read_file(p), et.det_bytes(3 * MiB, 3))
+        # What was accepted before the refusal is whole; nothing past the quota.
+        b = et.read_file(d.path(".spill", "b"))
+        self.assertLessEqual(len(b), 1 * MiB)
+        self.assertEqual(b, et.det_bytes(2 * MiB, 4)[:len(b)])
+        self.assertLessEqual(d.stats()["tiers"]["spill"]["logical_bytes"], 4 * MiB)
         os.unlink(p)
+        os.unlink(d.path(".spill", "b"))
         et.write_file(d.path(".spill", "c"), et.det_bytes(4 * MiB, 5))
         self.assertEqual(et.read_file(d.path(".spill", "c")), et.det_bytes(4 * MiB, 5))
 
     def test_files_are_private_to_their_owner(self):
-        d = self.mount_spill()
+        os.chmod(self.tmp, 0o755)  # let another user reach the mount point
+        d = self.mount_spill("fuse.allow_other=true")
         secret = d.path(".spill", "secret")
         et.write_file(secret, b"root's")
         os.chmod(secret, 0o644)  # group/other bits are not kept
@@ -256,7 +263,8 @@ class BasicsTest(SpillTestCase):
                 mine = os.path.join(d.mnt, ".spill", "nobody")
                 with open(mine, "wb") as f:
                     f.write(b"mine")
-                res["own"] = open(mine, "rb").read().decode()
+                with open(mine, "rb") as f:
+                    res["own"] = f.read().decode()
                 res["listing"] = sorted(os.listdir(os.path.join(d.mnt, ".spill")))
             except OSError as e:
                 res["own"] = "errno %d" % e.errno
@@ -364,8 +372,8 @@ class ScheduleTest(SpillTestCase):
         schedule = layers + list(reversed(layers))  # forward then backward
         with open(os.path.join(jobs, "net", "spill_schedule"), "w") as f:
             f.write("\n".join(schedule) + "\n")
-        self.assertEqual(open(os.path.join(jobs, "net", "spill_schedule")).read(),
-                         "\n".join(schedule) + "\n")
+        with open(os.path.join(jobs, "net", "spill_schedule")) as f:
+            self.assertEqual(f.read(), "\n".join(schedule) + "\n")
 
         def report(k):
             with open(os.path.join(jobs, "net", "progress"), "w") as f:
