@@ -33,6 +33,11 @@ struct JobRegistry::Job {
   std::unique_ptr<EpochTracker> tracker;  // set with the samples
   uint64_t accesses = 0;
   std::string last_error;
+  uint32_t reattached = 0;
+  uint32_t fresh_starts = 0;
+  // Re-attached and not confirmed yet: a different config or samples list
+  // starts the job afresh (see the header).
+  bool reattach_pending = false;
 };
 
 namespace {
@@ -75,7 +80,14 @@ Status JobRegistry::ValidateName(std::string_view name) {
 Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t creator_pid) {
   if (Status s = ValidateName(name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  if (jobs_.find(name) != jobs_.end()) return Exists("job '" + std::string(name) + "' exists");
+  if (auto it = jobs_.find(name); it != jobs_.end()) {
+    Job* job = it->second.get();
+    if ((owner == job->owner || owner == 0) && OrphanedLocked(job)) {
+      ReattachLocked(job, creator_pid);
+      return job->id;
+    }
+    return Exists("job '" + std::string(name) + "' exists");
+  }
   if (jobs_.size() >= opt_.max_jobs) {
     return NoSpace("too many jobs (limit " + std::to_string(opt_.max_jobs) + ")");
   }
@@ -151,6 +163,34 @@ void JobRegistry::RemoveLocked(Job* job) {
   job_count_.store(jobs_.size(), std::memory_order_relaxed);
 }
 
+bool JobRegistry::OrphanedLocked(Job* job) const {
+  if (job->orphaned_since_ns) return true;
+  const Attributor::Liveness l = attributor_.Alive(job->id);
+  return l.registered > 0 && l.alive == 0;
+}
+
+void JobRegistry::ReattachLocked(Job* job, pid_t pid) {
+  if (pid > 0) (void)attributor_.AddPid(job->id, pid);  // best effort, as in Register
+  attributor_.ForgetExited(job->id);
+  job->orphaned_since_ns.reset();
+  ++job->reattached;
+  job->reattach_pending = true;
+  if (job->tracker) job->tracker->RestartEpoch();
+  sink_.OnReattach(job->id);
+}
+
+void JobRegistry::StartFreshLocked(Job* job) {
+  sink_.OnJobEnd(job->id);  // releases the old declarations' cache
+  job->config.reset();
+  job->state = JobState::kRegistered;
+  job->sample_count = 0;
+  job->samples_hash = 0;
+  job->object_to_sample.clear();
+  job->tracker.reset();
+  job->reattach_pending = false;
+  ++job->fresh_starts;
+}
+
 std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grace_ns) {
   std::vector<std::pair<JobId, Attributor::Liveness>> seen;
   {
@@ -185,6 +225,7 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
   Job* job = r.value();
   if (!parsed.ok()) return Fail(job, "config", parsed.status());
   const JobConfig& cfg = parsed.value();
+  if (job->config && *job->config != cfg && job->reattach_pending) StartFreshLocked(job);
   if (job->config) {
     if (*job->config == cfg) return Status::Ok();
     return Fail(job, "config",
@@ -237,7 +278,10 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     }
     if (job->tracker) {
       if (job->sample_count == parsed.value().size() && job->samples_hash == fp) {
+        job->reattach_pending = false;  // the restarted job is the same job
         *out = Status::Ok();
+      } else if (job->reattach_pending) {
+        return false;  // a different job under the old name: starts afresh below
       } else {
         *out = Fail(job, "samples",
                     InvalidArgument("samples are already set and differ; rmdir and mkdir the job "
@@ -260,6 +304,19 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
   if (!refs.ok()) return Fail(job, "samples", refs.status());
   if (refs.value().size() != parsed.value().size()) {
     return Fail(job, "samples", Internal("sample resolution returned a different count"));
+  }
+  if (job->tracker) {  // re-attached with a different list: the config stays
+    const JobConfig cfg = *job->config;
+    StartFreshLocked(job);
+    cache::JobSpec spec;
+    spec.id = job->id;
+    spec.name = job->name;
+    spec.batch_size = cfg.batch_size;
+    spec.epochs = cfg.epochs;
+    spec.loaders = cfg.loaders;
+    if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "samples", s);
+    job->config = cfg;
+    job->state = JobState::kConfigured;
   }
   std::unordered_map<cache::ObjectId, uint32_t> map;
   map.reserve(refs.value().size());
@@ -309,14 +366,20 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
   Job* job = it->second;
   if (!order.ok()) return Fail(job, file.c_str(), order.status());
-  if (job->tracker->SameOrder(epoch, order.value())) return Status::Ok();
+  if (!job->tracker) return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+  if (job->tracker->SameOrder(epoch, order.value())) {
+    job->reattach_pending = false;
+    return Status::Ok();
+  }
   if (Status s = job->tracker->CheckOrder(epoch, order.value()); !s.ok()) {
     return Fail(job, file.c_str(), s);
   }
   if (Status s = sink_.OnOrder(id, epoch, order.value()); !s.ok()) {
     return Fail(job, file.c_str(), s);
   }
-  return Fail(job, file.c_str(), job->tracker->SetOrder(epoch, order.value()));
+  Status s = job->tracker->SetOrder(epoch, order.value());
+  if (s.ok()) job->reattach_pending = false;
+  return Fail(job, file.c_str(), s);
 }
 
 Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text) {
@@ -335,6 +398,7 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
   }
   Result<bool> began = job->tracker->MarkEpoch(epoch.value());
   if (!began.ok()) return Fail(job, "epoch", began.status());
+  job->reattach_pending = false;
   if (began.value()) BeginEpochLocked(job, epoch.value());
   return Status::Ok();
 }
@@ -347,10 +411,12 @@ Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_v
   Job* job = r.value();
   Result<std::vector<pid_t>> pids = ParsePidList(text);
   if (!pids.ok()) return Fail(job, "pids", pids.status());
+  const bool orphaned = OrphanedLocked(job);
   if (Status s = attributor_.AddPids(job->id, pids.value()); !s.ok()) {
     return Fail(job, "pids", s);
   }
   if (writer_pid > 0) (void)attributor_.AddPid(job->id, writer_pid);  // best effort
+  if (orphaned) ReattachLocked(job, 0);
   return Status::Ok();
 }
 
@@ -398,6 +464,7 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object) {
   auto s = job->object_to_sample.find(object);
   if (s == job->object_to_sample.end()) return info;
   info.sample = s->second;
+  job->reattach_pending = false;
   TrackedAccess t = job->tracker->OnAccess(s->second);
   ApplyTracked(job, t);
   info.epoch = t.epoch;
@@ -441,6 +508,8 @@ Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
   s.last_error = j.last_error;
   s.pids = attributor_.Pids(j.id);
   s.orphaned_since_ns = j.orphaned_since_ns;
+  s.reattached = j.reattached;
+  s.fresh_starts = j.fresh_starts;
   return s;
 }
 

@@ -77,6 +77,15 @@ void PolicyJobSink::OnEpochBegin(control::JobId job, uint32_t epoch) {
   }
 }
 
+void PolicyJobSink::OnReattach(control::JobId job) {
+  Status s = cache_.WithPolicy(
+      [&](cache::Policy& p) { return NoDecision(p.RestartEpoch(job, store::NowNs())); });
+  if (!s.ok() && s.code() != Code::kNotFound) {
+    log::Warn("job " + std::to_string(job) + ": re-attach: " + s.message());
+  }
+  log::Info("job " + std::to_string(job) + ": re-attached; its current epoch restarts warm");
+}
+
 void PolicyJobSink::OnJobEnd(control::JobId job) {
   Status s = cache_.WithPolicy([&](cache::Policy& p) { return p.EndJob(job); });
   if (!s.ok() && s.code() != Code::kNotFound) log::Warn("job end: " + s.message());

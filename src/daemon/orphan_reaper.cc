@@ -16,6 +16,7 @@ void OrphanReaper::Start() {
       for (const std::string& name : registry_.ReapOrphans(store::NowNs(), grace_ns_)) {
         log::Info("job " + name + ": every process exited; orphan grace over, cache released");
       }
+      if (tick_) tick_();
       lock.lock();
     }
   });

@@ -1,11 +1,15 @@
 // OrphanReaper: the daemon's thread that calls JobRegistry::ReapOrphans once
-// a second (jobs.orphan_grace). Thread safety: Start/Stop from one thread.
+// a second (jobs.orphan_grace), then `tick` (other once-a-second checks: the
+// cache-need warning). Thread safety: Start/Stop from one thread; `tick` runs
+// on the reaper thread only.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "epochfs/control/job_registry.h"
 
@@ -13,8 +17,9 @@ namespace epochfs {
 
 class OrphanReaper {
  public:
-  OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns)
-      : registry_(registry), grace_ns_(grace_ns) {}
+  OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns,
+               std::function<void()> tick = {})
+      : registry_(registry), grace_ns_(grace_ns), tick_(std::move(tick)) {}
   ~OrphanReaper() { Stop(); }
   OrphanReaper(const OrphanReaper&) = delete;
   OrphanReaper& operator=(const OrphanReaper&) = delete;
@@ -25,6 +30,7 @@ class OrphanReaper {
  private:
   control::JobRegistry& registry_;
   const uint64_t grace_ns_;
+  const std::function<void()> tick_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

@@ -81,6 +81,13 @@ class EpochTracker {
   // `epoch` is older than the current epoch.
   Result<bool> MarkEpoch(uint32_t epoch);
 
+  // The job's processes died and a restarted job re-attached: it reads the
+  // current epoch again (from its start, or from a checkpoint inside it).
+  // What was consumed of the current epoch is forgotten, so that re-reads
+  // count for it and do not begin the next one; the previous epoch closes (no
+  // late reads come from dead loaders). Orders stay. No epoch begun: no-op.
+  void RestartEpoch();
+
   // Records one access to sample `sample`. REQUIRES: sample < sample_count().
   TrackedAccess OnAccess(uint32_t sample);
 

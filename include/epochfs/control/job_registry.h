@@ -12,10 +12,28 @@
 //                                    (JobSink::OnEpochBegin: Policy::BeginEpoch)
 //   last epoch's order consumed, or an epoch >= `epochs` begins → kDone
 //   Remove (rmdir)   → gone          (JobSink::OnJobEnd: Policy::EndJob)
+//   every registered process exited → orphaned (ReapOrphans); cache kept
+//   Register again while orphaned → re-attached (JobSink::OnReattach:
+//                                    Policy::RestartEpoch); same JobId, state,
+//                                    orders and cache
+//   orphaned for the grace → gone    (as by Remove)
 //
 // Files are write-once in substance: config and samples may be rewritten only
 // with identical content (a restarted job re-declares itself), an order only
 // until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
+//
+// Re-attach (DESIGN §7): a job is orphaned when it has registered pids and
+// none of them runs any more (marked by ReapOrphans, or found so by Register
+// or WritePids before the next reaper tick). While orphaned, mkdir of its name
+// by its owner or root (Register) or a write to its `pids` re-attaches it: the
+// dead pids are forgotten, the caller's pid is registered, the current epoch
+// restarts (EpochTracker::RestartEpoch, Policy::RestartEpoch: re-reads count
+// for it, not for the next one) and the job keeps everything else. Until the
+// re-attached job confirms its declarations (an identical samples write, an
+// order, an epoch marker or a sample read), a *different* config or samples
+// list starts the job afresh in the same directory: the old cache is released
+// (JobSink::OnJobEnd) and the new declaration is taken as a first one.
+// Another uid's mkdir fails with Exists, as for any taken name.
 //
 // Errors: every Write* returns InvalidArgument for bad content (the fs layer
 // fails the write/flush with EINVAL), PermissionDenied unless the caller is the
@@ -72,6 +90,8 @@ class JobSink {
   virtual Status OnSamples(JobId job, std::vector<cache::SampleRef> samples) = 0;
   virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
   virtual void OnEpochBegin(JobId job, uint32_t epoch) = 0;
+  // A re-attached job restarts its current epoch (Policy::RestartEpoch).
+  virtual void OnReattach(JobId /*job*/) {}
   virtual void OnJobEnd(JobId job) = 0;
 };
 
@@ -101,6 +121,9 @@ struct JobSnapshot {
   std::string last_error;                 // "" when no write ever failed
   std::vector<pid_t> pids;                // registered pids, ascending
   std::optional<uint64_t> orphaned_since_ns;  // set while every registered process is gone
+                                              // (the clock ReapOrphans is given)
+  uint32_t reattached = 0;                    // times a restarted job re-attached
+  uint32_t fresh_starts = 0;                  // re-attaches that declared a different job
 };
 
 struct JobRegistryOptions {
@@ -122,8 +145,10 @@ class JobRegistry {
 
   // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.
-  // Exists (Code::kExists) for a taken name; NoSpace past max_jobs or when ids
-  // run out (ids are never reused within the registry's life).
+  // An orphaned NAME whose owner is `owner` (or `owner` is root) is
+  // re-attached and its id returned (see above). Exists (Code::kExists) for a
+  // taken name otherwise; NoSpace past max_jobs or when ids run out (ids are
+  // never reused within the registry's life). Reads /proc when NAME exists.
   Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
   Status Remove(std::string_view name, uid_t caller);
@@ -144,7 +169,8 @@ class JobRegistry {
   Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text);
   Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text);
   // Adds the listed pids, and `writer_pid` when non-zero (the writer as FUSE
-  // reports it: right even when the job runs in another pid namespace).
+  // reports it: right even when the job runs in another pid namespace). An
+  // orphaned job is re-attached first (its dead pids forgotten).
   Status WritePids(std::string_view name, uid_t caller, std::string_view text, pid_t writer_pid);
 
   // One dataset read-open by process `pid` (FUSE ctx pid, 0 allowed) of
@@ -176,6 +202,14 @@ class JobRegistry {
   void BeginEpochLocked(Job* job, uint32_t epoch);
   // REQUIRES: mu_ held. Removes `job` (rmdir or reaped orphan).
   void RemoveLocked(Job* job);
+  // REQUIRES: mu_ held. Marked orphaned, or every registered pid is gone
+  // (reads /proc).
+  bool OrphanedLocked(Job* job) const;
+  // REQUIRES: mu_ held. See "Re-attach" above.
+  void ReattachLocked(Job* job, pid_t pid);
+  // REQUIRES: mu_ held. The re-attached job declared something different:
+  // release the old one's policy state and forget its declarations.
+  void StartFreshLocked(Job* job);
 
   JobSink& sink_;
   const JobRegistryOptions opt_;
