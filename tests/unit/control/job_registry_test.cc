@@ -59,6 +59,10 @@ class FakeSink : public JobSink {
     std::lock_guard<std::mutex> l(mu);
     ended.push_back(job);
   }
+  void OnReattach(JobId job) override {
+    std::lock_guard<std::mutex> l(mu);
+    reattached.push_back(job);
+  }
 
   std::map<std::string, cache::ObjectId> objects;
   std::function<void()> during_resolve;
@@ -75,6 +79,7 @@ class FakeSink : public JobSink {
   std::vector<OrderCall> orders;
   std::vector<std::pair<JobId, uint32_t>> epochs;
   std::vector<JobId> ended;
+  std::vector<JobId> reattached;
 };
 
 constexpr uid_t kAlice = 1000;
@@ -409,6 +414,161 @@ TEST_F(JobRegistryTest, OrphansAreKeptForTheGraceThenReaped) {
   EXPECT_EQ(reg_->Snapshot("a").status().code(), Code::kNotFound);
   EXPECT_EQ(reg_->JobNames(), (std::vector<std::string>{"b", "nopid"}));
   EXPECT_FALSE(reg_->empty());
+}
+
+// Re-attach: mkdir of an orphaned job's name by its owner (or root) keeps the
+// job (id, declarations, epoch) and restarts its current epoch.
+TEST_F(JobRegistryTest, MkdirOfAnOrphanReattachesIt) {
+  constexpr uint64_t kSec = 1'000'000'000;
+  JobId a = SetUpJob("a", 100);
+  // The worker reads samples 0 and 1 of epoch 0, then everything dies.
+  EXPECT_EQ(reg_->OnAccess(101, 1000).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(reg_->OnAccess(101, 1001).epoch, std::optional<uint32_t>(0));
+  ASSERT_EQ(sink_.epochs.size(), 1u);
+  // While a process lives the name is taken, for everyone.
+  EXPECT_EQ(reg_->Register("a", kAlice, 0).status().code(), Code::kExists);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1 * kSec, 10 * kSec).empty());
+  ASSERT_TRUE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
+
+  // Another user cannot take it over.
+  procs_.Spawn(600, 1, 600);
+  EXPECT_EQ(reg_->Register("a", kBob, 600).status().code(), Code::kExists);
+  EXPECT_TRUE(sink_.reattached.empty());
+
+  // The restarted job: a new process, same owner.
+  procs_.Spawn(500, 1, 500);
+  Result<JobId> again = reg_->Register("a", kAlice, 500);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again.value(), a);
+  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  EXPECT_TRUE(sink_.ended.empty());
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_FALSE(s.orphaned_since_ns.has_value());
+  EXPECT_EQ(s.reattached, 1u);
+  EXPECT_EQ(s.pids, std::vector<pid_t>{500});  // the dead pids are forgotten
+  EXPECT_EQ(s.epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(s.declared_epochs, (std::vector<uint32_t>{0, 1}));
+
+  // It re-declares itself: identical config, samples and orders are no-ops.
+  EXPECT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
+  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n").ok());
+  EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 0, "0 1 2 3").ok());
+  EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 1, "3 2 1 0").ok());
+  EXPECT_EQ(sink_.specs.size(), 1u);
+  EXPECT_EQ(sink_.orders.size(), 2u);
+
+  // It reads epoch 0 again from the start: samples 0 and 1 count for epoch 0
+  // (without the restart, sample 0 would begin epoch 1).
+  AccessInfo i0 = reg_->OnAccess(500, 1000);
+  EXPECT_EQ(i0.job, a);
+  EXPECT_EQ(i0.epoch, std::optional<uint32_t>(0));
+  EXPECT_FALSE(i0.repeat);
+  EXPECT_EQ(reg_->OnAccess(500, 1001).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(sink_.epochs.size(), 1u);
+  EXPECT_EQ(reg_->OnAccess(500, 1002).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(reg_->OnAccess(500, 1003).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(reg_->OnAccess(500, 1003).epoch, std::optional<uint32_t>(1));  // then epoch 1
+  EXPECT_EQ(sink_.epochs.back(), (std::pair<JobId, uint32_t>{a, 1}));
+  EXPECT_TRUE(reg_->ReapOrphans(2 * kSec, 10 * kSec).empty());
+  EXPECT_FALSE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
+}
+
+TEST_F(JobRegistryTest, ReattachBeforeTheReaperNoticedAndByRoot) {
+  JobId a = SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  // No reaper tick yet: mkdir finds every registered process gone by itself.
+  procs_.Spawn(500, 1, 500);
+  Result<JobId> r = reg_->Register("a", 0, 500);  // root
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r.value(), a);
+  EXPECT_EQ(reg_->Snapshot("a").value().owner, kAlice);  // still Alice's job
+  // A live job is not re-attached: the name stays taken.
+  EXPECT_EQ(reg_->Register("a", kAlice, 0).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
+}
+
+TEST_F(JobRegistryTest, PidsWriteToAnOrphanReattachesIt) {
+  JobId a = SetUpJob("a", 100);
+  EXPECT_EQ(reg_->OnAccess(100, 1000).epoch, std::optional<uint32_t>(0));
+  procs_.Exit(100);
+  procs_.Exit(101);
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "500\n", 0).ok());
+  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.pids, std::vector<pid_t>{500});
+  EXPECT_EQ(s.reattached, 1u);
+  // Another pids write by the living job is not a re-attach.
+  procs_.Spawn(501, 500, 501);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "501\n", 0).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
+  EXPECT_EQ(reg_->OnAccess(501, 1000).epoch, std::optional<uint32_t>(0));  // restarted epoch 0
+}
+
+// A re-attached job that declares a different config or sample list is a
+// different job under the old name: the old one's cache is released and the
+// new declarations are taken as first ones.
+TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
+  JobId a = SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->Register("a", kAlice, 500).ok());
+  const char* other = "batch_size = 4\nepochs = 3\nroot = \"ds\"\nloaders = 1\n";
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other).ok()) << LastError("a");
+  EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.id, a);
+  EXPECT_EQ(s.state, JobState::kConfigured);
+  EXPECT_EQ(s.config->batch_size, 4u);
+  EXPECT_EQ(s.sample_count, 0u);
+  EXPECT_TRUE(s.declared_epochs.empty());
+  EXPECT_EQ(s.fresh_starts, 1u);
+  EXPECT_EQ(sink_.specs.size(), 2u);
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f4\nf5\n").ok()) << LastError("a");
+  ASSERT_TRUE(reg_->WriteOrder("a", kAlice, 0, "1 0").ok());
+  // Confirmed: from now on a different config is refused as usual.
+  EXPECT_EQ(reg_->WriteConfig("a", kAlice, kConfig).code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->Snapshot("a").value().config->batch_size, 4u);
+}
+
+TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfresh) {
+  JobId a = SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->Register("a", kAlice, 500).ok());
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());  // same: no-op
+  EXPECT_TRUE(sink_.ended.empty());
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f5\nf6\nf7\n").ok()) << LastError("a");
+  EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
+  EXPECT_EQ(sink_.specs.size(), 2u);  // configured again for the policy
+  EXPECT_EQ(sink_.sample_counts[a], 3u);
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.sample_count, 3u);
+  EXPECT_TRUE(s.declared_epochs.empty());
+  EXPECT_FALSE(s.epoch.has_value());
+  EXPECT_EQ(s.fresh_starts, 1u);
+  // Without a re-attach, different samples are refused and change nothing.
+  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f1\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->Snapshot("a").value().sample_count, 3u);
+}
+
+TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
+  SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->Register("a", kAlice, 500).ok());
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n").ok());  // same: confirms
+  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->WriteConfig("a", kAlice, "batch_size = 9\nepochs = 2\nroot = \"ds\"\n").code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(sink_.ended.empty());
+  EXPECT_EQ(reg_->Snapshot("a").value().fresh_starts, 0u);
 }
 
 TEST_F(JobRegistryTest, ZeroGraceReapsAtOnce) {
