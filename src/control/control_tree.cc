@@ -150,12 +150,12 @@ Status ControlTree::Write(const std::string& path, const std::string& content, c
   if (p.size() == 4 && p[2] == "order") {
     auto k = ParseOrderFileName(p[3]);
     if (!k.ok()) return k.status();
-    return registry_.WriteOrder(name, who.uid, k.value(), content);
+    return registry_.WriteOrder(name, who.uid, k.value(), content, who.pid);
   }
   if (p.size() != 3) return NotFound(path);
-  if (p[2] == "config") return registry_.WriteConfig(name, who.uid, content);
-  if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content);
-  if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content);
+  if (p[2] == "config") return registry_.WriteConfig(name, who.uid, content, who.pid);
+  if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content, who.pid);
+  if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content, who.pid);
   if (p[2] == "pids") return registry_.WritePids(name, who.uid, content, who.pid);
   if (spill_ != nullptr && IsSpillFile(p[2])) return WriteSpillFile(name, p[2], content, who);
   return ReadOnly(path + " is read-only");

@@ -80,14 +80,7 @@ Status JobRegistry::ValidateName(std::string_view name) {
 Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t creator_pid) {
   if (Status s = ValidateName(name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = jobs_.find(name); it != jobs_.end()) {
-    Job* job = it->second.get();
-    if ((owner == job->owner || owner == 0) && OrphanedLocked(job)) {
-      ReattachLocked(job, creator_pid);
-      return job->id;
-    }
-    return Exists("job '" + std::string(name) + "' exists");
-  }
+  if (jobs_.find(name) != jobs_.end()) return Exists("job '" + std::string(name) + "' exists");
   if (jobs_.size() >= opt_.max_jobs) {
     return NoSpace("too many jobs (limit " + std::to_string(opt_.max_jobs) + ")");
   }
@@ -179,6 +172,10 @@ void JobRegistry::ReattachLocked(Job* job, pid_t pid) {
   sink_.OnReattach(job->id);
 }
 
+void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
+  if (OrphanedLocked(job)) ReattachLocked(job, writer_pid);
+}
+
 void JobRegistry::StartFreshLocked(Job* job) {
   sink_.OnJobEnd(job->id);  // releases the old declarations' cache
   job->config.reset();
@@ -217,12 +214,14 @@ std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grac
   return removed;
 }
 
-Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text) {
+Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text,
+                                pid_t writer_pid) {
   Result<JobConfig> parsed = ParseJobConfig(text);
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
   if (!r.ok()) return r.status();
   Job* job = r.value();
+  ReattachIfOrphanedLocked(job, writer_pid);
   if (!parsed.ok()) return Fail(job, "config", parsed.status());
   const JobConfig& cfg = parsed.value();
   if (job->config && *job->config != cfg && job->reattach_pending) StartFreshLocked(job);
@@ -244,7 +243,8 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
   return Status::Ok();
 }
 
-Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::string_view text) {
+Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::string_view text,
+                                 pid_t writer_pid) {
   JobId id;
   std::string root;
   {
@@ -252,6 +252,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     Result<Job*> r = FindForWrite(name, caller);
     if (!r.ok()) return r.status();
     Job* job = r.value();
+    ReattachIfOrphanedLocked(job, writer_pid);
     if (!job->config) {
       return Fail(job, "samples", InvalidArgument("write config before samples"));
     }
@@ -339,7 +340,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
 }
 
 Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epoch,
-                               std::string_view text) {
+                               std::string_view text, pid_t writer_pid) {
   const std::string file = "order/" + std::to_string(epoch);
   JobId id;
   size_t count;
@@ -348,6 +349,7 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
     Result<Job*> r = FindForWrite(name, caller);
     if (!r.ok()) return r.status();
     Job* job = r.value();
+    ReattachIfOrphanedLocked(job, writer_pid);
     if (!job->tracker) {
       return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
     }
@@ -382,11 +384,13 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   return Fail(job, file.c_str(), s);
 }
 
-Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text) {
+Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
+                                pid_t writer_pid) {
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
   if (!r.ok()) return r.status();
   Job* job = r.value();
+  ReattachIfOrphanedLocked(job, writer_pid);
   Result<uint32_t> epoch = ParseEpochMarker(text);
   if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
   if (!job->tracker) return Fail(job, "epoch", InvalidArgument("write samples before the epoch"));

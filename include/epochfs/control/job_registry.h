@@ -13,7 +13,7 @@
 //   last epoch's order consumed, or an epoch >= `epochs` begins → kDone
 //   Remove (rmdir)   → gone          (JobSink::OnJobEnd: Policy::EndJob)
 //   every registered process exited → orphaned (ReapOrphans); cache kept
-//   Register again while orphaned → re-attached (JobSink::OnReattach:
+//   a write by its owner while orphaned → re-attached (JobSink::OnReattach:
 //                                    Policy::RestartEpoch); same JobId, state,
 //                                    orders and cache
 //   orphaned for the grace → gone    (as by Remove)
@@ -23,17 +23,18 @@
 // until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
 //
 // Re-attach (DESIGN §7): a job is orphaned when it has registered pids and
-// none of them runs any more (marked by ReapOrphans, or found so by Register
-// or WritePids before the next reaper tick). While orphaned, mkdir of its name
-// by its owner or root (Register) or a write to its `pids` re-attaches it: the
-// dead pids are forgotten, the caller's pid is registered, the current epoch
-// restarts (EpochTracker::RestartEpoch, Policy::RestartEpoch: re-reads count
-// for it, not for the next one) and the job keeps everything else. Until the
+// none of them runs any more (marked by ReapOrphans, or found so by a write
+// before the next reaper tick). Its name stays taken: mkdir of it fails with
+// Exists (the kernel answers EEXIST itself, since the directory is visible).
+// The restarted job's first write to one of its files (config, samples,
+// order/K, epoch, pids) by the owner or root re-attaches it: the dead pids are
+// forgotten, the writer's pid is registered, the current epoch restarts
+// (EpochTracker::RestartEpoch, Policy::RestartEpoch: re-reads count for it,
+// not for the next one) and the job keeps everything else. Until the
 // re-attached job confirms its declarations (an identical samples write, an
 // order, an epoch marker or a sample read), a *different* config or samples
 // list starts the job afresh in the same directory: the old cache is released
 // (JobSink::OnJobEnd) and the new declaration is taken as a first one.
-// Another uid's mkdir fails with Exists, as for any taken name.
 //
 // Errors: every Write* returns InvalidArgument for bad content (the fs layer
 // fails the write/flush with EINVAL), PermissionDenied unless the caller is the
@@ -145,10 +146,9 @@ class JobRegistry {
 
   // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.
-  // An orphaned NAME whose owner is `owner` (or `owner` is root) is
-  // re-attached and its id returned (see above). Exists (Code::kExists) for a
-  // taken name otherwise; NoSpace past max_jobs or when ids run out (ids are
-  // never reused within the registry's life). Reads /proc when NAME exists.
+  // Exists (Code::kExists) for a taken name, an orphaned one too; NoSpace
+  // past max_jobs or when ids run out (ids are never reused within the
+  // registry's life).
   Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
   Status Remove(std::string_view name, uid_t caller);
@@ -164,10 +164,16 @@ class JobRegistry {
   bool empty() const;
 
   // The complete content of one control-file write (fs layer: at flush).
-  Status WriteConfig(std::string_view name, uid_t caller, std::string_view text);
-  Status WriteSamples(std::string_view name, uid_t caller, std::string_view text);
-  Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text);
-  Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text);
+  // `writer_pid` (FUSE ctx pid, 0 = unknown) is registered when the write
+  // re-attaches an orphaned job.
+  Status WriteConfig(std::string_view name, uid_t caller, std::string_view text,
+                     pid_t writer_pid = 0);
+  Status WriteSamples(std::string_view name, uid_t caller, std::string_view text,
+                      pid_t writer_pid = 0);
+  Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text,
+                    pid_t writer_pid = 0);
+  Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
+                    pid_t writer_pid = 0);
   // Adds the listed pids, and `writer_pid` when non-zero (the writer as FUSE
   // reports it: right even when the job runs in another pid namespace). An
   // orphaned job is re-attached first (its dead pids forgotten).
@@ -207,6 +213,8 @@ class JobRegistry {
   bool OrphanedLocked(Job* job) const;
   // REQUIRES: mu_ held. See "Re-attach" above.
   void ReattachLocked(Job* job, pid_t pid);
+  // REQUIRES: mu_ held. Re-attaches `job` when it is orphaned.
+  void ReattachIfOrphanedLocked(Job* job, pid_t writer_pid);
   // REQUIRES: mu_ held. The re-attached job declared something different:
   // release the old one's policy state and forget its declarations.
   void StartFreshLocked(Job* job);

@@ -197,8 +197,12 @@ TEST_F(ControlTreeTest, StatusShowsTheCacheNeedAndTheOrphanState) {
   EXPECT_LT(j["orphaned_for_s"].get<double>(), 60.0);
 
   procs_.Spawn(701, 1, 701);
-  ASSERT_TRUE(tree_.Mkdir("jobs/j", Caller{kAlice, kAlice, 701}).ok());  // re-attach
+  const Caller restarted{kAlice, kAlice, 701};
+  EXPECT_EQ(tree_.Mkdir("jobs/j", restarted).code(), Code::kExists);  // the name is taken
+  // Its first write re-attaches it.
+  ASSERT_TRUE(tree_.Write("jobs/j/config", "batch_size = 2\nepochs = 3\n", restarted).ok());
   j = JobStatus("j");
+  EXPECT_EQ(j["pids"], nlohmann::json::array({701}));
   EXPECT_EQ(j["state"], "caching");
   EXPECT_EQ(j["reattached"], 1);
   EXPECT_FALSE(j.contains("orphaned_for_s"));

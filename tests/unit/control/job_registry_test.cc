@@ -416,9 +416,9 @@ TEST_F(JobRegistryTest, OrphansAreKeptForTheGraceThenReaped) {
   EXPECT_FALSE(reg_->empty());
 }
 
-// Re-attach: mkdir of an orphaned job's name by its owner (or root) keeps the
+// Re-attach: the first write of an orphaned job's owner (or root) keeps the
 // job (id, declarations, epoch) and restarts its current epoch.
-TEST_F(JobRegistryTest, MkdirOfAnOrphanReattachesIt) {
+TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
   constexpr uint64_t kSec = 1'000'000'000;
   JobId a = SetUpJob("a", 100);
   // The worker reads samples 0 and 1 of epoch 0, then everything dies.
@@ -432,17 +432,17 @@ TEST_F(JobRegistryTest, MkdirOfAnOrphanReattachesIt) {
   EXPECT_TRUE(reg_->ReapOrphans(1 * kSec, 10 * kSec).empty());
   ASSERT_TRUE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
 
-  // Another user cannot take it over.
+  // The name stays taken; another user cannot take the job over.
   procs_.Spawn(600, 1, 600);
-  EXPECT_EQ(reg_->Register("a", kBob, 600).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->Register("a", kAlice, 600).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig, 600).code(), Code::kNotPermitted);
   EXPECT_TRUE(sink_.reattached.empty());
 
-  // The restarted job: a new process, same owner.
+  // The restarted job: a new process, same owner, writes its config first.
   procs_.Spawn(500, 1, 500);
-  Result<JobId> again = reg_->Register("a", kAlice, 500);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again.value(), a);
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());
   EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  EXPECT_EQ(reg_->Snapshot("a").value().id, a);
   EXPECT_TRUE(sink_.ended.empty());
   JobSnapshot s = reg_->Snapshot("a").value();
   EXPECT_FALSE(s.orphaned_since_ns.has_value());
@@ -451,9 +451,8 @@ TEST_F(JobRegistryTest, MkdirOfAnOrphanReattachesIt) {
   EXPECT_EQ(s.epoch, std::optional<uint32_t>(0));
   EXPECT_EQ(s.declared_epochs, (std::vector<uint32_t>{0, 1}));
 
-  // It re-declares itself: identical config, samples and orders are no-ops.
-  EXPECT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
-  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n").ok());
+  // It re-declares itself: identical samples and orders are no-ops.
+  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());
   EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 0, "0 1 2 3").ok());
   EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 1, "3 2 1 0").ok());
   EXPECT_EQ(sink_.specs.size(), 1u);
@@ -477,16 +476,20 @@ TEST_F(JobRegistryTest, MkdirOfAnOrphanReattachesIt) {
 
 TEST_F(JobRegistryTest, ReattachBeforeTheReaperNoticedAndByRoot) {
   JobId a = SetUpJob("a", 100);
+  // A write while the job lives is no re-attach.
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 100).ok());
+  EXPECT_TRUE(sink_.reattached.empty());
   procs_.Exit(100);
   procs_.Exit(101);
-  // No reaper tick yet: mkdir finds every registered process gone by itself.
+  // No reaper tick yet: the write finds every registered process gone itself.
   procs_.Spawn(500, 1, 500);
-  Result<JobId> r = reg_->Register("a", 0, 500);  // root
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r.value(), a);
-  EXPECT_EQ(reg_->Snapshot("a").value().owner, kAlice);  // still Alice's job
-  // A live job is not re-attached: the name stays taken.
-  EXPECT_EQ(reg_->Register("a", kAlice, 0).status().code(), Code::kExists);
+  ASSERT_TRUE(reg_->WriteOrder("a", 0, 1, "3 2 1 0", 500).ok());  // root
+  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.owner, kAlice);  // still Alice's job
+  EXPECT_EQ(s.pids, std::vector<pid_t>{500});
+  EXPECT_EQ(s.reattached, 1u);
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 500).ok());
   EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
 }
 
@@ -516,9 +519,9 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
   procs_.Exit(100);
   procs_.Exit(101);
   procs_.Spawn(500, 1, 500);
-  ASSERT_TRUE(reg_->Register("a", kAlice, 500).ok());
   const char* other = "batch_size = 4\nepochs = 3\nroot = \"ds\"\nloaders = 1\n";
-  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other).ok()) << LastError("a");
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other, 500).ok()) << LastError("a");
+  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
   JobSnapshot s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.id, a);
@@ -540,8 +543,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfre
   procs_.Exit(100);
   procs_.Exit(101);
   procs_.Spawn(500, 1, 500);
-  ASSERT_TRUE(reg_->Register("a", kAlice, 500).ok());
-  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());  // same: no-op
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());  // re-attaches; same: no-op
   EXPECT_TRUE(sink_.ended.empty());
   ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f5\nf6\nf7\n").ok()) << LastError("a");
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
@@ -562,8 +564,7 @@ TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
   procs_.Exit(100);
   procs_.Exit(101);
   procs_.Spawn(500, 1, 500);
-  ASSERT_TRUE(reg_->Register("a", kAlice, 500).ok());
-  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n").ok());  // same: confirms
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());  // same: confirms
   EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
   EXPECT_EQ(reg_->WriteConfig("a", kAlice, "batch_size = 9\nepochs = 2\nroot = \"ds\"\n").code(),
             Code::kInvalidArgument);
