@@ -302,6 +302,10 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
   Job* job = relock_same_job();
   Status out;
   if (decided(job, &out)) return out;
+  if (!job->config || job->config->root != root) {  // a re-attach started it afresh meanwhile
+    return Fail(job, "samples", InvalidArgument("config changed during the samples write; write "
+                                                "the samples again"));
+  }
   if (!refs.ok()) return Fail(job, "samples", refs.status());
   if (refs.value().size() != parsed.value().size()) {
     return Fail(job, "samples", Internal("sample resolution returned a different count"));
