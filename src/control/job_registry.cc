@@ -158,6 +158,9 @@ void JobRegistry::RemoveLocked(Job* job) {
 
 bool JobRegistry::OrphanedLocked(Job* job) const {
   if (job->orphaned_since_ns) return true;
+  // Before the reaper's tick: only a job that has begun an epoch (a job being
+  // set up from a shell registers `mkdir`'s short-lived pid, then its own).
+  if (!job->tracker || !job->tracker->current_epoch()) return false;
   const Attributor::Liveness l = attributor_.Alive(job->id);
   return l.registered > 0 && l.alive == 0;
 }

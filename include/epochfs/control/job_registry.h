@@ -23,8 +23,8 @@
 // until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
 //
 // Re-attach (DESIGN §7): a job is orphaned when it has registered pids and
-// none of them runs any more (marked by ReapOrphans, or found so by a write
-// before the next reaper tick). Its name stays taken: mkdir of it fails with
+// none of them runs any more (marked by ReapOrphans; a job that has begun an
+// epoch is also found so by a write before the next reaper tick). Its name stays taken: mkdir of it fails with
 // Exists (the kernel answers EEXIST itself, since the directory is visible).
 // The restarted job's first write to one of its files (config, samples,
 // order/K, epoch, pids) by the owner or root re-attaches it: the dead pids are
@@ -208,8 +208,8 @@ class JobRegistry {
   void BeginEpochLocked(Job* job, uint32_t epoch);
   // REQUIRES: mu_ held. Removes `job` (rmdir or reaped orphan).
   void RemoveLocked(Job* job);
-  // REQUIRES: mu_ held. Marked orphaned, or every registered pid is gone
-  // (reads /proc).
+  // REQUIRES: mu_ held. Marked orphaned, or it has begun an epoch and every
+  // registered pid is gone (reads /proc).
   bool OrphanedLocked(Job* job) const;
   // REQUIRES: mu_ held. See "Re-attach" above.
   void ReattachLocked(Job* job, pid_t pid);

@@ -518,6 +518,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
   JobId a = SetUpJob("a", 100);
   procs_.Exit(100);
   procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
   procs_.Spawn(500, 1, 500);
   const char* other = "batch_size = 4\nepochs = 3\nroot = \"ds\"\nloaders = 1\n";
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other, 500).ok()) << LastError("a");
@@ -542,6 +543,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfre
   JobId a = SetUpJob("a", 100);
   procs_.Exit(100);
   procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());  // re-attaches; same: no-op
   EXPECT_TRUE(sink_.ended.empty());
@@ -563,6 +565,7 @@ TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
   SetUpJob("a", 100);
   procs_.Exit(100);
   procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());  // same: confirms
   EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
@@ -570,6 +573,18 @@ TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
             Code::kInvalidArgument);
   EXPECT_TRUE(sink_.ended.empty());
   EXPECT_EQ(reg_->Snapshot("a").value().fresh_starts, 0u);
+}
+
+// A job set up from a shell: mkdir's own short-lived process is its first
+// pid, the shell registers itself next. Not a restarted job.
+TEST_F(JobRegistryTest, SetupFromAShellIsNoReattach) {
+  procs_.Spawn(700, 1, 700);
+  ASSERT_TRUE(reg_->Register("sh", kAlice, 700).ok());
+  procs_.Exit(700);  // mkdir(1) exited
+  ASSERT_TRUE(reg_->WritePids("sh", kAlice, "300\n", 300).ok());
+  ASSERT_TRUE(reg_->WriteConfig("sh", kAlice, kConfig, 300).ok());
+  EXPECT_EQ(reg_->Snapshot("sh").value().reattached, 0u);
+  EXPECT_TRUE(sink_.reattached.empty());
 }
 
 TEST_F(JobRegistryTest, ZeroGraceReapsAtOnce) {
