@@ -170,8 +170,11 @@ Status RunDaemon(const DaemonArgs& args) {
   log::Info("mounted " + args.lower + " at " + args.mountpoint + " (budget " +
             std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
   NeedWatch need_watch(cache);
-  OrphanReaper reaper(registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
-                      [&need_watch] { need_watch.Tick(); });
+  fs::Filesystem& fsys = *filesystem.value();
+  OrphanReaper reaper(
+      registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
+      [&fsys](const std::string& name) { fsys.ControlEntryRemoved("jobs/" + name); },
+      [&need_watch] { need_watch.Tick(); });
   reaper.Start();  // threads start after Daemonize's fork
   Status s = session.value()->Run();
   reaper.Stop();

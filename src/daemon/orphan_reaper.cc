@@ -15,6 +15,7 @@ void OrphanReaper::Start() {
       lock.unlock();
       for (const std::string& name : registry_.ReapOrphans(store::NowNs(), grace_ns_)) {
         log::Info("job " + name + ": every process exited; orphan grace over, cache released");
+        if (removed_) removed_(name);
       }
       if (tick_) tick_();
       lock.lock();

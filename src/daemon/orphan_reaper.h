@@ -1,13 +1,15 @@
 // OrphanReaper: the daemon's thread that calls JobRegistry::ReapOrphans once
-// a second (jobs.orphan_grace), then `tick` (other once-a-second checks: the
-// cache-need warning). Thread safety: Start/Stop from one thread; `tick` runs
-// on the reaper thread only.
+// a second (jobs.orphan_grace), `removed` for each job it reaped (the daemon
+// tells the kernel that the directory is gone), then `tick` (other
+// once-a-second checks: the cache-need warning). Thread safety: Start/Stop
+// from one thread; the callbacks run on the reaper thread only.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -18,8 +20,12 @@ namespace epochfs {
 class OrphanReaper {
  public:
   OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns,
+               std::function<void(const std::string&)> removed = {},
                std::function<void()> tick = {})
-      : registry_(registry), grace_ns_(grace_ns), tick_(std::move(tick)) {}
+      : registry_(registry),
+        grace_ns_(grace_ns),
+        removed_(std::move(removed)),
+        tick_(std::move(tick)) {}
   ~OrphanReaper() { Stop(); }
   OrphanReaper(const OrphanReaper&) = delete;
   OrphanReaper& operator=(const OrphanReaper&) = delete;
@@ -30,6 +36,7 @@ class OrphanReaper {
  private:
   control::JobRegistry& registry_;
   const uint64_t grace_ns_;
+  const std::function<void(const std::string&)> removed_;  // job name
   const std::function<void()> tick_;
   std::mutex mu_;
   std::condition_variable cv_;

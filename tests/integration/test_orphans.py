@@ -19,6 +19,9 @@ GraceTest: the same crash, nobody re-registers: after jobs.orphan_grace=2 the
 job directory is gone, the pool has every byte back, the name is free (a new
 mkdir is a new job). The cache-need estimate is in status and stats.
 
+KernelForgetsReapedDirectoryTest: the reaped directory is dropped from the
+kernel (FUSE_NOTIFY_DELETE), which forgets its inode.
+
 NeedWarningTest: one job whose measured need exceeds the budget: stats
 `warnings` says so and the daemon logs the warning once.
 
@@ -380,6 +383,42 @@ class GraceTest(OrphanCase):
         os.rmdir(self.jp())
         self.assertIn("orphan grace over", self.d.stderr_text())
         self.assertEqual(self.d.unmount(), 0)
+
+
+class KernelForgetsReapedDirectoryTest(et.MountTestCase):
+    """A reaped job's directory disappears without an rmdir the kernel saw:
+    the daemon tells the kernel (FUSE_NOTIFY_DELETE, code 6), which then
+    forgets the directory's inode, so the daemon's inode table drops it too.
+    Read from libfuse's -d trace."""
+
+    def test_reap_notifies_the_kernel(self):
+        lower = self.make_dir("lower")
+        tj.build_dataset(lower, "ds", 4, 100, 200, seed=1)
+        d = self.mount(lower, opts=["cache.policy=epoch", "jobs.orphan_grace=1"], extra=["-d"])
+        jp = d.path(".epochfs", "jobs", "gone")
+        pid = os.fork()
+        if pid == 0:  # registers itself and exits without rmdir
+            code = 0
+            try:
+                os.mkdir(jp)
+                tj.ctl_write(os.path.join(jp, "pids"), "%d\n" % os.getpid())
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        self.assertEqual(tj.read_json(os.path.join(jp, "status"))["name"], "gone")
+        self.assertNotIn("NOTIFY: code=6", d.stderr_text())
+        self.assertTrue(et.wait_for(lambda: "NOTIFY: code=6" in d.stderr_text(), 10),
+                        "no FUSE_NOTIFY_DELETE after the reap")
+        self.assertTrue(et.wait_for(
+            lambda: "FORGET" in d.stderr_text().split("NOTIFY: code=6", 1)[1], 5),
+            "the kernel did not forget the reaped directory")
+        self.assertFalse(os.path.exists(jp))
+        os.mkdir(jp)  # the name is free
+        os.rmdir(jp)
+        self.assertEqual(d.unmount(), 0)
 
 
 class NeedWarningTest(et.MountTestCase):
