@@ -38,6 +38,9 @@ struct JobRegistry::Job {
   // Re-attached and not confirmed yet: a different config or samples list
   // starts the job afresh (see the header).
   bool reattach_pending = false;
+  // Re-attached and nothing read since: an `epoch` marker for the current
+  // epoch restarts it.
+  bool restart_on_marker = false;
 };
 
 namespace {
@@ -171,8 +174,17 @@ void JobRegistry::ReattachLocked(Job* job, pid_t pid) {
   job->orphaned_since_ns.reset();
   ++job->reattached;
   job->reattach_pending = true;
-  if (job->tracker) job->tracker->RestartEpoch();
-  sink_.OnReattach(job->id);
+  job->restart_on_marker = true;
+  // K not complete at the crash: the trainer had not finished it, so the
+  // restarted job reads it again.
+  if (job->tracker && job->tracker->current_epoch() && !job->tracker->current_complete()) {
+    RestartEpochLocked(job);
+  }
+}
+
+void JobRegistry::RestartEpochLocked(Job* job) {
+  job->tracker->RestartEpoch();
+  sink_.OnEpochRestart(job->id);
 }
 
 void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
@@ -188,6 +200,7 @@ void JobRegistry::StartFreshLocked(Job* job) {
   job->object_to_sample.clear();
   job->tracker.reset();
   job->reattach_pending = false;
+  job->restart_on_marker = false;
   ++job->fresh_starts;
 }
 
@@ -410,6 +423,9 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
   Result<bool> began = job->tracker->MarkEpoch(epoch.value());
   if (!began.ok()) return Fail(job, "epoch", began.status());
   job->reattach_pending = false;
+  // A re-attached job says it starts the current epoch (again).
+  if (!began.value() && job->restart_on_marker) RestartEpochLocked(job);
+  job->restart_on_marker = false;
   if (began.value()) BeginEpochLocked(job, epoch.value());
   return Status::Ok();
 }
@@ -476,6 +492,7 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object) {
   if (s == job->object_to_sample.end()) return info;
   info.sample = s->second;
   job->reattach_pending = false;
+  job->restart_on_marker = false;
   TrackedAccess t = job->tracker->OnAccess(s->second);
   ApplyTracked(job, t);
   info.epoch = t.epoch;

@@ -77,13 +77,14 @@ void PolicyJobSink::OnEpochBegin(control::JobId job, uint32_t epoch) {
   }
 }
 
-void PolicyJobSink::OnReattach(control::JobId job) {
+void PolicyJobSink::OnEpochRestart(control::JobId job) {
   Status s = cache_.WithPolicy(
       [&](cache::Policy& p) { return NoDecision(p.RestartEpoch(job, store::NowNs())); });
   if (!s.ok() && s.code() != Code::kNotFound) {
-    log::Warn("job " + std::to_string(job) + ": re-attach: " + s.message());
+    log::Warn("job " + std::to_string(job) + ": epoch restart: " + s.message());
   }
-  log::Info("job " + std::to_string(job) + ": re-attached; its current epoch restarts warm");
+  log::Info("job " + std::to_string(job) +
+            ": re-attached; it reads its current epoch again, with the cache it kept");
 }
 
 void PolicyJobSink::OnJobEnd(control::JobId job) {

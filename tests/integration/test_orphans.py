@@ -15,6 +15,9 @@ re-reads count for epoch 1 (not 2), they hit the samples kept in `next`, and
 epoch 2 then hits every sample from the kept cache. Byte-exact throughout; the
 budget equation holds at every step; rmdir returns everything.
 
+BoundaryRestartTest: killed between epochs 1 and 2; the restarted job writes
+`epoch` 2 and every read of epoch 2 hits the kept cache.
+
 GraceTest: the same crash, nobody re-registers: after jobs.orphan_grace=2 the
 job directory is gone, the pool has every byte back, the name is free (a new
 mkdir is a new job). The cache-need estimate is in status and stats.
@@ -342,6 +345,36 @@ class ReattachTest(OrphanCase):
         os.rmdir(self.jp())
         st = self.d.stats()
         self.assertEqual(st["jobs"], [])
+        self.assertEqual(st["pool"] + st["shared"], st["budget"], st)
+        self.assertEqual(self.d.unmount(), 0)
+
+
+class BoundaryRestartTest(OrphanCase):
+    def test_job_killed_between_epochs_resumes_at_the_next_one(self):
+        """Killed after epoch 1 was read whole (a checkpoint at its end): the
+        restarted job writes `epoch` 2 and finds every sample in `cur`."""
+        self.d = self.mount(self.lower, opts=["cache.policy=epoch", "cache.memory=4MiB",
+                                              "jobs.orphan_grace=60"])
+        job = Job(self, self.d.mnt, self.SPEC, self.samples, self.orders, 0)
+        job.epoch(0, marker=True)
+        r1 = job.epoch(1, marker=True)
+        total = sum(len(b) for _, b in self.samples)
+        self.assertEqual(r1["status"]["next_bytes"], total)
+        job.kill_all()
+        self.wait_orphaned()
+        job = Job(self, self.d.mnt, self.SPEC, self.samples, self.orders, 2)
+        st = job.first_status
+        self.assertEqual(st["reattached"], 1)
+        self.assertEqual(st["epoch"], 1)
+        self.assertEqual(st["next_bytes"], total)
+        r2 = job.epoch(2, marker=True)
+        self.assertEqual(r2["status"]["epoch"], 2)
+        e2 = [e for e in r2["status"]["epochs"] if e["epoch"] == 2]
+        self.assertEqual(e2, [{"epoch": 2, "hits": self.SPEC.n, "misses": 0}], r2["status"])
+        self.assert_budget()
+        job.quit()
+        os.rmdir(self.jp())
+        st = self.d.stats()
         self.assertEqual(st["pool"] + st["shared"], st["budget"], st)
         self.assertEqual(self.d.unmount(), 0)
 

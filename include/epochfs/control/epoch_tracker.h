@@ -101,6 +101,8 @@ class EpochTracker {
     return prev_open_ ? std::optional<uint32_t>(*cur_ - 1) : std::nullopt;
   }
   std::vector<uint32_t> declared_epochs() const;
+  // The current epoch has consumed its whole order (every sample once).
+  bool current_complete() const { return cur_ && cur_count_ >= EpochSize(*cur_); }
   // Samples counted for the current epoch so far (repeats excluded).
   uint64_t consumed_in_current() const { return cur_ ? cur_count_ : 0; }
   uint32_t sample_count() const { return static_cast<uint32_t>(last_.size()); }

@@ -13,9 +13,10 @@
 //   last epoch's order consumed, or an epoch >= `epochs` begins → kDone
 //   Remove (rmdir)   → gone          (JobSink::OnJobEnd: Policy::EndJob)
 //   every registered process exited → orphaned (ReapOrphans); cache kept
-//   a write by its owner while orphaned → re-attached (JobSink::OnReattach:
-//                                    Policy::RestartEpoch); same JobId, state,
-//                                    orders and cache
+//   a write by its owner while orphaned → re-attached; same JobId, state,
+//                                    orders and cache; the current epoch may
+//                                    restart (JobSink::OnEpochRestart:
+//                                    Policy::RestartEpoch)
 //   orphaned for the grace → gone    (as by Remove)
 //
 // Files are write-once in substance: config and samples may be rewritten only
@@ -28,9 +29,12 @@
 // Exists (the kernel answers EEXIST itself, since the directory is visible).
 // The restarted job's first write to one of its files (config, samples,
 // order/K, epoch, pids) by the owner or root re-attaches it: the dead pids are
-// forgotten, the writer's pid is registered, the current epoch restarts
-// (EpochTracker::RestartEpoch, Policy::RestartEpoch: re-reads count for it,
-// not for the next one) and the job keeps everything else. Until the
+// forgotten, the writer's pid is registered and the job keeps everything
+// else. Its current epoch K restarts (EpochTracker::RestartEpoch,
+// Policy::RestartEpoch: re-reads count for K, not for K+1) when K was not
+// complete at the crash (the trainer cannot have finished it), and when the
+// restarted job writes `epoch` K before its first read (it says so); a
+// complete K with no such marker lets the next read begin K+1. Until the
 // re-attached job confirms its declarations (an identical samples write, an
 // order, an epoch marker or a sample read), a *different* config or samples
 // list starts the job afresh in the same directory: the old cache is released
@@ -92,7 +96,7 @@ class JobSink {
   virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
   virtual void OnEpochBegin(JobId job, uint32_t epoch) = 0;
   // A re-attached job restarts its current epoch (Policy::RestartEpoch).
-  virtual void OnReattach(JobId /*job*/) {}
+  virtual void OnEpochRestart(JobId /*job*/) {}
   virtual void OnJobEnd(JobId job) = 0;
 };
 
@@ -215,6 +219,8 @@ class JobRegistry {
   void ReattachLocked(Job* job, pid_t pid);
   // REQUIRES: mu_ held. Re-attaches `job` when it is orphaned.
   void ReattachIfOrphanedLocked(Job* job, pid_t writer_pid);
+  // REQUIRES: mu_ held, job->tracker set. Tracker and policy restart epoch K.
+  void RestartEpochLocked(Job* job);
   // REQUIRES: mu_ held. The re-attached job declared something different:
   // release the old one's policy state and forget its declarations.
   void StartFreshLocked(Job* job);

@@ -59,9 +59,9 @@ class FakeSink : public JobSink {
     std::lock_guard<std::mutex> l(mu);
     ended.push_back(job);
   }
-  void OnReattach(JobId job) override {
+  void OnEpochRestart(JobId job) override {
     std::lock_guard<std::mutex> l(mu);
-    reattached.push_back(job);
+    restarted.push_back(job);
   }
 
   std::map<std::string, cache::ObjectId> objects;
@@ -79,7 +79,7 @@ class FakeSink : public JobSink {
   std::vector<OrderCall> orders;
   std::vector<std::pair<JobId, uint32_t>> epochs;
   std::vector<JobId> ended;
-  std::vector<JobId> reattached;
+  std::vector<JobId> restarted;
 };
 
 constexpr uid_t kAlice = 1000;
@@ -436,12 +436,12 @@ TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
   procs_.Spawn(600, 1, 600);
   EXPECT_EQ(reg_->Register("a", kAlice, 600).status().code(), Code::kExists);
   EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig, 600).code(), Code::kNotPermitted);
-  EXPECT_TRUE(sink_.reattached.empty());
+  EXPECT_TRUE(sink_.restarted.empty());
 
   // The restarted job: a new process, same owner, writes its config first.
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());
-  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
   EXPECT_EQ(reg_->Snapshot("a").value().id, a);
   EXPECT_TRUE(sink_.ended.empty());
   JobSnapshot s = reg_->Snapshot("a").value();
@@ -478,13 +478,13 @@ TEST_F(JobRegistryTest, ReattachBeforeTheReaperNoticedAndByRoot) {
   JobId a = SetUpJob("a", 100);
   // A write while the job lives is no re-attach.
   ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 100).ok());
-  EXPECT_TRUE(sink_.reattached.empty());
+  EXPECT_TRUE(sink_.restarted.empty());
   procs_.Exit(100);
   procs_.Exit(101);
   // No reaper tick yet: the write finds every registered process gone itself.
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WriteOrder("a", 0, 1, "3 2 1 0", 500).ok());  // root
-  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
   JobSnapshot s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.owner, kAlice);  // still Alice's job
   EXPECT_EQ(s.pids, std::vector<pid_t>{500});
@@ -500,7 +500,7 @@ TEST_F(JobRegistryTest, PidsWriteToAnOrphanReattachesIt) {
   procs_.Exit(101);
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WritePids("a", kAlice, "500\n", 0).ok());
-  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
   JobSnapshot s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.pids, std::vector<pid_t>{500});
   EXPECT_EQ(s.reattached, 1u);
@@ -522,7 +522,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
   procs_.Spawn(500, 1, 500);
   const char* other = "batch_size = 4\nepochs = 3\nroot = \"ds\"\nloaders = 1\n";
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other, 500).ok()) << LastError("a");
-  EXPECT_EQ(sink_.reattached, std::vector<JobId>{a});
+  EXPECT_TRUE(sink_.restarted.empty());  // no epoch had begun
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
   JobSnapshot s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.id, a);
@@ -575,6 +575,39 @@ TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
   EXPECT_EQ(reg_->Snapshot("a").value().fresh_starts, 0u);
 }
 
+// K complete (every sample opened) at the crash: without a marker the next
+// read begins K+1 (a restart from the checkpoint at the end of K); with
+// `epoch` K written after the re-attach, K restarts.
+TEST_F(JobRegistryTest, CompleteEpochRestartsOnlyOnItsMarker) {
+  JobId a = SetUpJob("a", 100);
+  for (cache::ObjectId o : {1000, 1001, 1002, 1003}) reg_->OnAccess(101, o);  // epoch 0 whole
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
+  EXPECT_TRUE(sink_.restarted.empty());  // epoch 0 was complete: no restart yet
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 500).ok());  // "I start epoch 0 (again)"
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
+  EXPECT_EQ(reg_->OnAccess(500, 1000).epoch, std::optional<uint32_t>(0));
+  // A marker after a read is an ordinary one: no second restart.
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 500).ok());
+  EXPECT_EQ(sink_.restarted.size(), 1u);
+
+  // Crash again after epoch 0 was complete; this time the job resumes at 1.
+  for (cache::ObjectId o : {1001, 1002, 1003}) reg_->OnAccess(500, o);
+  procs_.Exit(500);
+  EXPECT_TRUE(reg_->ReapOrphans(2, 1'000'000'000).empty());
+  procs_.Spawn(501, 1, 501);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "501\n", 501).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 2u);
+  AccessInfo i = reg_->OnAccess(501, 1003);  // epoch 1's first sample
+  EXPECT_EQ(i.epoch, std::optional<uint32_t>(1));
+  EXPECT_EQ(sink_.epochs.back(), (std::pair<JobId, uint32_t>{a, 1}));
+  EXPECT_EQ(sink_.restarted.size(), 1u);
+}
+
 // A job set up from a shell: mkdir's own short-lived process is its first
 // pid, the shell registers itself next. Not a restarted job.
 TEST_F(JobRegistryTest, SetupFromAShellIsNoReattach) {
@@ -584,7 +617,7 @@ TEST_F(JobRegistryTest, SetupFromAShellIsNoReattach) {
   ASSERT_TRUE(reg_->WritePids("sh", kAlice, "300\n", 300).ok());
   ASSERT_TRUE(reg_->WriteConfig("sh", kAlice, kConfig, 300).ok());
   EXPECT_EQ(reg_->Snapshot("sh").value().reattached, 0u);
-  EXPECT_TRUE(sink_.reattached.empty());
+  EXPECT_TRUE(sink_.restarted.empty());
 }
 
 TEST_F(JobRegistryTest, ZeroGraceReapsAtOnce) {
