@@ -25,8 +25,9 @@
 //
 // Re-attach (DESIGN §7): a job is orphaned when it has registered pids and
 // none of them runs any more (marked by ReapOrphans; a job that has begun an
-// epoch is also found so by a write before the next reaper tick). Its name stays taken: mkdir of it fails with
-// Exists (the kernel answers EEXIST itself, since the directory is visible).
+// epoch is also found so by a write before the next reaper tick). Its name
+// stays taken: mkdir of it fails with Exists (the kernel answers EEXIST
+// itself, since the directory is visible).
 // The restarted job's first write to one of its files (config, samples,
 // order/K, epoch, pids) by the owner or root re-attaches it: the dead pids are
 // forgotten, the writer's pid is registered and the job keeps everything
@@ -44,7 +45,8 @@
 // fails the write/flush with EINVAL), PermissionDenied unless the caller is the
 // job's owner or root, NotFound for an unknown job. Every failed write also
 // records "FILE: reason" as the job's last_error (readable in `status`);
-// nothing already accepted is changed by a failed write.
+// nothing already accepted is changed by a failed write (a write by the owner
+// to an orphan re-attaches it even when its content is refused).
 //
 // Thread safety: all methods are thread-safe. Lock order, outermost first:
 //   JobRegistry::mu_  →  Attributor's mutex  →  the policy's mutex (inside JobSink)
