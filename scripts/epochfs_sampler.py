@@ -120,7 +120,9 @@ class EpochfsSampler:
     start_epoch      first epoch when set_epoch() is never called
     order_fn         epoch -> list of indices; replaces the built-in sources
     compute_ms       compute per batch, when the job knows it
-    exist_ok         reuse an existing job of that name (a restarted job)
+    exist_ok         reuse an existing job of that name (a restarted job: its
+                     first write re-attaches an orphaned job, whose current
+                     epoch restarts warm; man epochfs-control(7))
     close_at_exit    rmdir the job when this process exits normally
     """
 

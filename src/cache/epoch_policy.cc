@@ -112,6 +112,8 @@ struct Job {
   uint32_t e = 0;
   uint64_t reserved = 0;
   uint64_t need = 0;
+  uint64_t need_batches = 0;
+  bool measured = false;  // FinishWarmup ran: e, need and T are estimates
   double lambda = 0.0;
   int32_t rank = -1;
 
@@ -268,6 +270,22 @@ class EpochPolicy final : public Policy {
     return d;
   }
 
+  Status RestartEpoch(JobId id, uint64_t now_ns) override {
+    Job* j = FindJob(id);
+    if (j == nullptr) return NotFound("no job " + Str(id));
+    if (!j->started) return Status::Ok();
+    const uint32_t mark = j->epoch + 1;
+    for (uint32_t& s : j->seen) {
+      if (s == mark) s = 0;
+    }
+    j->consumed = 0;
+    // The warm-up's clock restarts too: the time the job was dead is not
+    // epoch time. Its load measurements stay (they measure lower storage).
+    j->epoch_start_ns = now_ns;
+    DebugCheck();
+    return Status::Ok();
+  }
+
   Result<Decision> EndJob(JobId id) override {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return NotFound("no job " + Str(id));
@@ -304,6 +322,8 @@ class EpochPolicy final : public Policy {
       s.default_alloc_bytes = j.state == JobState::kDone ? 0 : share;
       s.reserved_bytes = j.reserved;
       s.need_bytes = j.need;
+      s.need_measured = j.measured;
+      s.need_batches = j.need_batches;
       s.rank = j.rank;
       s.lambda = j.lambda;
       s.h = H(j, share);
@@ -572,6 +592,8 @@ class EpochPolicy final : public Policy {
       j.e = hidden >= b ? 0 : static_cast<uint32_t>(b - hidden);
     }
     j.need = static_cast<uint64_t>(j.e) * batches * j.MeanSize();
+    j.need_batches = batches;
+    j.measured = true;
     if (j.LastEpoch()) {
       j.state = JobState::kLastEpoch;
       return;

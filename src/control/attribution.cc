@@ -156,6 +156,30 @@ Attributor::Liveness Attributor::Alive(JobId job) const {
   return l;
 }
 
+void Attributor::ForgetExited(JobId job) {
+  std::vector<std::pair<pid_t, uint64_t>> mine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [pid, r] : registered_) {
+      if (r.job == job) mine.emplace_back(pid, r.start_time);
+    }
+  }
+  std::vector<std::pair<pid_t, uint64_t>> dead;
+  for (const auto& [pid, start] : mine) {  // /proc reads outside the lock
+    Result<ProcStat> st = proc_->Stat(pid);
+    if (!st.ok() || st.value().start_time != start) dead.emplace_back(pid, start);
+  }
+  if (dead.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [pid, start] : dead) {
+    auto it = registered_.find(pid);
+    if (it != registered_.end() && it->second.job == job && it->second.start_time == start) {
+      registered_.erase(it);
+    }
+  }
+  ++generation_;
+}
+
 size_t Attributor::cache_size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cache_.size();

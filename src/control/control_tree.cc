@@ -1,6 +1,7 @@
 #include "epochfs/control/control_tree.h"
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "epochfs/control/control_parse.h"
@@ -25,6 +26,13 @@ std::vector<std::string> Split(const std::string& path) {
 constexpr const char* kJobFiles[] = {"config", "epoch", "order", "pids", "samples", "status"};
 // With a spill area, also these (listing order after kJobFiles).
 constexpr const char* kSpillFiles[] = {"progress", "spill_schedule"};
+
+// The clock the daemon gives JobRegistry::ReapOrphans (store::NowNs).
+uint64_t SteadyNowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 
 bool IsSpillFile(const std::string& f) {
   for (const char* n : kSpillFiles) {
@@ -142,12 +150,12 @@ Status ControlTree::Write(const std::string& path, const std::string& content, c
   if (p.size() == 4 && p[2] == "order") {
     auto k = ParseOrderFileName(p[3]);
     if (!k.ok()) return k.status();
-    return registry_.WriteOrder(name, who.uid, k.value(), content);
+    return registry_.WriteOrder(name, who.uid, k.value(), content, who.pid);
   }
   if (p.size() != 3) return NotFound(path);
-  if (p[2] == "config") return registry_.WriteConfig(name, who.uid, content);
-  if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content);
-  if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content);
+  if (p[2] == "config") return registry_.WriteConfig(name, who.uid, content, who.pid);
+  if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content, who.pid);
+  if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content, who.pid);
   if (p[2] == "pids") return registry_.WritePids(name, who.uid, content, who.pid);
   if (spill_ != nullptr && IsSpillFile(p[2])) return WriteSpillFile(name, p[2], content, who);
   return ReadOnly(path + " is read-only");
@@ -200,6 +208,13 @@ Result<std::string> ControlTree::StatusJson(const std::string& name) const {
   j["pids"] = s.pids;
   j["last_error"] = s.last_error;
   j["orphaned"] = s.orphaned_since_ns.has_value();
+  if (s.orphaned_since_ns) {
+    const uint64_t now = SteadyNowNs();
+    j["orphaned_for_s"] =
+        now > *s.orphaned_since_ns ? static_cast<double>(now - *s.orphaned_since_ns) / 1e9 : 0.0;
+  }
+  j["reattached"] = s.reattached;
+  j["fresh_starts"] = s.fresh_starts;
   if (s.config) {
     j["batch_size"] = s.config->batch_size;
     j["epochs_total"] = s.config->epochs;
@@ -225,6 +240,13 @@ Result<std::string> ControlTree::StatusJson(const std::string& name) const {
     j["default_alloc_bytes"] = ps.default_alloc_bytes;
     j["reserved_bytes"] = ps.reserved_bytes;
     j["need_bytes"] = ps.need_bytes;
+    // The cache that hides the job's I/O, estimated from its warm-up (null
+    // until warm-up ends), with its inputs.
+    j["cache_need_bytes"] = ps.need_measured ? nlohmann::json(ps.need_bytes) : nlohmann::json(nullptr);
+    j["cache_need"] = {{"e", ps.e},
+                       {"batches", ps.need_batches},
+                       {"mean_sample_bytes", ps.mean_sample_bytes},
+                       {"measured", ps.need_measured}};
     j["rank"] = ps.rank;
     j["lambda"] = ps.lambda;
     j["h"] = ps.h;

@@ -76,6 +76,16 @@ Result<bool> EpochTracker::MarkEpoch(uint32_t epoch) {
   return true;
 }
 
+void EpochTracker::RestartEpoch() {
+  if (!cur_) return;
+  ClosePrevious();
+  for (uint32_t& e : last_) {
+    if (e == *cur_) e = kNever;
+  }
+  cur_count_ = 0;
+  since_begin_ = 0;
+}
+
 int64_t EpochTracker::PositionIn(uint32_t epoch, uint32_t sample) const {
   auto it = orders_.find(epoch);
   if (it == orders_.end() || it->second.pos[sample] == kAbsent) return -1;

@@ -33,6 +33,14 @@ struct JobRegistry::Job {
   std::unique_ptr<EpochTracker> tracker;  // set with the samples
   uint64_t accesses = 0;
   std::string last_error;
+  uint32_t reattached = 0;
+  uint32_t fresh_starts = 0;
+  // Re-attached and not confirmed yet: a different config or samples list
+  // starts the job afresh (see the header).
+  bool reattach_pending = false;
+  // Re-attached and nothing read since: an `epoch` marker for the current
+  // epoch restarts it.
+  bool restart_on_marker = false;
 };
 
 namespace {
@@ -151,6 +159,51 @@ void JobRegistry::RemoveLocked(Job* job) {
   job_count_.store(jobs_.size(), std::memory_order_relaxed);
 }
 
+bool JobRegistry::OrphanedLocked(Job* job) const {
+  if (job->orphaned_since_ns) return true;
+  // Before the reaper's tick: only a job that has begun an epoch (a job being
+  // set up from a shell registers `mkdir`'s short-lived pid, then its own).
+  if (!job->tracker || !job->tracker->current_epoch()) return false;
+  const Attributor::Liveness l = attributor_.Alive(job->id);
+  return l.registered > 0 && l.alive == 0;
+}
+
+void JobRegistry::ReattachLocked(Job* job, pid_t pid) {
+  if (pid > 0) (void)attributor_.AddPid(job->id, pid);  // best effort, as in Register
+  attributor_.ForgetExited(job->id);
+  job->orphaned_since_ns.reset();
+  ++job->reattached;
+  job->reattach_pending = true;
+  job->restart_on_marker = true;
+  // K not complete at the crash: the trainer had not finished it, so the
+  // restarted job reads it again.
+  if (job->tracker && job->tracker->current_epoch() && !job->tracker->current_complete()) {
+    RestartEpochLocked(job);
+  }
+}
+
+void JobRegistry::RestartEpochLocked(Job* job) {
+  job->tracker->RestartEpoch();
+  sink_.OnEpochRestart(job->id);
+}
+
+void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
+  if (OrphanedLocked(job)) ReattachLocked(job, writer_pid);
+}
+
+void JobRegistry::StartFreshLocked(Job* job) {
+  sink_.OnJobEnd(job->id);  // releases the old declarations' cache
+  job->config.reset();
+  job->state = JobState::kRegistered;
+  job->sample_count = 0;
+  job->samples_hash = 0;
+  job->object_to_sample.clear();
+  job->tracker.reset();
+  job->reattach_pending = false;
+  job->restart_on_marker = false;
+  ++job->fresh_starts;
+}
+
 std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grace_ns) {
   std::vector<std::pair<JobId, Attributor::Liveness>> seen;
   {
@@ -177,14 +230,17 @@ std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grac
   return removed;
 }
 
-Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text) {
+Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text,
+                                pid_t writer_pid) {
   Result<JobConfig> parsed = ParseJobConfig(text);
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
   if (!r.ok()) return r.status();
   Job* job = r.value();
+  ReattachIfOrphanedLocked(job, writer_pid);
   if (!parsed.ok()) return Fail(job, "config", parsed.status());
   const JobConfig& cfg = parsed.value();
+  if (job->config && *job->config != cfg && job->reattach_pending) StartFreshLocked(job);
   if (job->config) {
     if (*job->config == cfg) return Status::Ok();
     return Fail(job, "config",
@@ -203,7 +259,8 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
   return Status::Ok();
 }
 
-Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::string_view text) {
+Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::string_view text,
+                                 pid_t writer_pid) {
   JobId id;
   std::string root;
   {
@@ -211,6 +268,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     Result<Job*> r = FindForWrite(name, caller);
     if (!r.ok()) return r.status();
     Job* job = r.value();
+    ReattachIfOrphanedLocked(job, writer_pid);
     if (!job->config) {
       return Fail(job, "samples", InvalidArgument("write config before samples"));
     }
@@ -237,7 +295,10 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     }
     if (job->tracker) {
       if (job->sample_count == parsed.value().size() && job->samples_hash == fp) {
+        job->reattach_pending = false;  // the restarted job is the same job
         *out = Status::Ok();
+      } else if (job->reattach_pending) {
+        return false;  // a different job under the old name: starts afresh below
       } else {
         *out = Fail(job, "samples",
                     InvalidArgument("samples are already set and differ; rmdir and mkdir the job "
@@ -257,9 +318,26 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
   Job* job = relock_same_job();
   Status out;
   if (decided(job, &out)) return out;
+  if (!job->config || job->config->root != root) {  // a re-attach started it afresh meanwhile
+    return Fail(job, "samples", InvalidArgument("config changed during the samples write; write "
+                                                "the samples again"));
+  }
   if (!refs.ok()) return Fail(job, "samples", refs.status());
   if (refs.value().size() != parsed.value().size()) {
     return Fail(job, "samples", Internal("sample resolution returned a different count"));
+  }
+  if (job->tracker) {  // re-attached with a different list: the config stays
+    const JobConfig cfg = *job->config;
+    StartFreshLocked(job);
+    cache::JobSpec spec;
+    spec.id = job->id;
+    spec.name = job->name;
+    spec.batch_size = cfg.batch_size;
+    spec.epochs = cfg.epochs;
+    spec.loaders = cfg.loaders;
+    if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "samples", s);
+    job->config = cfg;
+    job->state = JobState::kConfigured;
   }
   std::unordered_map<cache::ObjectId, uint32_t> map;
   map.reserve(refs.value().size());
@@ -282,7 +360,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
 }
 
 Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epoch,
-                               std::string_view text) {
+                               std::string_view text, pid_t writer_pid) {
   const std::string file = "order/" + std::to_string(epoch);
   JobId id;
   size_t count;
@@ -291,6 +369,7 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
     Result<Job*> r = FindForWrite(name, caller);
     if (!r.ok()) return r.status();
     Job* job = r.value();
+    ReattachIfOrphanedLocked(job, writer_pid);
     if (!job->tracker) {
       return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
     }
@@ -309,21 +388,29 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
   Job* job = it->second;
   if (!order.ok()) return Fail(job, file.c_str(), order.status());
-  if (job->tracker->SameOrder(epoch, order.value())) return Status::Ok();
+  if (!job->tracker) return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+  if (job->tracker->SameOrder(epoch, order.value())) {
+    job->reattach_pending = false;
+    return Status::Ok();
+  }
   if (Status s = job->tracker->CheckOrder(epoch, order.value()); !s.ok()) {
     return Fail(job, file.c_str(), s);
   }
   if (Status s = sink_.OnOrder(id, epoch, order.value()); !s.ok()) {
     return Fail(job, file.c_str(), s);
   }
-  return Fail(job, file.c_str(), job->tracker->SetOrder(epoch, order.value()));
+  Status s = job->tracker->SetOrder(epoch, order.value());
+  if (s.ok()) job->reattach_pending = false;
+  return Fail(job, file.c_str(), s);
 }
 
-Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text) {
+Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
+                                pid_t writer_pid) {
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
   if (!r.ok()) return r.status();
   Job* job = r.value();
+  ReattachIfOrphanedLocked(job, writer_pid);
   Result<uint32_t> epoch = ParseEpochMarker(text);
   if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
   if (!job->tracker) return Fail(job, "epoch", InvalidArgument("write samples before the epoch"));
@@ -335,6 +422,10 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
   }
   Result<bool> began = job->tracker->MarkEpoch(epoch.value());
   if (!began.ok()) return Fail(job, "epoch", began.status());
+  job->reattach_pending = false;
+  // A re-attached job says it starts the current epoch (again).
+  if (!began.value() && job->restart_on_marker) RestartEpochLocked(job);
+  job->restart_on_marker = false;
   if (began.value()) BeginEpochLocked(job, epoch.value());
   return Status::Ok();
 }
@@ -347,10 +438,12 @@ Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_v
   Job* job = r.value();
   Result<std::vector<pid_t>> pids = ParsePidList(text);
   if (!pids.ok()) return Fail(job, "pids", pids.status());
+  const bool orphaned = OrphanedLocked(job);
   if (Status s = attributor_.AddPids(job->id, pids.value()); !s.ok()) {
     return Fail(job, "pids", s);
   }
   if (writer_pid > 0) (void)attributor_.AddPid(job->id, writer_pid);  // best effort
+  if (orphaned) ReattachLocked(job, 0);
   return Status::Ok();
 }
 
@@ -398,6 +491,8 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object) {
   auto s = job->object_to_sample.find(object);
   if (s == job->object_to_sample.end()) return info;
   info.sample = s->second;
+  job->reattach_pending = false;
+  job->restart_on_marker = false;
   TrackedAccess t = job->tracker->OnAccess(s->second);
   ApplyTracked(job, t);
   info.epoch = t.epoch;
@@ -441,6 +536,8 @@ Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
   s.last_error = j.last_error;
   s.pids = attributor_.Pids(j.id);
   s.orphaned_since_ns = j.orphaned_since_ns;
+  s.reattached = j.reattached;
+  s.fresh_starts = j.fresh_starts;
   return s;
 }
 

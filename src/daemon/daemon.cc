@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "epochfs/cache/cache_need.h"
 #include "epochfs/cache/epoch_policy.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/common/log.h"
@@ -78,10 +79,14 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill) {
   j["max_object_bytes"] = cf.max_object_bytes();
   j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
   nlohmann::json jobs = nlohmann::json::array();
+  nlohmann::json warnings = nlohmann::json::array();
   cf.ReadPolicy([&](const cache::Policy& p) {
     j["pool"] = p.pool_bytes();
     j["shared"] = p.shared_bytes();
     j["resident"] = p.resident_bytes();
+    const cache::CacheNeed need = cache::SumCacheNeed(p);
+    j["need_total_bytes"] = need.total_bytes;
+    if (need.over) warnings.push_back(need.Warning());
     for (const cache::JobSnapshot& s : p.Jobs()) {
       jobs.push_back({{"name", s.name},
                       {"id", s.id},
@@ -93,7 +98,9 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill) {
                       {"tail_bytes", s.tail_bytes},
                       {"granted_unused_bytes", s.granted_unused_bytes},
                       {"hits", s.current.hits},
-                      {"misses", s.current.misses}});
+                      {"misses", s.current.misses},
+                      {"cache_need_bytes", s.need_measured ? nlohmann::json(s.need_bytes)
+                                                           : nlohmann::json(nullptr)}});
     }
   });
   j["jobs"] = jobs;
@@ -110,8 +117,29 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill) {
                            {"ssd_write_bytes", st.ssd_write_bytes},
                            {"checksum_errors", st.checksum_errors}};
   }
+  j["warnings"] = warnings;
   return j.dump(2);
 }
+
+// Logs one warning each time Σ jobs' cache need goes over the budget (and a
+// note when it falls back under). Called from the reaper thread only.
+class NeedWatch {
+ public:
+  explicit NeedWatch(store::CacheFront& cf) : cf_(cf) {}
+  void Tick() {
+    cache::CacheNeed need;
+    cf_.ReadPolicy([&](const cache::Policy& p) { need = cache::SumCacheNeed(p); });
+    if (need.over && !over_) log::Warn(need.Warning());
+    if (!need.over && over_) {
+      log::Info("cache need " + std::to_string(need.total_bytes) + " bytes fits the budget again");
+    }
+    over_ = need.over;
+  }
+
+ private:
+  store::CacheFront& cf_;
+  bool over_ = false;
+};
 
 }  // namespace
 
@@ -171,10 +199,15 @@ Status RunDaemon(const DaemonArgs& args) {
     }
     filesystem.value()->SetSpillStore(spill->store());
   }
-  OrphanReaper reaper(registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
-                      [&spill](const std::string& job) {
-                        if (spill) spill->DropJob(job);
-                      });
+  NeedWatch need_watch(cache);
+  fs::Filesystem& fsys = *filesystem.value();
+  OrphanReaper reaper(
+      registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
+      [&fsys, &spill](const std::string& name) {
+        fsys.ControlEntryRemoved("jobs/" + name);
+        if (spill) spill->DropJob(name);
+      },
+      [&need_watch] { need_watch.Tick(); });
   reaper.Start();  // threads start after Daemonize's fork
   Status s = session.value()->Run();
   reaper.Stop();

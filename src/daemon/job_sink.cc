@@ -77,6 +77,16 @@ void PolicyJobSink::OnEpochBegin(control::JobId job, uint32_t epoch) {
   }
 }
 
+void PolicyJobSink::OnEpochRestart(control::JobId job) {
+  Status s = cache_.WithPolicy(
+      [&](cache::Policy& p) { return NoDecision(p.RestartEpoch(job, store::NowNs())); });
+  if (!s.ok() && s.code() != Code::kNotFound) {
+    log::Warn("job " + std::to_string(job) + ": epoch restart: " + s.message());
+  }
+  log::Info("job " + std::to_string(job) +
+            ": re-attached; it reads its current epoch again, with the cache it kept");
+}
+
 void PolicyJobSink::OnJobEnd(control::JobId job) {
   Status s = cache_.WithPolicy([&](cache::Policy& p) { return p.EndJob(job); });
   if (!s.ok() && s.code() != Code::kNotFound) log::Warn("job end: " + s.message());

@@ -29,6 +29,7 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
   Status OnSamples(control::JobId job, std::vector<cache::SampleRef> samples) override;
   Status OnOrder(control::JobId job, uint32_t epoch, std::vector<uint32_t> order) override;
   void OnEpochBegin(control::JobId job, uint32_t epoch) override;
+  void OnEpochRestart(control::JobId job) override;
   void OnJobEnd(control::JobId job) override;
 
   std::optional<control::JobFigures> Figures(cache::JobId id) const override;

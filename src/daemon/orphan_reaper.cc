@@ -15,8 +15,9 @@ void OrphanReaper::Start() {
       lock.unlock();
       for (const std::string& name : registry_.ReapOrphans(store::NowNs(), grace_ns_)) {
         log::Info("job " + name + ": every process exited; orphan grace over, cache released");
-        if (on_removed_) on_removed_(name);
+        if (removed_) removed_(name);
       }
+      if (tick_) tick_();
       lock.lock();
     }
   });

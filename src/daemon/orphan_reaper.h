@@ -1,14 +1,17 @@
 // OrphanReaper: the daemon's thread that calls JobRegistry::ReapOrphans once
-// a second (jobs.orphan_grace) and tells `on_removed` each job it removed.
-// Thread safety: Start/Stop from one thread.
+// a second (jobs.orphan_grace), `removed` for each job it reaped (the daemon
+// tells the kernel that the directory is gone), then `tick` (other
+// once-a-second checks: the cache-need warning). Thread safety: Start/Stop
+// from one thread; the callbacks run on the reaper thread only.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "epochfs/control/job_registry.h"
 
@@ -16,9 +19,13 @@ namespace epochfs {
 
 class OrphanReaper {
  public:
-  using RemovedFn = std::function<void(const std::string& job)>;
-  OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns, RemovedFn on_removed = {})
-      : registry_(registry), grace_ns_(grace_ns), on_removed_(std::move(on_removed)) {}
+  OrphanReaper(control::JobRegistry& registry, uint64_t grace_ns,
+               std::function<void(const std::string&)> removed = {},
+               std::function<void()> tick = {})
+      : registry_(registry),
+        grace_ns_(grace_ns),
+        removed_(std::move(removed)),
+        tick_(std::move(tick)) {}
   ~OrphanReaper() { Stop(); }
   OrphanReaper(const OrphanReaper&) = delete;
   OrphanReaper& operator=(const OrphanReaper&) = delete;
@@ -29,7 +36,8 @@ class OrphanReaper {
  private:
   control::JobRegistry& registry_;
   const uint64_t grace_ns_;
-  const RemovedFn on_removed_;
+  const std::function<void(const std::string&)> removed_;  // job name
+  const std::function<void()> tick_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

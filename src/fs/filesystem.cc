@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -65,8 +66,28 @@ class FilesystemImpl final : public Filesystem {
   const fuse_lowlevel_ops& ops() const override { return ops_; }
   void Attach(fuse_session* se) override {
     if (cfg_.fuse.kernel_cache) kernel_cache_.Start(se);
+    session_.store(se);
   }
-  void Detach() override { kernel_cache_.Stop(); }
+  void Detach() override {
+    session_.store(nullptr);
+    kernel_cache_.Stop();
+  }
+  void ControlEntryRemoved(const std::string& control_path) override {
+    fuse_session* se = session_.load();
+    if (se == nullptr) return;
+    const size_t slash = control_path.rfind('/');
+    const std::string parent = slash == std::string::npos ? "" : control_path.substr(0, slash);
+    const std::string name =
+        slash == std::string::npos ? control_path : control_path.substr(slash + 1);
+    const fuse_ino_t parent_ino = inodes_.Peek(NodeKind::kVirtual, parent);
+    if (parent_ino == 0) return;  // the kernel has no entry under it
+    const fuse_ino_t ino = inodes_.Peek(NodeKind::kVirtual, control_path);
+    int rc = ino != 0 ? fuse_lowlevel_notify_delete(se, parent_ino, ino, name.data(), name.size())
+                      : fuse_lowlevel_notify_inval_entry(se, parent_ino, name.data(), name.size());
+    if (rc != 0 && rc != -ENOENT) {
+      log::Debug("cannot drop the kernel's entry " + control_path + ": " + std::strerror(-rc));
+    }
+  }
   void SetSpillStore(spill::SpillStore* store) override {
     if (spill_enabled_ && store != nullptr && !spill_) {
       spill_ = std::make_unique<SpillFs>(*store, inodes_, files_, dirs_);
@@ -663,6 +684,7 @@ class FilesystemImpl final : public Filesystem {
   HandleTable<OpenFile> files_;
   HandleTable<OpenDir> dirs_;
   KernelCacheInvalidator kernel_cache_;
+  std::atomic<fuse_session*> session_{nullptr};  // set between Attach and Detach
   std::string ra_file_;
   unsigned ra_kib_ = 0;
   std::once_flag ra_once_;

@@ -116,6 +116,8 @@ struct JobSnapshot {
   uint64_t default_alloc_bytes = 0;   // C_i (equal share of the budget)
   uint64_t reserved_bytes = 0;        // taken from the pool at the end of warm-up
   uint64_t need_bytes = 0;            // e_i·⌈N_i/b_i⌉·mean sample size
+  bool need_measured = false;         // need_bytes was estimated (warm-up over)
+  uint64_t need_batches = 0;          // the batches per epoch need_bytes counts
   int32_t rank = -1;                  // position in the sorted list, -1 if not in it
   double lambda = 0.0;                // λ_i
   double h = 0.0;                     // h_i = b_i·C_i/N_i (samples per batch)
@@ -169,6 +171,14 @@ class Policy {
   virtual Result<Decision> BeginEpoch(JobId /*job*/, uint32_t /*epoch*/, uint64_t /*now_ns*/) {
     return Decision{};
   }
+  // The job's processes died and a restarted job re-attached (control/): it
+  // reads its current epoch again from the start. What it consumed of the
+  // epoch is forgotten, so that re-reads count for this epoch and not the
+  // next; everything it holds (cur, next, tail, quota), its measurements, its
+  // place in the sorted list and its orders stay. Hit/miss counters keep
+  // adding up for the epoch. A job that has not begun an epoch: no-op.
+  // NotFound if unknown.
+  virtual Status RestartEpoch(JobId /*job*/, uint64_t /*now_ns*/) { return Status::Ok(); }
   // The job ended (rmdir): everything it holds is released. NotFound if unknown.
   virtual Result<Decision> EndJob(JobId /*job*/) { return Decision{}; }
 

@@ -73,6 +73,9 @@ class Attributor {
   Status AddPids(JobId job, const std::vector<pid_t>& pids);
   // Forgets the job's pids and every cached attribution to it.
   void RemoveJob(JobId job);
+  // Forgets `job`'s registered pids whose process has exited (pid gone or
+  // start time changed); the living stay. Reads /proc.
+  void ForgetExited(JobId job);
   // Registered pids of `job`, ascending.
   std::vector<pid_t> Pids(JobId job) const;
   // How many of `job`'s registered processes are still running (same pid and

@@ -81,6 +81,13 @@ class EpochTracker {
   // `epoch` is older than the current epoch.
   Result<bool> MarkEpoch(uint32_t epoch);
 
+  // The job's processes died and a restarted job re-attached: it reads the
+  // current epoch again (from its start, or from a checkpoint inside it).
+  // What was consumed of the current epoch is forgotten, so that re-reads
+  // count for it and do not begin the next one; the previous epoch closes (no
+  // late reads come from dead loaders). Orders stay. No epoch begun: no-op.
+  void RestartEpoch();
+
   // Records one access to sample `sample`. REQUIRES: sample < sample_count().
   TrackedAccess OnAccess(uint32_t sample);
 
@@ -94,6 +101,8 @@ class EpochTracker {
     return prev_open_ ? std::optional<uint32_t>(*cur_ - 1) : std::nullopt;
   }
   std::vector<uint32_t> declared_epochs() const;
+  // The current epoch has consumed its whole order (every sample once).
+  bool current_complete() const { return cur_ && cur_count_ >= EpochSize(*cur_); }
   // Samples counted for the current epoch so far (repeats excluded).
   uint64_t consumed_in_current() const { return cur_ ? cur_count_ : 0; }
   uint32_t sample_count() const { return static_cast<uint32_t>(last_.size()); }

@@ -12,16 +12,41 @@
 //                                    (JobSink::OnEpochBegin: Policy::BeginEpoch)
 //   last epoch's order consumed, or an epoch >= `epochs` begins → kDone
 //   Remove (rmdir)   → gone          (JobSink::OnJobEnd: Policy::EndJob)
+//   every registered process exited → orphaned (ReapOrphans); cache kept
+//   a write by its owner while orphaned → re-attached; same JobId, state,
+//                                    orders and cache; the current epoch may
+//                                    restart (JobSink::OnEpochRestart:
+//                                    Policy::RestartEpoch)
+//   orphaned for the grace → gone    (as by Remove)
 //
 // Files are write-once in substance: config and samples may be rewritten only
 // with identical content (a restarted job re-declares itself), an order only
 // until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
 //
+// Re-attach (DESIGN §7): a job is orphaned when it has registered pids and
+// none of them runs any more (marked by ReapOrphans; a job that has begun an
+// epoch is also found so by a write before the next reaper tick). Its name
+// stays taken: mkdir of it fails with Exists (the kernel answers EEXIST
+// itself, since the directory is visible).
+// The restarted job's first write to one of its files (config, samples,
+// order/K, epoch, pids) by the owner or root re-attaches it: the dead pids are
+// forgotten, the writer's pid is registered and the job keeps everything
+// else. Its current epoch K restarts (EpochTracker::RestartEpoch,
+// Policy::RestartEpoch: re-reads count for K, not for K+1) when K was not
+// complete at the crash (the trainer cannot have finished it), and when the
+// restarted job writes `epoch` K before its first read (it says so); a
+// complete K with no such marker lets the next read begin K+1. Until the
+// re-attached job confirms its declarations (an identical samples write, an
+// order, an epoch marker or a sample read), a *different* config or samples
+// list starts the job afresh in the same directory: the old cache is released
+// (JobSink::OnJobEnd) and the new declaration is taken as a first one.
+//
 // Errors: every Write* returns InvalidArgument for bad content (the fs layer
 // fails the write/flush with EINVAL), PermissionDenied unless the caller is the
 // job's owner or root, NotFound for an unknown job. Every failed write also
 // records "FILE: reason" as the job's last_error (readable in `status`);
-// nothing already accepted is changed by a failed write.
+// nothing already accepted is changed by a failed write (a write by the owner
+// to an orphan re-attaches it even when its content is refused).
 //
 // Thread safety: all methods are thread-safe. Lock order, outermost first:
 //   JobRegistry::mu_  →  Attributor's mutex  →  the policy's mutex (inside JobSink)
@@ -72,6 +97,8 @@ class JobSink {
   virtual Status OnSamples(JobId job, std::vector<cache::SampleRef> samples) = 0;
   virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
   virtual void OnEpochBegin(JobId job, uint32_t epoch) = 0;
+  // A re-attached job restarts its current epoch (Policy::RestartEpoch).
+  virtual void OnEpochRestart(JobId /*job*/) {}
   virtual void OnJobEnd(JobId job) = 0;
 };
 
@@ -101,6 +128,9 @@ struct JobSnapshot {
   std::string last_error;                 // "" when no write ever failed
   std::vector<pid_t> pids;                // registered pids, ascending
   std::optional<uint64_t> orphaned_since_ns;  // set while every registered process is gone
+                                              // (the clock ReapOrphans is given)
+  uint32_t reattached = 0;                    // times a restarted job re-attached
+  uint32_t fresh_starts = 0;                  // re-attaches that declared a different job
 };
 
 struct JobRegistryOptions {
@@ -122,8 +152,9 @@ class JobRegistry {
 
   // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.
-  // Exists (Code::kExists) for a taken name; NoSpace past max_jobs or when ids
-  // run out (ids are never reused within the registry's life).
+  // Exists (Code::kExists) for a taken name, an orphaned one too; NoSpace
+  // past max_jobs or when ids run out (ids are never reused within the
+  // registry's life).
   Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
   Status Remove(std::string_view name, uid_t caller);
@@ -139,12 +170,19 @@ class JobRegistry {
   bool empty() const;
 
   // The complete content of one control-file write (fs layer: at flush).
-  Status WriteConfig(std::string_view name, uid_t caller, std::string_view text);
-  Status WriteSamples(std::string_view name, uid_t caller, std::string_view text);
-  Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text);
-  Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text);
+  // `writer_pid` (FUSE ctx pid, 0 = unknown) is registered when the write
+  // re-attaches an orphaned job.
+  Status WriteConfig(std::string_view name, uid_t caller, std::string_view text,
+                     pid_t writer_pid = 0);
+  Status WriteSamples(std::string_view name, uid_t caller, std::string_view text,
+                      pid_t writer_pid = 0);
+  Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text,
+                    pid_t writer_pid = 0);
+  Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
+                    pid_t writer_pid = 0);
   // Adds the listed pids, and `writer_pid` when non-zero (the writer as FUSE
-  // reports it: right even when the job runs in another pid namespace).
+  // reports it: right even when the job runs in another pid namespace). An
+  // orphaned job is re-attached first (its dead pids forgotten).
   Status WritePids(std::string_view name, uid_t caller, std::string_view text, pid_t writer_pid);
 
   // One dataset read-open by process `pid` (FUSE ctx pid, 0 allowed) of
@@ -176,6 +214,18 @@ class JobRegistry {
   void BeginEpochLocked(Job* job, uint32_t epoch);
   // REQUIRES: mu_ held. Removes `job` (rmdir or reaped orphan).
   void RemoveLocked(Job* job);
+  // REQUIRES: mu_ held. Marked orphaned, or it has begun an epoch and every
+  // registered pid is gone (reads /proc).
+  bool OrphanedLocked(Job* job) const;
+  // REQUIRES: mu_ held. See "Re-attach" above.
+  void ReattachLocked(Job* job, pid_t pid);
+  // REQUIRES: mu_ held. Re-attaches `job` when it is orphaned.
+  void ReattachIfOrphanedLocked(Job* job, pid_t writer_pid);
+  // REQUIRES: mu_ held, job->tracker set. Tracker and policy restart epoch K.
+  void RestartEpochLocked(Job* job);
+  // REQUIRES: mu_ held. The re-attached job declared something different:
+  // release the old one's policy state and forget its declarations.
+  void StartFreshLocked(Job* job);
 
   JobSink& sink_;
   const JobRegistryOptions opt_;

@@ -71,6 +71,13 @@ class Filesystem {
   // serves requests (the daemon opens the store after daemonizing).
   // REQUIRES: `store` outlives the Filesystem.
   virtual void SetSpillStore(spill::SpillStore* store) = 0;
+  // The control directory at `control_path` ("jobs/NAME") went away without
+  // an rmdir through the mount (the daemon reaped an orphaned job): tells the
+  // kernel, which then drops its entry and forgets the nodes under it, so
+  // that their inode-table entries go too. Best effort; a no-op before Attach
+  // or when the kernel never looked the directory up. Must not be called from
+  // a request handler, nor with the control plane's locks held.
+  virtual void ControlEntryRemoved(const std::string& control_path) = 0;
 };
 
 // The name of the virtual control directory at the mount root.

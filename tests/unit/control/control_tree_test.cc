@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -169,6 +170,43 @@ TEST_F(ControlTreeTest, StatusTakesThePolicyFiguresWhenThePolicyRunsTheJob) {
                           "tail_bytes", "rank", "pids", "accesses", "batch"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+}
+
+TEST_F(ControlTreeTest, StatusShowsTheCacheNeedAndTheOrphanState) {
+  const Caller job_call{kAlice, kAlice, 700};
+  procs_.Spawn(700, 1, 700);
+  ASSERT_TRUE(tree_.Mkdir("jobs/j", job_call).ok());
+  ASSERT_TRUE(tree_.Write("jobs/j/config", "batch_size = 2\nepochs = 3\n", kAliceCall).ok());
+  view_.known = true;
+  auto j = JobStatus("j");
+  EXPECT_TRUE(j["cache_need_bytes"].is_null());  // warm-up not over
+  EXPECT_EQ(j["cache_need"]["measured"], false);
+  EXPECT_EQ(j["reattached"], 0);
+  EXPECT_FALSE(j.contains("orphaned_for_s"));
+
+  procs_.Exit(700);
+  const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now().time_since_epoch())
+                                                 .count());
+  EXPECT_TRUE(registry_.ReapOrphans(now, 3600ull * 1'000'000'000).empty());
+  j = JobStatus("j");
+  EXPECT_EQ(j["state"], "orphaned");
+  EXPECT_EQ(j["orphaned"], true);
+  ASSERT_TRUE(j.contains("orphaned_for_s"));
+  EXPECT_GE(j["orphaned_for_s"].get<double>(), 0.0);
+  EXPECT_LT(j["orphaned_for_s"].get<double>(), 60.0);
+
+  procs_.Spawn(701, 1, 701);
+  const Caller restarted{kAlice, kAlice, 701};
+  EXPECT_EQ(tree_.Mkdir("jobs/j", restarted).code(), Code::kExists);  // the name is taken
+  // Its first write re-attaches it.
+  ASSERT_TRUE(tree_.Write("jobs/j/config", "batch_size = 2\nepochs = 3\n", restarted).ok());
+  j = JobStatus("j");
+  EXPECT_EQ(j["pids"], nlohmann::json::array({701}));
+  EXPECT_EQ(j["state"], "caching");
+  EXPECT_EQ(j["reattached"], 1);
+  EXPECT_FALSE(j.contains("orphaned_for_s"));
+  EXPECT_EQ(tree_.Mkdir("jobs/j", kBobCall).code(), Code::kExists);
 }
 
 TEST_F(ControlTreeTest, RmdirEndsTheJob) {

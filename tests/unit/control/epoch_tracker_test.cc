@@ -51,6 +51,37 @@ TEST(EpochTracker, InOrderEpochsWithBatchPositions) {
   EXPECT_EQ(t.declared_epochs(), std::vector<uint32_t>{1});
 }
 
+// A restarted job (re-attach) reads its current epoch again from the start:
+// the re-reads count for that epoch, also near its end where a re-read would
+// otherwise begin the next one.
+TEST(EpochTracker, RestartEpochCountsReReadsForTheSameEpoch) {
+  EpochTracker t(8, Opts(2, 1, 1));  // window: 2 samples
+  ASSERT_TRUE(t.SetOrder(0, Iota(8)).ok());
+  ASSERT_TRUE(t.SetOrder(1, Iota(8)).ok());
+  for (uint32_t s = 0; s < 7; ++s) t.OnAccess(s);  // crashed just before the end of epoch 0
+  t.RestartEpoch();
+  EXPECT_EQ(t.current_epoch(), std::optional<uint32_t>(0));
+  EXPECT_EQ(t.consumed_in_current(), 0u);
+  for (uint32_t s = 0; s < 8; ++s) {
+    TrackedAccess a = t.OnAccess(s);
+    EXPECT_EQ(a.epoch, 0u) << s;
+    EXPECT_FALSE(a.repeat) << s;
+    EXPECT_FALSE(a.began.has_value()) << s;
+    EXPECT_EQ(a.completed.has_value(), s == 7) << s;
+  }
+  TrackedAccess next = t.OnAccess(0);
+  EXPECT_EQ(next.began, std::optional<uint32_t>(1));
+  EXPECT_EQ(t.declared_epochs(), std::vector<uint32_t>{1});
+
+  // Without the restart, the same re-read near the end begins epoch 2 early.
+  for (uint32_t s = 1; s < 7; ++s) t.OnAccess(s);
+  EXPECT_EQ(t.OnAccess(0).began, std::optional<uint32_t>(2));
+
+  EpochTracker fresh(4, Opts(1, 1, 1));
+  fresh.RestartEpoch();  // nothing begun: no-op
+  EXPECT_FALSE(fresh.current_epoch().has_value());
+}
+
 TEST(EpochTracker, NoOrdersUsesTheBasicRule) {
   EpochTracker t(4, Opts(1, 1, 1));
   for (uint32_t s : {2u, 0u, 3u, 1u}) {

@@ -59,6 +59,10 @@ class FakeSink : public JobSink {
     std::lock_guard<std::mutex> l(mu);
     ended.push_back(job);
   }
+  void OnEpochRestart(JobId job) override {
+    std::lock_guard<std::mutex> l(mu);
+    restarted.push_back(job);
+  }
 
   std::map<std::string, cache::ObjectId> objects;
   std::function<void()> during_resolve;
@@ -75,6 +79,7 @@ class FakeSink : public JobSink {
   std::vector<OrderCall> orders;
   std::vector<std::pair<JobId, uint32_t>> epochs;
   std::vector<JobId> ended;
+  std::vector<JobId> restarted;
 };
 
 constexpr uid_t kAlice = 1000;
@@ -409,6 +414,210 @@ TEST_F(JobRegistryTest, OrphansAreKeptForTheGraceThenReaped) {
   EXPECT_EQ(reg_->Snapshot("a").status().code(), Code::kNotFound);
   EXPECT_EQ(reg_->JobNames(), (std::vector<std::string>{"b", "nopid"}));
   EXPECT_FALSE(reg_->empty());
+}
+
+// Re-attach: the first write of an orphaned job's owner (or root) keeps the
+// job (id, declarations, epoch) and restarts its current epoch.
+TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
+  constexpr uint64_t kSec = 1'000'000'000;
+  JobId a = SetUpJob("a", 100);
+  // The worker reads samples 0 and 1 of epoch 0, then everything dies.
+  EXPECT_EQ(reg_->OnAccess(101, 1000).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(reg_->OnAccess(101, 1001).epoch, std::optional<uint32_t>(0));
+  ASSERT_EQ(sink_.epochs.size(), 1u);
+  // While a process lives the name is taken, for everyone.
+  EXPECT_EQ(reg_->Register("a", kAlice, 0).status().code(), Code::kExists);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1 * kSec, 10 * kSec).empty());
+  ASSERT_TRUE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
+
+  // The name stays taken; another user cannot take the job over.
+  procs_.Spawn(600, 1, 600);
+  EXPECT_EQ(reg_->Register("a", kAlice, 600).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig, 600).code(), Code::kNotPermitted);
+  EXPECT_TRUE(sink_.restarted.empty());
+
+  // The restarted job: a new process, same owner, writes its config first.
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
+  EXPECT_EQ(reg_->Snapshot("a").value().id, a);
+  EXPECT_TRUE(sink_.ended.empty());
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_FALSE(s.orphaned_since_ns.has_value());
+  EXPECT_EQ(s.reattached, 1u);
+  EXPECT_EQ(s.pids, std::vector<pid_t>{500});  // the dead pids are forgotten
+  EXPECT_EQ(s.epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(s.declared_epochs, (std::vector<uint32_t>{0, 1}));
+
+  // It re-declares itself: identical samples and orders are no-ops.
+  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());
+  EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 0, "0 1 2 3").ok());
+  EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 1, "3 2 1 0").ok());
+  EXPECT_EQ(sink_.specs.size(), 1u);
+  EXPECT_EQ(sink_.orders.size(), 2u);
+
+  // It reads epoch 0 again from the start: samples 0 and 1 count for epoch 0
+  // (without the restart, sample 0 would begin epoch 1).
+  AccessInfo i0 = reg_->OnAccess(500, 1000);
+  EXPECT_EQ(i0.job, a);
+  EXPECT_EQ(i0.epoch, std::optional<uint32_t>(0));
+  EXPECT_FALSE(i0.repeat);
+  EXPECT_EQ(reg_->OnAccess(500, 1001).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(sink_.epochs.size(), 1u);
+  EXPECT_EQ(reg_->OnAccess(500, 1002).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(reg_->OnAccess(500, 1003).epoch, std::optional<uint32_t>(0));
+  EXPECT_EQ(reg_->OnAccess(500, 1003).epoch, std::optional<uint32_t>(1));  // then epoch 1
+  EXPECT_EQ(sink_.epochs.back(), (std::pair<JobId, uint32_t>{a, 1}));
+  EXPECT_TRUE(reg_->ReapOrphans(2 * kSec, 10 * kSec).empty());
+  EXPECT_FALSE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
+}
+
+TEST_F(JobRegistryTest, ReattachBeforeTheReaperNoticedAndByRoot) {
+  JobId a = SetUpJob("a", 100);
+  // A write while the job lives is no re-attach.
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 100).ok());
+  EXPECT_TRUE(sink_.restarted.empty());
+  procs_.Exit(100);
+  procs_.Exit(101);
+  // No reaper tick yet: the write finds every registered process gone itself.
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WriteOrder("a", 0, 1, "3 2 1 0", 500).ok());  // root
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.owner, kAlice);  // still Alice's job
+  EXPECT_EQ(s.pids, std::vector<pid_t>{500});
+  EXPECT_EQ(s.reattached, 1u);
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 500).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
+}
+
+TEST_F(JobRegistryTest, PidsWriteToAnOrphanReattachesIt) {
+  JobId a = SetUpJob("a", 100);
+  EXPECT_EQ(reg_->OnAccess(100, 1000).epoch, std::optional<uint32_t>(0));
+  procs_.Exit(100);
+  procs_.Exit(101);
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "500\n", 0).ok());
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.pids, std::vector<pid_t>{500});
+  EXPECT_EQ(s.reattached, 1u);
+  // Another pids write by the living job is not a re-attach.
+  procs_.Spawn(501, 500, 501);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "501\n", 0).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
+  EXPECT_EQ(reg_->OnAccess(501, 1000).epoch, std::optional<uint32_t>(0));  // restarted epoch 0
+}
+
+// A re-attached job that declares a different config or sample list is a
+// different job under the old name: the old one's cache is released and the
+// new declarations are taken as first ones.
+TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
+  JobId a = SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
+  procs_.Spawn(500, 1, 500);
+  const char* other = "batch_size = 4\nepochs = 3\nroot = \"ds\"\nloaders = 1\n";
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other, 500).ok()) << LastError("a");
+  EXPECT_TRUE(sink_.restarted.empty());  // no epoch had begun
+  EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.id, a);
+  EXPECT_EQ(s.state, JobState::kConfigured);
+  EXPECT_EQ(s.config->batch_size, 4u);
+  EXPECT_EQ(s.sample_count, 0u);
+  EXPECT_TRUE(s.declared_epochs.empty());
+  EXPECT_EQ(s.fresh_starts, 1u);
+  EXPECT_EQ(sink_.specs.size(), 2u);
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f4\nf5\n").ok()) << LastError("a");
+  ASSERT_TRUE(reg_->WriteOrder("a", kAlice, 0, "1 0").ok());
+  // Confirmed: from now on a different config is refused as usual.
+  EXPECT_EQ(reg_->WriteConfig("a", kAlice, kConfig).code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->Snapshot("a").value().config->batch_size, 4u);
+}
+
+TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfresh) {
+  JobId a = SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());  // re-attaches; same: no-op
+  EXPECT_TRUE(sink_.ended.empty());
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f5\nf6\nf7\n").ok()) << LastError("a");
+  EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
+  EXPECT_EQ(sink_.specs.size(), 2u);  // configured again for the policy
+  EXPECT_EQ(sink_.sample_counts[a], 3u);
+  JobSnapshot s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.sample_count, 3u);
+  EXPECT_TRUE(s.declared_epochs.empty());
+  EXPECT_FALSE(s.epoch.has_value());
+  EXPECT_EQ(s.fresh_starts, 1u);
+  // Without a re-attach, different samples are refused and change nothing.
+  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f1\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->Snapshot("a").value().sample_count, 3u);
+}
+
+TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
+  SetUpJob("a", 100);
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());  // same: confirms
+  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->WriteConfig("a", kAlice, "batch_size = 9\nepochs = 2\nroot = \"ds\"\n").code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(sink_.ended.empty());
+  EXPECT_EQ(reg_->Snapshot("a").value().fresh_starts, 0u);
+}
+
+// K complete (every sample opened) at the crash: without a marker the next
+// read begins K+1 (a restart from the checkpoint at the end of K); with
+// `epoch` K written after the re-attach, K restarts.
+TEST_F(JobRegistryTest, CompleteEpochRestartsOnlyOnItsMarker) {
+  JobId a = SetUpJob("a", 100);
+  for (cache::ObjectId o : {1000, 1001, 1002, 1003}) reg_->OnAccess(101, o);  // epoch 0 whole
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());
+  procs_.Spawn(500, 1, 500);
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 1u);
+  EXPECT_TRUE(sink_.restarted.empty());  // epoch 0 was complete: no restart yet
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 500).ok());  // "I start epoch 0 (again)"
+  EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
+  EXPECT_EQ(reg_->OnAccess(500, 1000).epoch, std::optional<uint32_t>(0));
+  // A marker after a read is an ordinary one: no second restart.
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0", 500).ok());
+  EXPECT_EQ(sink_.restarted.size(), 1u);
+
+  // Crash again after epoch 0 was complete; this time the job resumes at 1.
+  for (cache::ObjectId o : {1001, 1002, 1003}) reg_->OnAccess(500, o);
+  procs_.Exit(500);
+  EXPECT_TRUE(reg_->ReapOrphans(2, 1'000'000'000).empty());
+  procs_.Spawn(501, 1, 501);
+  ASSERT_TRUE(reg_->WritePids("a", kAlice, "501\n", 501).ok());
+  EXPECT_EQ(reg_->Snapshot("a").value().reattached, 2u);
+  AccessInfo i = reg_->OnAccess(501, 1003);  // epoch 1's first sample
+  EXPECT_EQ(i.epoch, std::optional<uint32_t>(1));
+  EXPECT_EQ(sink_.epochs.back(), (std::pair<JobId, uint32_t>{a, 1}));
+  EXPECT_EQ(sink_.restarted.size(), 1u);
+}
+
+// A job set up from a shell: mkdir's own short-lived process is its first
+// pid, the shell registers itself next. Not a restarted job.
+TEST_F(JobRegistryTest, SetupFromAShellIsNoReattach) {
+  procs_.Spawn(700, 1, 700);
+  ASSERT_TRUE(reg_->Register("sh", kAlice, 700).ok());
+  procs_.Exit(700);  // mkdir(1) exited
+  ASSERT_TRUE(reg_->WritePids("sh", kAlice, "300\n", 300).ok());
+  ASSERT_TRUE(reg_->WriteConfig("sh", kAlice, kConfig, 300).ok());
+  EXPECT_EQ(reg_->Snapshot("sh").value().reattached, 0u);
+  EXPECT_TRUE(sink_.restarted.empty());
 }
 
 TEST_F(JobRegistryTest, ZeroGraceReapsAtOnce) {
