@@ -18,6 +18,7 @@
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "job_sink.h"
+#include "memory_governor.h"
 #include "orphan_reaper.h"
 
 namespace epochfs {
@@ -57,7 +58,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   return cache::MakeEpochPolicy(p);
 }
 
-std::string StatsJson(store::CacheFront& cf) {
+std::string StatsJson(store::CacheFront& cf, const MemoryGovernor* governor) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
   j["version"] = EPOCHFS_VERSION;
@@ -96,6 +97,7 @@ std::string StatsJson(store::CacheFront& cf) {
     }
   });
   j["jobs"] = jobs;
+  if (governor != nullptr) j["governor"] = governor->StatsJson();
   return j.dump(2);
 }
 
@@ -118,11 +120,23 @@ Status RunDaemon(const DaemonArgs& args) {
   auto lower = store::Lower::Open(args.lower);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
 
-  const uint64_t budget = cfg.cache.memory_auto ? AutoBudget() : cfg.cache.memory_bytes;
+  uint64_t budget = cfg.cache.memory_bytes;
+  std::unique_ptr<MemoryGovernor> governor;  // cache.memory = "auto"
+  if (cfg.cache.memory_auto) {
+    governor = std::make_unique<MemoryGovernor>(cfg);
+    Result<uint64_t> first = governor->Initial();
+    if (first.ok()) {
+      budget = first.value();
+    } else {
+      log::Warn("memory governor off: " + first.status().message());
+      governor.reset();
+      budget = AutoBudget();
+    }
+  }
   store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
   PolicyJobSink sink(*lower.value(), cache);
   control::JobRegistry registry(sink, control::MakeProcReader());
-  control::ControlTree control(registry, sink, [&cache] { return StatsJson(cache); });
+  control::ControlTree control(registry, sink, [&cache, &governor] { return StatsJson(cache, governor.get()); });
   RegistryAttributor attributor(registry);
   auto filesystem = fs::Filesystem::Create({&cfg, lower.value().get(), &cache, &control, &attributor});
   if (!filesystem.ok()) return filesystem.status();
@@ -143,7 +157,12 @@ Status RunDaemon(const DaemonArgs& args) {
             std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
   OrphanReaper reaper(registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000);
   reaper.Start();  // threads start after Daemonize's fork
+  if (governor) {
+    governor->Attach(&cache);
+    governor->Start();
+  }
   Status s = session.value()->Run();
+  if (governor) governor->Stop();
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   log::Info("unmounted " + args.mountpoint);

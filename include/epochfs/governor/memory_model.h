@@ -90,6 +90,14 @@ class MemoryModel {
   // is ignored and the previous estimate returned.
   const Estimate& Add(const MemorySample& s, uint64_t horizon_ns);
 
+  // Margin, min and max in bytes (the daemon recomputes them from the config
+  // when total changes: they may be percentages of it).
+  void SetBounds(uint64_t margin_bytes, uint64_t min_bytes, uint64_t max_bytes) {
+    params_.margin_bytes = margin_bytes;
+    params_.min_bytes = min_bytes;
+    params_.max_bytes = max_bytes;
+  }
+
   // The latest estimate (zeros before the first sample).
   const Estimate& last() const { return last_; }
   uint64_t budget() const { return last_.budget_bytes; }
