@@ -765,6 +765,23 @@ TEST_F(Epochs, ShrinkEvictsTheTailBeforeNext) {
   EXPECT_EQ(r.value().evict.size(), 2u);
 }
 
+TEST_F(Epochs, ExpectedRemainingTimeIsEpochsLeftTimesEpochTime) {
+  Harness h(Make(10000));
+  Add(h, 1, 5, ComputeFor(4));
+  Add(h, 2, 0, ComputeFor(4));  // epochs unknown
+  EXPECT_EQ(ExpectedRemainingNs(Snap(h.policy(), 1)), 0u) << "T not measured yet";
+  WarmUp(h, 1, 16, 100);  // T = 1600 ns
+  h.BeginEpoch(1, 1, 5000);
+  const JobSnapshot s = Snap(h.policy(), 1);
+  EXPECT_EQ(s.epochs, 5u);
+  EXPECT_EQ(s.epoch_time_ns, 1600u);
+  EXPECT_EQ(ExpectedRemainingNs(s), 4u * 1600u);  // epochs 1..4, the current one whole
+  EXPECT_EQ(ExpectedRemainingNs(Snap(h.policy(), 2)), 0u);
+  JobSnapshot done = s;
+  done.state = JobState::kDone;
+  EXPECT_EQ(ExpectedRemainingNs(done), 0u);
+}
+
 TEST_F(Epochs, SameEventsSameDecisions) {
   auto run = [this]() {
     Harness h(Make(2000));
