@@ -136,7 +136,8 @@ Status RunDaemon(const DaemonArgs& args) {
   store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
   PolicyJobSink sink(*lower.value(), cache);
   control::JobRegistry registry(sink, control::MakeProcReader());
-  control::ControlTree control(registry, sink, [&cache, &governor] { return StatsJson(cache, governor.get()); });
+  control::ControlTree control(registry, sink,
+                               [&cache, &governor] { return StatsJson(cache, governor.get()); });
   RegistryAttributor attributor(registry);
   auto filesystem = fs::Filesystem::Create({&cfg, lower.value().get(), &cache, &control, &attributor});
   if (!filesystem.ok()) return filesystem.status();

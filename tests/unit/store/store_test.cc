@@ -195,7 +195,8 @@ TEST(CacheFront, SetBudgetShrinksTheStoreAndTellsTheDropListener) {
   std::vector<std::string> want;
   for (int i = 0; i < 10; ++i) want.push_back(f.dir.Write("f" + std::to_string(i), 5000, i));
   for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(f.cache->Get(f.Req("f" + std::to_string(i), static_cast<cache::ObjectId>(i + 1))).ok());
+    const auto id = static_cast<cache::ObjectId>(i + 1);
+    ASSERT_TRUE(f.cache->Get(f.Req("f" + std::to_string(i), id)).ok());
   }
   EXPECT_EQ(f.cache->ram().used(), 50'000u);
   Result<uint64_t> n = f.cache->SetBudget(20'000);
@@ -220,7 +221,8 @@ TEST(CacheFront, SetBudgetShrinksTheStoreAndTellsTheDropListener) {
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(n.value(), 0u);
   for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(f.cache->Get(f.Req("f" + std::to_string(i), static_cast<cache::ObjectId>(i + 1))).ok());
+    const auto id = static_cast<cache::ObjectId>(i + 1);
+    ASSERT_TRUE(f.cache->Get(f.Req("f" + std::to_string(i), id)).ok());
   }
   EXPECT_EQ(f.cache->ram().used(), 50'000u);
 }
