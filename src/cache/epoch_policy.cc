@@ -57,6 +57,16 @@ const char* JobStateName(JobState s) {
   return "?";
 }
 
+uint64_t ExpectedRemainingNs(const JobSnapshot& s) {
+  if (s.epochs == 0 || s.epoch_time_ns == 0 || s.state == JobState::kDone ||
+      s.epoch >= s.epochs) {
+    return 0;
+  }
+  const uint64_t left = s.epochs - s.epoch;
+  if (s.epoch_time_ns > UINT64_MAX / left) return UINT64_MAX;
+  return left * s.epoch_time_ns;
+}
+
 namespace {
 
 constexpr int32_t kAbsent = -1;
@@ -299,6 +309,31 @@ class EpochPolicy final : public Policy {
     return d;
   }
 
+  // Growing adds to the pool. Shrinking frees `old − bytes` in this order,
+  // least valuable first (docs/policy.md, "Budget changes"): the truly free
+  // pool; the shared region (LRU first); quota granted but not filled; the
+  // tails (late reads only); `next` regions, jobs in the order S37 takes
+  // space (head of the sorted list first), random victims as in S37; `cur`
+  // regions, the sample read last in the current order first.
+  Result<Decision> SetBudget(uint64_t bytes) override {
+    Decision d;
+    const uint64_t old = params_.budget_bytes;
+    if (bytes >= old) {
+      pool_ += bytes - old;
+      params_.budget_bytes = bytes;
+      DebugCheck();
+      return d;
+    }
+    const uint64_t need = old - bytes;
+    FreeForShrink(need);
+    assert(pool_ >= need);
+    pool_ -= need;
+    params_.budget_bytes = bytes;
+    Flush(&d);
+    DebugCheck();
+    return d;
+  }
+
   std::vector<JobSnapshot> Jobs() const override {
     std::vector<JobSnapshot> out;
     out.reserve(jobs_.size());
@@ -311,6 +346,7 @@ class EpochPolicy final : public Policy {
       s.state = j.state;
       s.started = j.started;
       s.epoch = j.epoch;
+      s.epochs = j.spec.epochs;
       s.epoch_samples = j.samples.empty() ? 0 : j.CurLen();
       s.batch = j.consumed / j.spec.batch_size;
       s.current = j.cur_stats;
@@ -503,19 +539,67 @@ class EpochPolicy final : public Policy {
   // caller has checked n <= pool_ + shared_.
   void TakeFromPool(uint64_t n) {
     assert(n <= pool_ + shared_);
-    while (pool_ < n) {
-      const ObjectId id = lru_.front();
-      auto it = objects_.find(id);
-      assert(it != objects_.end() && it->second.shared);
-      const uint64_t size = it->second.size;
-      lru_.pop_front();
-      shared_ -= size;
-      pool_ += size;
-      resident_ -= size;
-      objects_.erase(it);
-      reclaimed_.push_back(id);
-    }
+    while (pool_ < n) ReclaimOneShared();
     pool_ -= n;
+  }
+
+  // The least recently used shared object leaves; its bytes go to the pool.
+  void ReclaimOneShared() {
+    const ObjectId id = lru_.front();
+    auto it = objects_.find(id);
+    assert(it != objects_.end() && it->second.shared);
+    const uint64_t size = it->second.size;
+    lru_.pop_front();
+    shared_ -= size;
+    pool_ += size;
+    resident_ -= size;
+    objects_.erase(it);
+    reclaimed_.push_back(id);
+  }
+
+  // SetBudget's shrink: moves bytes into the pool until pool_ >= need (always
+  // possible: everything returned, the pool is the old budget).
+  void FreeForShrink(uint64_t need) {
+    while (pool_ < need && !lru_.empty()) ReclaimOneShared();
+    // Jobs in a fixed order: the sorted list (head first), then the others by id.
+    std::vector<Job*> order(list_.begin(), list_.end());
+    std::vector<Job*> rest;
+    for (auto& [id, jp] : jobs_) {
+      if (jp->rank < 0) rest.push_back(jp.get());
+    }
+    std::sort(rest.begin(), rest.end(),
+              [](const Job* a, const Job* b) { return a->spec.id < b->spec.id; });
+    order.insert(order.end(), rest.begin(), rest.end());
+    for (Job* j : order) {
+      const uint64_t take = std::min(j->free, need - std::min(need, pool_));
+      j->free -= take;
+      pool_ += take;
+    }
+    const int tl = static_cast<int>(Region::kTail);
+    const int nx = static_cast<int>(Region::kNext);
+    const int cu = static_cast<int>(Region::kCur);
+    for (Job* j : order) {
+      while (pool_ < need && !j->lists[tl].empty()) pool_ += Unhold(*j, j->lists[tl].back());
+    }
+    for (Job* j : order) {
+      while (pool_ < need && !j->lists[nx].empty()) {
+        const std::vector<uint32_t>& list = j->lists[nx];
+        pool_ += Unhold(*j, list[Rand() % list.size()]);
+      }
+    }
+    for (Job* j : order) {
+      if (pool_ >= need) break;
+      std::vector<uint32_t> victims = j->lists[cu];
+      if (j->cur_order != nullptr) {  // read last in this epoch: evicted first
+        const Order& o = *j->cur_order;
+        std::sort(victims.begin(), victims.end(),
+                  [&o](uint32_t a, uint32_t b) { return o.PosOf(a) < o.PosOf(b); });
+      }
+      while (pool_ < need && !victims.empty()) {
+        pool_ += Unhold(*j, victims.back());
+        victims.pop_back();
+      }
+    }
   }
 
   // A shared object leaves (or re-enters, at the most recent end) the shared

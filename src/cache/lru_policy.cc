@@ -38,6 +38,20 @@ class LruPolicy final : public Policy {
     return d;
   }
 
+  // Shrinking evicts least recently used objects until the rest fits.
+  Result<Decision> SetBudget(uint64_t bytes) override {
+    Decision d;
+    budget_ = bytes;
+    while (used_ > budget_) {
+      const Entry& victim = order_.back();
+      d.evict.push_back(victim.id);
+      used_ -= victim.size;
+      index_.erase(victim.id);
+      order_.pop_back();
+    }
+    return d;
+  }
+
   Status CheckInvariants() const override {
     uint64_t sum = 0;
     for (const Entry& e : order_) {

@@ -131,6 +131,25 @@ bool SetBytes(const Raw& v, uint64_t min, uint64_t* out) {
   return true;
 }
 
+// Bytes ("512MiB", integer) or a percentage of total memory ("5%", 0 < p <= 100).
+bool SetAmount(const Raw& v, MemoryAmount* out) {
+  if (const auto* s = std::get_if<std::string>(&v); s != nullptr && !s->empty() &&
+                                                    s->back() == '%') {
+    const std::string num = s->substr(0, s->size() - 1);
+    double p = 0;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), p);
+    if (ec != std::errc() || end != num.data() + num.size() || !(p > 0.0 && p <= 100.0)) {
+      return false;
+    }
+    *out = MemoryAmount::Percent(p);
+    return true;
+  }
+  uint64_t b = 0;
+  if (!SetBytes(v, 0, &b)) return false;
+  *out = MemoryAmount::Bytes(b);
+  return true;
+}
+
 constexpr std::string_view kPolicyNames[] = {"lru", "epoch"};
 constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch};
 constexpr std::string_view kConsistencyNames[] = {"immutable", "open"};
@@ -151,6 +170,18 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetEnum(v, kConsistencyNames, kConsistencyValues, &c->cache.consistency);
      }},
+    {"cache.memory_margin", OptKind::kString, R"(bytes ("512MiB", integer) or a percentage ("5%"))",
+     [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.memory_margin); }},
+    {"cache.memory_min", OptKind::kString, R"(bytes ("64MiB", integer) or a percentage ("1%"))",
+     [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.memory_min); }},
+    {"cache.memory_max", OptKind::kString, R"(bytes ("32GiB", integer) or a percentage ("90%"))",
+     [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.memory_max); }},
+    {"cache.governor_interval", OptKind::kFloat, "seconds 0.05..60",
+     [](Config* c, const Raw& v) { return SetDouble(v, 0.05, 60.0, &c->cache.governor_interval); }},
+    {"cache.governor_horizon", OptKind::kFloat, "seconds 0..1000000",
+     [](Config* c, const Raw& v) { return SetDouble(v, 0.0, 1e6, &c->cache.governor_horizon); }},
+    {"cache.governor_window", OptKind::kFloat, "seconds 1..3600",
+     [](Config* c, const Raw& v) { return SetDouble(v, 1.0, 3600.0, &c->cache.governor_window); }},
     {"warmup.batches", OptKind::kInteger, "integer >= 0",
      [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->warmup.batches); }},
     {"policy.gain_max", OptKind::kFloat, "number 1.0..100",

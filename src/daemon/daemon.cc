@@ -19,6 +19,7 @@
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "job_sink.h"
+#include "memory_governor.h"
 #include "orphan_reaper.h"
 #include "spill_area.h"
 
@@ -59,7 +60,8 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   return cache::MakeEpochPolicy(p);
 }
 
-std::string StatsJson(store::CacheFront& cf, const SpillArea* spill) {
+std::string StatsJson(store::CacheFront& cf, const SpillArea* spill,
+                      const MemoryGovernor* governor) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
   j["version"] = EPOCHFS_VERSION;
@@ -118,6 +120,7 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill) {
                            {"checksum_errors", st.checksum_errors}};
   }
   j["warnings"] = warnings;
+  if (governor != nullptr) j["governor"] = governor->StatsJson();
   return j.dump(2);
 }
 
@@ -160,7 +163,19 @@ Status RunDaemon(const DaemonArgs& args) {
   auto lower = store::Lower::Open(args.lower);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
 
-  const uint64_t budget = cfg.cache.memory_auto ? AutoBudget() : cfg.cache.memory_bytes;
+  uint64_t budget = cfg.cache.memory_bytes;
+  std::unique_ptr<MemoryGovernor> governor;  // cache.memory = "auto"
+  if (cfg.cache.memory_auto) {
+    governor = std::make_unique<MemoryGovernor>(cfg);
+    Result<uint64_t> first = governor->Initial();
+    if (first.ok()) {
+      budget = first.value();
+    } else {
+      log::Warn("memory governor off: " + first.status().message());
+      governor.reset();
+      budget = AutoBudget();
+    }
+  }
   store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
   // The spill area: checked now (a bad spill.path fails the mount), opened
   // after daemonizing (its threads would not survive the fork).
@@ -172,7 +187,9 @@ Status RunDaemon(const DaemonArgs& args) {
   PolicyJobSink sink(*lower.value(), cache);
   control::JobRegistry registry(sink, control::MakeProcReader());
   control::ControlTree control(
-      registry, sink, [&cache, &spill] { return StatsJson(cache, spill.get()); }, spill.get());
+      registry, sink,
+      [&cache, &spill, &governor] { return StatsJson(cache, spill.get(), governor.get()); },
+      spill.get());
   RegistryAttributor attributor(registry);
   fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr};
   auto filesystem = fs::Filesystem::Create(parts);
@@ -209,7 +226,12 @@ Status RunDaemon(const DaemonArgs& args) {
       },
       [&need_watch] { need_watch.Tick(); });
   reaper.Start();  // threads start after Daemonize's fork
+  if (governor) {
+    governor->Attach(&cache);
+    governor->Start();
+  }
   Status s = session.value()->Run();
+  if (governor) governor->Stop();
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   if (spill) spill->Close();  // writes staged spill data back

@@ -125,6 +125,21 @@ void CacheFront::Invalidate(cache::ObjectId id) {
   policy_->OnDropped(id);
 }
 
+Result<uint64_t> CacheFront::SetBudget(uint64_t bytes) {
+  std::lock_guard lock(policy_mu_);
+  Result<cache::Decision> d = policy_->SetBudget(bytes);
+  if (!d.ok()) return d.status();
+  // Evictions before a smaller budget, a larger budget before anything else:
+  // a reader of ram().used() and ram().budget() never sees used > budget.
+  // (Inserts take policy_mu_, held here.)
+  const uint64_t before = c_.evictions.load(std::memory_order_relaxed);
+  if (bytes > ram_.budget()) ram_.SetBudget(bytes);
+  ApplyLocked(d.value(), nullptr);
+  ram_.SetBudget(bytes);
+  max_object_.store(std::min<uint64_t>(bytes / 4, uint64_t{1} << 30), std::memory_order_relaxed);
+  return c_.evictions.load(std::memory_order_relaxed) - before;
+}
+
 void CacheFront::CountStreamed(uint64_t bytes, bool error) {
   c_.bytes_read_lower.fetch_add(bytes, std::memory_order_relaxed);
   if (error) c_.lower_errors.fetch_add(1, std::memory_order_relaxed);

@@ -12,9 +12,10 @@ ObjectRef RamStore::Find(cache::ObjectId id) const {
 bool RamStore::Insert(ObjectRef obj) {
   const uint64_t size = obj->data.size();
   // Reserve the bytes first so that concurrent inserts never overshoot.
+  const uint64_t budget = budget_.load(std::memory_order_relaxed);
   uint64_t cur = used_.load(std::memory_order_relaxed);
   do {
-    if (size > budget_ || cur > budget_ - size) return false;
+    if (size > budget || cur > budget - size) return false;
   } while (!used_.compare_exchange_weak(cur, cur + size, std::memory_order_relaxed));
 
   Shard& s = ShardFor(obj->id);

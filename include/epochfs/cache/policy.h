@@ -105,6 +105,7 @@ struct JobSnapshot {
   JobState state = JobState::kWarmup;
   bool started = false;        // false until the first epoch began
   uint32_t epoch = 0;          // current epoch
+  uint32_t epochs = 0;         // of the whole run (JobSpec::epochs; 0: unknown)
   uint64_t batch = 0;          // batches consumed in the current epoch
   uint64_t epoch_samples = 0;  // length of the current epoch's order
   EpochCounters current;       // counters of `epoch`
@@ -182,6 +183,17 @@ class Policy {
   // The job ended (rmdir): everything it holds is released. NotFound if unknown.
   virtual Result<Decision> EndJob(JobId /*job*/) { return Decision{}; }
 
+  // Changes the budget (the memory governor, cache.memory = "auto"). Growing
+  // adds the difference to the free pool. Shrinking takes it from the free
+  // pool, then evicts in the policy's own order of least value (the epoch
+  // policy: docs/policy.md "Budget changes"); the Decision lists the objects
+  // to drop. Afterwards resident_bytes() <= budget() == bytes and the budget
+  // equation holds. Unsupported for a policy that cannot resize (nothing
+  // changes then).
+  virtual Result<Decision> SetBudget(uint64_t /*bytes*/) {
+    return Status(Code::kUnsupported, std::string(name()) + " policy cannot change its budget");
+  }
+
   // Introspection (status files, tests, simulator).
   virtual std::vector<JobSnapshot> Jobs() const { return {}; }
   // Where `job` holds sample `sample`.
@@ -192,6 +204,11 @@ class Policy {
   // Internal with a description on the first violation.
   virtual Status CheckInvariants() const { return Status::Ok(); }
 };
+
+// Expected time until the job's last epoch ends, for the memory governor's
+// horizon: (epochs − epoch) × T_i, the current epoch counted whole. 0 when it
+// cannot be known (epochs unknown, T_i not measured yet) or the job is done.
+uint64_t ExpectedRemainingNs(const JobSnapshot& s);
 
 // Least-recently-used over all accesses, job-blind: admit every miss that fits
 // the budget, evicting the least recently accessed objects first. Objects

@@ -17,15 +17,38 @@
 namespace epochfs {
 
 enum class Consistency { kImmutable, kOpen };
+
+// A memory size in bytes or as a percentage of the memory the daemon may use
+// (the smaller of MemTotal and its cgroup's limit): "512MiB", 1048576, "5%".
+struct MemoryAmount {
+  uint64_t bytes = 0;
+  double percent = 0.0;     // 0 < percent <= 100 when is_percent
+  bool is_percent = false;
+  uint64_t Of(uint64_t total) const {
+    return is_percent ? static_cast<uint64_t>(static_cast<double>(total) * percent / 100.0)
+                      : bytes;
+  }
+  static MemoryAmount Bytes(uint64_t b) { return {b, 0.0, false}; }
+  static MemoryAmount Percent(double p) { return {0, p, true}; }
+  bool operator==(const MemoryAmount&) const = default;
+};
 enum class PolicyKind { kLru, kEpoch };
 
 struct Config {
   struct Cache {
     // cache.memory: bytes; 0 with memory_auto = "auto".
     uint64_t memory_bytes = 0;
-    bool memory_auto = true;  // "auto": half of MemAvailable at mount time
+    bool memory_auto = true;  // "auto": the memory governor (docs/governor.md)
     PolicyKind policy = PolicyKind::kEpoch;
     Consistency consistency = Consistency::kImmutable;
+    // The memory governor (memory_auto only): budget = total − predicted peak
+    // of the memory used outside the cache − margin, within [min, max].
+    MemoryAmount memory_margin = MemoryAmount::Percent(5.0);
+    MemoryAmount memory_min = MemoryAmount::Bytes(64ull << 20);
+    MemoryAmount memory_max = MemoryAmount::Percent(90.0);
+    double governor_interval = 0.5;  // seconds between samples
+    double governor_horizon = 30.0;  // seconds of extrapolation when no job's end is known
+    double governor_window = 30.0;   // seconds of samples in the fit
     bool operator==(const Cache&) const = default;
   } cache;
   struct Warmup {

@@ -25,7 +25,8 @@ struct DaemonArgs {
 // up are returned; the caller prints them as one line.
 Status RunDaemon(const DaemonArgs& args);
 
-// The budget "auto" resolves to: half of MemAvailable (or of the cgroup limit).
+// The budget "auto" falls back to when the memory governor cannot read the
+// memory figures: half of MemAvailable (or of the cgroup limit).
 uint64_t AutoBudget();
 
 }  // namespace epochfs

@@ -63,8 +63,18 @@ class CacheFront {
   // Counts bytes the caller streamed from lower itself (large objects).
   void CountStreamed(uint64_t bytes, bool error);
 
-  // Largest object that is cached whole: a quarter of the budget, at most 1 GiB.
-  uint64_t max_object_bytes() const { return max_object_; }
+  // Changes the budget (memory governor, cache.memory = "auto"): the policy
+  // chooses the evictions (Policy::SetBudget), the RAM store takes the new
+  // budget, the evicted objects leave it (and the DropListener hears of each).
+  // Returns the number of objects evicted, or the policy's error (Unsupported:
+  // nothing changed).
+  Result<uint64_t> SetBudget(uint64_t bytes);
+
+  // Largest object that is cached whole: a quarter of the budget, at most
+  // 1 GiB. Follows SetBudget (a file larger than what the budget can hold is
+  // streamed rather than loaded whole under memory pressure); each open
+  // decides once.
+  uint64_t max_object_bytes() const { return max_object_.load(std::memory_order_relaxed); }
   const RamStore& ram() const { return ram_; }
   CacheCounters counters() const;
 
@@ -88,7 +98,7 @@ class CacheFront {
 
   const Lower& lower_;
   RamStore ram_;
-  const uint64_t max_object_;
+  std::atomic<uint64_t> max_object_;
 
   std::mutex policy_mu_;
   std::unique_ptr<cache::Policy> policy_;  // guarded by policy_mu_

@@ -30,7 +30,11 @@ class RamStore {
   // Drops `id`; returns true when it was resident.
   bool Erase(cache::ObjectId id);
 
-  uint64_t budget() const { return budget_; }
+  // Changes the budget (memory governor). Nothing is evicted here: the caller
+  // erases what the policy chose; until then used() may exceed budget() and
+  // every Insert is refused.
+  void SetBudget(uint64_t bytes) { budget_.store(bytes, std::memory_order_relaxed); }
+  uint64_t budget() const { return budget_.load(std::memory_order_relaxed); }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
   uint64_t objects() const { return objects_.load(std::memory_order_relaxed); }
 
@@ -42,7 +46,7 @@ class RamStore {
   };
   Shard& ShardFor(cache::ObjectId id) const { return shards_[id % kShards]; }
 
-  const uint64_t budget_;
+  std::atomic<uint64_t> budget_;
   std::atomic<uint64_t> used_{0};
   std::atomic<uint64_t> objects_{0};
   mutable std::array<Shard, kShards> shards_;

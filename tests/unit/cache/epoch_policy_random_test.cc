@@ -79,10 +79,20 @@ struct ShellObject {
 
 enum class Mode { kPlain, kShared };
 
+// Budget changes (the memory governor): with kResize, SetBudget to a random
+// budget in [0, 2 × the initial one] comes between events (its own random
+// stream, so the job schedule is the one of kFixed), and every check above
+// uses the budget in force.
+enum class Budget { kFixed, kResize };
+
 class RandomSchedule {
  public:
-  explicit RandomSchedule(uint64_t seed, Mode mode = Mode::kPlain)
-      : rng_(seed), urng_(seed * 0x9e3779b97f4a7c15ULL + 77), mode_(mode) {}
+  explicit RandomSchedule(uint64_t seed, Mode mode = Mode::kPlain, Budget bm = Budget::kFixed)
+      : rng_(seed),
+        urng_(seed * 0x9e3779b97f4a7c15ULL + 77),
+        brng_(seed * 0xbf58476d1ce4e5b9ULL + 5),
+        mode_(mode),
+        resize_(bm == Budget::kResize) {}
 
   void Run() {
     MakeJobs();
@@ -112,6 +122,7 @@ class RandomSchedule {
       Step(*j);
       ExternalCheck();
       if (b_ && UChance(unattributed_rate_)) Unattributed(UUniform(1, 3));
+      if (resize_ && brng_() % 1000 < 15) Resize();
       if (::testing::Test::HasFailure()) return;
     }
     EXPECT_EQ(h_->policy().pool_bytes(), budget_);
@@ -135,6 +146,8 @@ class RandomSchedule {
   }
 
   uint64_t events() const { return events_; }
+  uint64_t resizes() const { return resizes_; }
+  uint64_t resize_evictions() const { return resize_evictions_; }
   uint64_t b_events() const { return b_events_; }
   uint64_t b_admissions() const { return b_admissions_; }
   uint64_t shared_hits() const { return shared_hits_; }
@@ -224,6 +237,29 @@ class RandomSchedule {
       }
       if (::testing::Test::HasFailure()) return;
     }
+  }
+
+  // SetBudget on A (and B) to the same random budget; the Decision is applied
+  // to the shadow store (Harness::Apply checks it evicts only resident
+  // objects, and after it that resident bytes fit the new budget).
+  void Resize() {
+    if (initial_budget_ == 0) initial_budget_ = budget_;
+    const uint64_t nb = brng_() % 20 == 0 ? 0 : brng_() % (2 * initial_budget_ + 1);
+    for (Harness* hh : {h_.get(), b_.get()}) {
+      if (hh == nullptr) continue;
+      Result<Decision> r = hh->policy().SetBudget(nb);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      if (nb >= budget_) {
+        EXPECT_TRUE(r.value().evict.empty()) << "growing evicted";
+      }
+      if (hh == h_.get()) resize_evictions_ += r.value().evict.size();
+      hh->Apply(r.value(), 0);
+      EXPECT_EQ(hh->policy().budget(), nb);
+      EXPECT_LE(hh->policy().resident_bytes(), nb);
+    }
+    budget_ = nb;
+    ++resizes_;
+    ExternalCheck();
   }
 
   // In B, an object resident but held by no job (A's resident set is exactly
@@ -560,7 +596,12 @@ class RandomSchedule {
 
   std::mt19937_64 rng_;
   std::mt19937_64 urng_;  // unattributed reads
+  std::mt19937_64 brng_;  // budget changes
   Mode mode_;
+  bool resize_ = false;
+  uint64_t initial_budget_ = 0;
+  uint64_t resizes_ = 0;
+  uint64_t resize_evictions_ = 0;
   std::vector<SimJob> jobs_;
   std::vector<ShellObject> shell_;
   std::unordered_map<ObjectId, uint64_t> sizes_;  // every object's size
@@ -620,6 +661,23 @@ TEST_P(EpochPolicyRandom, SharedRegionNeverCostsAJobAnything) {
   EXPECT_GT(s.reads(), 20u);
 }
 
+// The same schedules with the budget changing between events: every
+// invariant holds after every event and every SetBudget.
+TEST_P(EpochPolicyRandom, InvariantsHoldWhileTheBudgetChanges) {
+  RandomSchedule s(GetParam(), Mode::kPlain, Budget::kResize);
+  s.Run();
+  EXPECT_GT(s.reads(), 20u);
+  EXPECT_GT(s.resizes(), 0u);
+}
+
+// ... and in lockstep with the shared region: a budget change costs a job the
+// same with or without it (the shared region gives its bytes back first).
+TEST_P(EpochPolicyRandom, SharedRegionNeverCostsAJobAnythingWhileTheBudgetChanges) {
+  RandomSchedule s(GetParam(), Mode::kShared, Budget::kResize);
+  s.Run();
+  EXPECT_GT(s.resizes(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Seeds, EpochPolicyRandom,
                          ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                                            16, 17, 18, 19, 20, 21, 22, 23, 24));
@@ -651,6 +709,22 @@ TEST(EpochPolicyRandomAggregate, SchedulesProduceHits) {
               static_cast<unsigned long long>(hits), static_cast<unsigned long long>(admissions),
               static_cast<unsigned long long>(taken), static_cast<unsigned long long>(tail),
               static_cast<unsigned long long>(last));
+}
+
+// Budget changes happen and shrinks do evict.
+TEST(EpochPolicyRandomAggregate, BudgetChangesEvict) {
+  uint64_t resizes = 0, evictions = 0;
+  for (uint64_t seed = 100; seed < 110; ++seed) {
+    RandomSchedule s(seed, Mode::kShared, Budget::kResize);
+    s.Run();
+    resizes += s.resizes();
+    evictions += s.resize_evictions();
+  }
+  EXPECT_GT(resizes, 50u);
+  EXPECT_GT(evictions, 0u);
+  std::printf("budget changes: %llu SetBudget calls, %llu objects evicted by shrinks\n",
+              static_cast<unsigned long long>(resizes),
+              static_cast<unsigned long long>(evictions));
 }
 
 // The shared-region schedules reach its paths: unattributed hits, job reads

@@ -681,6 +681,107 @@ TEST_F(Epochs, UnattributedAccessesNeverAdmit) {
   EXPECT_FALSE(h.last.admit);
 }
 
+// ---- Budget changes (memory governor) ------------------------------------
+
+TEST_F(Epochs, ShrinkTakesThePoolThenGrantsThenNextThenCurFarthestFirst) {
+  Harness h(Make(10000));
+  Add(h, 1, 5, ComputeFor(4));
+  WarmUp(h, 1, 16, 100);
+  h.BeginEpoch(1, 1, 5000);
+  // Reserved 1600 (e·batches·size), nothing filled yet.
+  EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 1600u);
+  EXPECT_EQ(h.policy().pool_bytes(), 8400u);
+  Result<Decision> r = h.policy().SetBudget(9000);  // from the pool only
+  ASSERT_TRUE(r.ok());
+  h.Apply(r.value(), 0);
+  EXPECT_TRUE(r.value().evict.empty());
+  EXPECT_EQ(h.policy().pool_bytes(), 7400u);
+  r = h.policy().SetBudget(1000);  // pool 7400, then 600 of the unused grant
+  h.Apply(r.value(), 0);
+  EXPECT_EQ(h.policy().pool_bytes(), 0u);
+  EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 1000u);
+  EXPECT_TRUE(r.value().evict.empty());
+  r = h.policy().SetBudget(2000);  // growing: to the pool
+  h.Apply(r.value(), 0);
+  EXPECT_TRUE(r.value().evict.empty());
+  EXPECT_EQ(h.policy().pool_bytes(), 1000u);
+  ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(16)).ok());
+  ReadAll(h, 1, Iota(16), 5000, 100);  // fills next: 1000 granted + 600 from the pool
+  EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 1600u);
+  const uint64_t pool = h.policy().pool_bytes();
+  EXPECT_EQ(pool, 400u);
+  r = h.policy().SetBudget(h.policy().budget() - pool - 600);  // the pool, then 6 of next
+  h.Apply(r.value(), 0);
+  EXPECT_EQ(r.value().evict.size(), 6u);
+  EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 1000u);
+  for (ObjectId v : r.value().evict) EXPECT_FALSE(h.resident(v));
+  // Next becomes cur; shrinking now evicts the cur samples read last first.
+  h.BeginEpoch(1, 2, 9000);
+  ASSERT_EQ(Snap(h.policy(), 1).cur_bytes, 1000u);
+  std::vector<uint32_t> held;
+  for (uint32_t x = 0; x < 16; ++x) {
+    if (h.policy().Where(1, x) == Region::kCur) held.push_back(x);
+  }
+  ASSERT_EQ(held.size(), 10u);
+  r = h.policy().SetBudget(h.policy().budget() - h.policy().pool_bytes() - 400);
+  h.Apply(r.value(), 0);
+  ASSERT_EQ(r.value().evict.size(), 4u);
+  for (size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(h.policy().Where(1, held[i]), i < 6 ? Region::kCur : Region::kNone) << held[i];
+  }
+  EXPECT_EQ(h.policy().pool_bytes(), 0u);
+  EXPECT_LE(h.policy().resident_bytes(), h.policy().budget());
+  // Down to 0: everything goes; back up: all of it is pool.
+  r = h.policy().SetBudget(0);
+  h.Apply(r.value(), 0);
+  EXPECT_EQ(h.policy().resident_bytes(), 0u);
+  EXPECT_TRUE(h.resident_set().empty());
+  r = h.policy().SetBudget(10000);
+  h.Apply(r.value(), 0);
+  EXPECT_EQ(h.policy().pool_bytes(), 10000u);
+}
+
+TEST_F(Epochs, ShrinkEvictsTheTailBeforeNext) {
+  Harness h(Make(10000, 0, /*tail=*/1));
+  Add(h, 1, 9, ComputeFor(4));
+  WarmUp(h, 1, 16, 100);
+  ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(16)).ok());
+  h.BeginEpoch(1, 1, 5000);
+  ReadAll(h, 1, Iota(16), 5000, 100);
+  ASSERT_TRUE(h.policy().SetOrder(1, 3, Iota(16)).ok());
+  h.BeginEpoch(1, 2, 9000);
+  for (uint32_t x = 0; x < 13; ++x) h.Read(1, x, 9001 + x);  // 13..15 stay in cur
+  ASSERT_TRUE(h.policy().SetOrder(1, 4, Iota(16)).ok());
+  h.BeginEpoch(1, 3, 9500);
+  ASSERT_EQ(Snap(h.policy(), 1).tail_bytes, 300u);
+  const uint64_t next = Snap(h.policy(), 1).next_bytes;
+  const uint64_t unused = Snap(h.policy(), 1).granted_unused_bytes;
+  Result<Decision> r = h.policy().SetBudget(h.policy().budget() - h.policy().pool_bytes() -
+                                            unused - 200);
+  ASSERT_TRUE(r.ok());
+  h.Apply(r.value(), 0);
+  EXPECT_EQ(Snap(h.policy(), 1).tail_bytes, 100u);
+  EXPECT_EQ(Snap(h.policy(), 1).next_bytes, next);
+  EXPECT_EQ(r.value().evict.size(), 2u);
+}
+
+TEST_F(Epochs, ExpectedRemainingTimeIsEpochsLeftTimesEpochTime) {
+  Harness h(Make(10000));
+  Add(h, 1, 5, ComputeFor(4));
+  Add(h, 2, 0, ComputeFor(4));  // epochs unknown
+  EXPECT_EQ(ExpectedRemainingNs(Snap(h.policy(), 1)), 0u) << "T not measured yet";
+  WarmUp(h, 1, 16, 100);  // T = 1600 ns
+  h.BeginEpoch(1, 1, 5000);
+  const JobSnapshot s = Snap(h.policy(), 1);
+  EXPECT_EQ(s.epochs, 5u);
+  EXPECT_EQ(s.epoch_time_ns, 1600u);
+  EXPECT_EQ(ExpectedRemainingNs(s), 4u * 1600u);  // epochs 1..4, the current one whole
+  EXPECT_EQ(ExpectedRemainingNs(Snap(h.policy(), 2)), 0u);
+  JobSnapshot done = s;
+  done.state = JobState::kDone;
+  EXPECT_EQ(ExpectedRemainingNs(done), 0u);
+}
+
 TEST_F(Epochs, SameEventsSameDecisions) {
   auto run = [this]() {
     Harness h(Make(2000));

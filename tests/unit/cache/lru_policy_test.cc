@@ -36,6 +36,30 @@ TEST(LruPolicy, AdmitsUntilBudgetThenEvictsLeastRecent) {
   EXPECT_EQ(h.last.evict, std::vector<ObjectId>{3});
 }
 
+TEST(LruPolicy, SetBudgetEvictsLeastRecentUntilTheRestFits) {
+  Harness h(MakeLruPolicy(300));
+  for (ObjectId id = 1; id <= 3; ++id) {
+    h.set_size(id, 100);
+    h.Touch(A(id, 100));
+  }
+  EXPECT_TRUE(h.Touch(A(1, 100)));  // order, most recent first: 1 3 2
+  Result<Decision> r = h.policy().SetBudget(150);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value().evict, (std::vector<ObjectId>{2, 3}));
+  h.Apply(r.value(), 0);
+  EXPECT_EQ(h.policy().budget(), 150u);
+  EXPECT_EQ(h.policy().resident_bytes(), 100u);
+  r = h.policy().SetBudget(400);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.value().evict.empty());
+  for (ObjectId id = 4; id <= 6; ++id) {
+    h.set_size(id, 100);
+    h.Touch(A(id, 100));
+    EXPECT_TRUE(h.last.evict.empty());
+  }
+  EXPECT_EQ(h.policy().resident_bytes(), 400u);
+}
+
 TEST(LruPolicy, EvictsAsManyAsNeededForALargeObject) {
   Harness h(MakeLruPolicy(300));
   for (ObjectId id = 1; id <= 3; ++id) {

@@ -114,6 +114,51 @@ TEST(Config, MemoryForms) {
   EXPECT_EQ(a.cache.memory_bytes, 0u);
 }
 
+TEST(Config, GovernorKeys) {
+  Config c = MustParse(R"(
+[cache]
+memory_margin = "512MiB"
+memory_min = 1048576
+memory_max = "75.5%"
+governor_interval = 0.25
+governor_horizon = 600
+governor_window = 10.0
+)");
+  EXPECT_EQ(c.cache.memory_margin, MemoryAmount::Bytes(512ull << 20));
+  EXPECT_EQ(c.cache.memory_min, MemoryAmount::Bytes(1048576));
+  EXPECT_EQ(c.cache.memory_max, MemoryAmount::Percent(75.5));
+  EXPECT_DOUBLE_EQ(c.cache.governor_interval, 0.25);
+  EXPECT_DOUBLE_EQ(c.cache.governor_horizon, 600.0);
+  EXPECT_DOUBLE_EQ(c.cache.governor_window, 10.0);
+  EXPECT_EQ(c.cache.memory_max.Of(1000), 755u);
+  EXPECT_EQ(c.cache.memory_min.Of(1000), 1048576u);
+  // Defaults.
+  const Config d;
+  EXPECT_EQ(d.cache.memory_margin, MemoryAmount::Percent(5.0));
+  EXPECT_EQ(d.cache.memory_min, MemoryAmount::Bytes(64ull << 20));
+  EXPECT_EQ(d.cache.memory_max, MemoryAmount::Percent(90.0));
+  EXPECT_DOUBLE_EQ(d.cache.governor_interval, 0.5);
+  // -o forms.
+  Config o;
+  ASSERT_TRUE(ApplyOverride(&o, "cache.memory_margin", "10%").ok());
+  EXPECT_EQ(o.cache.memory_margin, MemoryAmount::Percent(10.0));
+  ASSERT_TRUE(ApplyOverride(&o, "cache.memory_margin", "128MiB").ok());
+  EXPECT_EQ(o.cache.memory_margin, MemoryAmount::Bytes(128ull << 20));
+  ASSERT_TRUE(ApplyOverride(&o, "cache.governor_interval", "2").ok());
+  EXPECT_DOUBLE_EQ(o.cache.governor_interval, 2.0);
+  // Bad values name the key.
+  for (const char* bad : {"0%", "101%", "-1%", "x%", "%", "lots", "5 %%"}) {
+    EXPECT_NE(OverrideError("cache.memory_margin", bad).find("cache.memory_margin"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(OverrideError("cache.governor_interval", "0").find("cache.governor_interval"),
+            std::string::npos);
+  EXPECT_NE(OverrideError("cache.governor_window", "0.5").find("cache.governor_window"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("cache.memory_max = true").find("cache.memory_max"), std::string::npos);
+}
+
 TEST(Config, EnumsAndLevelsAllAccepted) {
   EXPECT_EQ(MustParse("cache.policy = \"lru\"").cache.policy, PolicyKind::kLru);
   EXPECT_EQ(MustParse("cache.consistency = \"immutable\"").cache.consistency,
@@ -449,7 +494,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 20u);
+  ASSERT_EQ(keys.size(), 26u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

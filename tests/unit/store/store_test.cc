@@ -188,6 +188,61 @@ TEST(CacheFront, SmallBudgetEvictsAndStaysWithinBudget) {
   EXPECT_GT(f.cache->counters().evictions, 0u);
 }
 
+TEST(CacheFront, SetBudgetShrinksTheStoreAndTellsTheDropListener) {
+  Front f(100'000);
+  std::vector<cache::ObjectId> dropped;
+  f.cache->SetDropListener([&dropped](cache::ObjectId id) { dropped.push_back(id); });
+  std::vector<std::string> want;
+  for (int i = 0; i < 10; ++i) want.push_back(f.dir.Write("f" + std::to_string(i), 5000, i));
+  for (int i = 0; i < 10; ++i) {
+    const auto id = static_cast<cache::ObjectId>(i + 1);
+    ASSERT_TRUE(f.cache->Get(f.Req("f" + std::to_string(i), id)).ok());
+  }
+  EXPECT_EQ(f.cache->ram().used(), 50'000u);
+  Result<uint64_t> n = f.cache->SetBudget(20'000);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 6u);
+  EXPECT_EQ(dropped.size(), 6u);
+  EXPECT_EQ(f.cache->ram().budget(), 20'000u);
+  EXPECT_EQ(f.cache->ram().used(), 20'000u);
+  EXPECT_EQ(f.cache->max_object_bytes(), 5'000u);
+  // The least recently used went (LRU policy): 1..6; the rest are hits.
+  for (cache::ObjectId id = 1; id <= 6; ++id) EXPECT_EQ(f.cache->ram().Find(id), nullptr);
+  const uint64_t hits = f.cache->counters().hits;
+  for (int i = 9; i >= 0; --i) {
+    auto r = f.cache->Get(f.Req("f" + std::to_string(i), static_cast<cache::ObjectId>(i + 1)));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(std::string(r.value()->data.begin(), r.value()->data.end()), want[i]);
+    EXPECT_LE(f.cache->ram().used(), 20'000u);
+  }
+  EXPECT_EQ(f.cache->counters().hits, hits + 4);
+  // Growing evicts nothing and lets more in.
+  n = f.cache->SetBudget(200'000);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 0u);
+  for (int i = 0; i < 10; ++i) {
+    const auto id = static_cast<cache::ObjectId>(i + 1);
+    ASSERT_TRUE(f.cache->Get(f.Req("f" + std::to_string(i), id)).ok());
+  }
+  EXPECT_EQ(f.cache->ram().used(), 50'000u);
+}
+
+TEST(RamStore, SetBudgetRefusesInsertsUntilBackUnder) {
+  RamStore s(300);
+  auto obj = [](cache::ObjectId id, size_t n) {
+    auto o = std::make_shared<Object>();
+    o->id = id;
+    o->data.assign(n, 'x');
+    return ObjectRef(o);
+  };
+  EXPECT_TRUE(s.Insert(obj(1, 200)));
+  s.SetBudget(100);
+  EXPECT_FALSE(s.Insert(obj(2, 10)));
+  EXPECT_TRUE(s.Erase(1));
+  EXPECT_TRUE(s.Insert(obj(2, 100)));
+  EXPECT_EQ(s.budget(), 100u);
+}
+
 TEST(CacheFront, ChangedVersionReloads) {
   Front f(1 << 20);
   f.dir.Write("v", 100, 1);
