@@ -145,12 +145,12 @@ class Reader {
         const std::string dotted = where + "." + std::string(key);
         if (key == "name") {
           const auto* s = v.as_string();
+          has_name = true;  // if bad, reported here, not as missing too
           if (s == nullptr || s->get().empty()) {
             Add(v, dotted + ": expected a non-empty string, got " + Describe(v));
             continue;
           }
           layer.name = s->get();
-          has_name = true;
           auto [it, inserted] = seen.emplace(layer.name, number);
           if (!inserted) {
             Add(v, dotted + ": \"" + layer.name + "\" is already the name of layer[" +
@@ -173,7 +173,7 @@ class Reader {
           Add(v, dotted + ": unknown key (known: name, activation_bytes, parameter_bytes)");
         }
       }
-      const std::string label = has_name ? where + " (" + layer.name + ")" : where;
+      const std::string label = !layer.name.empty() ? where + " (" + layer.name + ")" : where;
       if (!has_name) Add(item, where + ": name missing");
       if (!has_act) Add(item, label + ": activation_bytes missing (bytes per sample)");
       if (!has_param) Add(item, label + ": parameter_bytes missing (0 for a layer without parameters)");
