@@ -10,8 +10,9 @@ EPOCHFS_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev
   python3 groff-base procps
 )
-# What only the tests need: a real PyTorch DataLoader (Debian's torch).
-EPOCHFS_TEST_PACKAGES=(python3-torch)
+# What only the tests and benchmarks need: a real PyTorch DataLoader (Debian's
+# torch); the plots of scripts/bench-jobs (matplotlib).
+EPOCHFS_TEST_PACKAGES=(python3-torch python3-matplotlib)
 
 epochfs_install_packages() {
   local missing=() p
