@@ -100,6 +100,10 @@ class Engine final : public Future {
     for (uint32_t c = 0; c < st.concurrency; ++c) channels_.push(0);
     for (const Dataset& d : trace.datasets()) state_.emplace_back(d.sizes.size(), 0);
     by_dataset_.resize(trace.datasets().size());
+    for (const Dataset& d : trace.datasets()) {
+      slot_base_.push_back(slots_);
+      slots_ += d.sizes.size();
+    }
     const double cached = trace.distinct_bytes() > 0
                               ? std::min(1.0, double(budget_) / double(trace.distinct_bytes()))
                               : 1.0;
@@ -146,6 +150,7 @@ class Engine final : public Future {
     while (!queue_.empty() && status_.ok()) {
       const Event e = queue_.top();
       queue_.pop();
+      now_ = e.t;
       ++events_;
       switch (e.type) {
         case Ev::kJobStart: StartEpoch(jobs_[e.job], 0, e.t); break;
@@ -161,25 +166,49 @@ class Engine final : public Future {
     return Collect();
   }
 
-  uint64_t NextUse(cache::ObjectId object) const override {
+  size_t Slots() const override { return slots_; }
+  size_t Slot(cache::ObjectId object) const override {
+    return slot_base_[static_cast<size_t>((object >> 32) - 1)] + (object & 0xffffffffu);
+  }
+
+  bool NextUse(cache::ObjectId object, Use* out) const override {
     const size_t d = static_cast<size_t>((object >> 32) - 1);
     const auto s = static_cast<uint32_t>(object & 0xffffffffu);
-    uint64_t best = kNever;
+    bool found = false;
+    uint64_t best = 0;
     for (uint32_t ji : by_dataset_[d]) {
       const Job& j = jobs_[ji];
       if (j.done) continue;
-      uint64_t p;
+      Use u{ji, 0};
       if (j.issued[s] != j.epoch + 1) {
-        p = uint64_t{j.epoch} * j.n + j.pos_cur[s];
+        u.pos = uint64_t{j.epoch} * j.n + j.pos_cur[s];
       } else if (j.epoch + 1 < j.epochs) {
-        p = uint64_t{j.epoch + 1} * j.n + j.pos_next[s];
+        u.pos = uint64_t{j.epoch + 1} * j.n + j.pos_next[s];
       } else {
         continue;
       }
-      const auto est = static_cast<uint64_t>(double(j.start_ns) + double(p) * j.pace_ns);
-      best = std::min(best, est);
+      const uint64_t when = Estimate(u, now_);
+      if (!found || when < best) {
+        found = true;
+        best = when;
+        *out = u;
+      }
     }
-    return best;
+    return found;
+  }
+
+  // The job's position is its reads issued so far; its pace the time per read
+  // so far (before it has read a few batches: the static estimate pace_ns).
+  uint64_t Estimate(const Use& u, uint64_t now) const override {
+    const Job& j = jobs_[u.job];
+    if (!j.started) {
+      return std::max(now, j.start_ns + static_cast<uint64_t>(double(u.pos) * j.pace_ns));
+    }
+    const uint64_t done = j.r.accesses;
+    double pace = j.pace_ns;
+    if (done >= uint64_t{j.b} * j.w && now > j.start_ns) pace = double(now - j.start_ns) / double(done);
+    const uint64_t ahead = u.pos > done ? u.pos - done : 0;
+    return now + static_cast<uint64_t>(double(ahead) * pace);
   }
 
  private:
@@ -461,6 +490,9 @@ class Engine final : public Future {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
   uint64_t events_ = 0;
+  uint64_t now_ = 0;                // time of the event being processed
+  std::vector<size_t> slot_base_;   // per dataset: its first Future::Slot
+  size_t slots_ = 0;
   Status status_;
 };
 

@@ -13,9 +13,13 @@
 // access sequence (MIN). For varied sizes the exact problem is NP-hard; this
 // is the standard size-aware heuristic: evict the object with the largest
 // (time to next use) × size, i.e. the one that holds the most byte-time per
-// future hit. Objects are grouped into size classes (4 per power of two); the
-// furthest-next-use object of each class is compared on that product, so with
-// equal sizes (one class) it is exactly MIN.
+// future hit. Objects are grouped by the job that reads them next and by size
+// class (4 per power of two); within a group the furthest position goes first,
+// and the groups' candidates are compared on that product, with the time to
+// next use estimated from the job's position and pace (Future::Estimate).
+// With one job and equal sizes (one group) it is exactly MIN; across jobs the
+// estimate makes it a heuristic (the interleaving of jobs depends on the
+// cache itself).
 //
 // Thread safety: not thread-safe, like every Policy.
 #pragma once
@@ -28,16 +32,25 @@
 
 namespace epochfs::sim {
 
-// The future, as the simulator engine knows it: when will `object` next be read?
+// The future, as the simulator engine knows it: who reads `object` next, and
+// when is that likely to be?
 class Future {
  public:
-  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+  // A future read: job index and position in that job's reads (epoch·N + i).
+  struct Use {
+    uint32_t job = 0;
+    uint64_t pos = 0;
+  };
   virtual ~Future() = default;
-  // Estimated time (ns) of the next read of `object` by any job, not counting
-  // the reads already issued; kNever when no job reads it again. The estimate
-  // for a given future read must not change while no job reads the object
-  // (the Belady policy keeps it as a key until the object is read again).
-  virtual uint64_t NextUse(cache::ObjectId object) const = 0;
+  // Objects are numbered densely for the policy's tables: Slot(o) < Slots().
+  virtual size_t Slots() const = 0;
+  virtual size_t Slot(cache::ObjectId object) const = 0;
+  // The next read of `object` not issued yet, by the job whose read comes
+  // first by Estimate(); false when no job reads it again. It stays the same
+  // until some job reads the object.
+  virtual bool NextUse(cache::ObjectId object, Use* out) const = 0;
+  // Estimated time (ns, >= now) of `use`, from the job's position and pace.
+  virtual uint64_t Estimate(const Use& use, uint64_t now) const = 0;
 };
 
 std::unique_ptr<cache::Policy> MakeNoCachePolicy(uint64_t budget_bytes);
