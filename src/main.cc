@@ -8,6 +8,7 @@
 #include "epochfs/common/log.h"
 #include "epochfs/config/config.h"
 #include "epochfs/daemon/daemon.h"
+#include "epochfs/sim/sim_main.h"
 
 namespace {
 
@@ -47,6 +48,7 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "sim") return epochfs::sim::Main(argc - 1, argv + 1);
   CLI::App app{"epochfs: a FUSE cache for training datasets on slow storage"};
   epochfs::DaemonArgs args;
   std::vector<std::string> opts;

@@ -5,8 +5,9 @@
 // validates and stores. The TOML walker and ApplyOverride both go through it,
 // so the two sources cannot accept different things.
 //
-// This is the only file that includes toml++. TOML++ is built with
-// exceptions; toml::parse_error is caught here and becomes a Status.
+// toml++ is included here and in the simulator's workload loader
+// (src/sim/workload.cc), nowhere else. TOML++ is built with exceptions;
+// toml::parse_error is caught here and becomes a Status.
 #include "epochfs/config/config.h"
 
 #include <toml++/toml.h>

@@ -4,7 +4,8 @@
 // (--config FILE), then `-o key=value` overrides. conf/epochfs.toml documents
 // every key with its default; tests/unit/config ties the two together.
 // Validation happens once, here: a loaded Config is always valid.
-// The only file that includes toml++ is src/config/config.cc.
+// toml++ is included only by src/config/config.cc and the simulator's
+// workload loader (src/sim/workload.cc).
 #pragma once
 
 #include <cstdint>
