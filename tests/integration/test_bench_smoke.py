@@ -5,15 +5,18 @@ Its own checks must pass: every job reads every sample's bytes in every epoch
 of every run, the daemon's lower reads cross the throttled device, the page
 cache run reads at least the first epochs from the device, and the epoch
 policy has hits after the warm-up. Also: it leaves no loop device or cgroup
-behind.
+behind; conf/sim/bench-jobs.toml is the workload the script writes, and
+`epochfs sim` replays it (every policy, all accesses).
 
 Exit 77 (SKIP) without /dev/fuse, root, cgroup v1 blkio/memory or losetup.
 """
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import epochfs_test as et
@@ -42,6 +45,24 @@ def leftovers():
 
 
 class BenchSmoke(unittest.TestCase):
+    def test_sim_workload_in_sync(self):
+        """conf/sim/bench-jobs.toml is what the benchmark runs, and the simulator takes it."""
+        out = os.path.join(tempfile.mkdtemp(prefix="bench-smoke."), "w.toml")
+        subprocess.run([SCRIPT, "--write-toml", out], check=True, capture_output=True)
+        with open(out) as f, open(os.path.join(et.REPO, "conf", "sim", "bench-jobs.toml")) as g:
+            self.assertEqual(f.read(), g.read(), "regenerate: scripts/bench-jobs --write-toml "
+                             "conf/sim/bench-jobs.toml")
+        shutil.rmtree(os.path.dirname(out))
+        r = subprocess.run([et.epochfs_bin(), "sim", os.path.join(et.REPO, "conf", "sim",
+                                                                  "bench-jobs.toml"), "--json"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        runs = {x["policy"]: x for x in json.loads(r.stdout)["runs"]}
+        self.assertEqual(set(runs), {"none", "lru", "minio", "epoch", "belady"})
+        for x in runs.values():  # 3 jobs: 600*4 + 300*3 + 800*4 accesses
+            self.assertEqual(x["accesses"], 2400 + 900 + 3200)
+        self.assertLessEqual(runs["belady"]["total_stall_s"], runs["lru"]["total_stall_s"])
+
     def test_smoke(self):
         before = leftovers()
         r = subprocess.run([SCRIPT, "--smoke", "--epochfs", et.epochfs_bin()],
