@@ -305,9 +305,15 @@ class Env:
             print("%s: could not remove %s: %s" % (self.prefix, path, e), file=sys.stderr)
 
     def kill_children(self):
+        """SIGKILL each child's process group (a job and its loaders, a training
+        process and its DataLoader workers), then reap the child."""
         for pid in self.children:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             try:
-                os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
             except OSError:
                 pass
@@ -602,6 +608,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
         if pid == 0:
             code = 0
             try:
+                os.setpgid(0, 0)  # the job and its loaders: one group for kill_children
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 os.close(go_w)
