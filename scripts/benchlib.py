@@ -30,7 +30,8 @@ a `finally`, also on SIGINT/SIGTERM):
     loaders * prefetch batches in flight, and a sleep of compute_ms per batch.
     Stall = the time the trainer waits for a batch (from the end of batch k's
     compute until batch k+1 is loaded; batch 0 of an epoch from the epoch's
-    start). Per batch, the loader reports bytes read and the bytes its process
+    start). Loaders read into one preallocated buffer. Per batch, the loader
+    reports bytes read, reads retried on ENOMEM (see retry_enomem) and the bytes its process
     made the block layer read (/proc/self/io read_bytes), so the page-cache
     baseline has per-job, per-epoch byte hit ratios.
   * the simulator: the same workload as `epochfs sim` TOML, and the call.
@@ -38,6 +39,7 @@ a `finally`, also on SIGINT/SIGTERM):
 Standard library only (matplotlib is imported by the plotting helpers).
 """
 
+import errno
 import json
 import os
 import random
@@ -455,9 +457,27 @@ def build_datasets(lower, jobs):
     return total
 
 
+def retry_enomem(fn, *a):
+    """fn(*a), retried while it fails with ENOMEM; returns (result, retries).
+
+    In the page-cache run's memory cgroup (OOM killer off) a read whose page
+    cache charge finds nothing to reclaim fails with ENOMEM until the sampler
+    raises the limit to budget + the grown working memory (within 0.1 s)."""
+    n = 0
+    while True:
+        try:
+            return fn(*a), n
+        except OSError as e:
+            if e.errno != errno.ENOMEM or n >= 2000:
+                raise
+            n += 1
+            time.sleep(0.005)
+
+
 def loader_main(job, base, cmd_r, rep_w):
     """Loads the batches the trainer asks for ("K J"), reports per batch."""
     orders = {}
+    buf = bytearray(1 << 20)  # one buffer, allocated before the start: no growth per read
     with os.fdopen(cmd_r, "r") as cmds:
         for line in cmds:
             line = line.strip()
@@ -466,21 +486,24 @@ def loader_main(job, base, cmd_r, rep_w):
             k, j = map(int, line.split())
             if k not in orders:
                 orders = {k: job.order(k)}
-            nbytes = 0
+            nbytes, enomem = 0, 0
             io0 = proc_read_bytes()
             idx = orders[k][j * job.batch:(j + 1) * job.batch]
             for i in idx:
-                fd = os.open(os.path.join(base, job.files[i][0]), os.O_RDONLY)
+                fd, r = retry_enomem(os.open, os.path.join(base, job.files[i][0]), os.O_RDONLY)
+                enomem += r
                 try:
                     while True:
-                        b = os.read(fd, 1 << 20)
-                        if not b:
+                        n, r = retry_enomem(os.readv, fd, [buf])
+                        enomem += r
+                        if not n:
                             break
-                        nbytes += len(b)
+                        nbytes += n
                 finally:
                     os.close(fd)
             os.write(rep_w, (json.dumps({"k": k, "j": j, "n": len(idx), "bytes": nbytes,
-                                         "dev": proc_read_bytes() - io0}) + "\n").encode())
+                                         "dev": proc_read_bytes() - io0,
+                                         "enomem": enomem}) + "\n").encode())
 
 
 def job_main(job, mode, env, result_path, go_r):
@@ -545,7 +568,7 @@ def job_main(job, mode, env, result_path, go_r):
                 os.write(loaders[j % job.loaders][1], b"%d %d\n" % (k, j))
             for j in range(min(window, nb)):
                 ask(j)
-            ep = {"epoch": k, "reads": 0, "bytes": 0, "dev": 0, "stall_s": 0.0}
+            ep = {"epoch": k, "reads": 0, "bytes": 0, "dev": 0, "stall_s": 0.0, "enomem": 0}
             for j in range(nb):
                 tw = time.monotonic()
                 line = loaders[j % job.loaders][2].readline()
@@ -558,6 +581,7 @@ def job_main(job, mode, env, result_path, go_r):
                 ep["reads"] += rep["n"]
                 ep["bytes"] += rep["bytes"]
                 ep["dev"] += rep["dev"]
+                ep["enomem"] += rep["enomem"]
                 if j + window < nb:
                     ask(j + window)
                 time.sleep(job.compute_ms / 1000.0)  # the training step
