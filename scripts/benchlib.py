@@ -358,6 +358,10 @@ class Sampler(threading.Thread):
         self.samples = []
         self.peak_used = 0
         self.peak_working = 0
+        # Page-cache run: times the cache fell by more than half the budget
+        # within one tick, which reclaim at a steady limit does not do: someone
+        # else on the machine dropped caches (that run's baseline is not valid).
+        self.outside_drops = 0
         self.t0 = time.monotonic()
         self._halt = threading.Event()
 
@@ -387,6 +391,8 @@ class Sampler(threading.Thread):
             self.peak_working = max(self.peak_working, st["working"])
             self.env.memcg_set_limit(self.budget + self.peak_working + MEMCG_SLACK)
             self.peak_used = max(self.peak_used, st["file"])
+            if self.samples and self.samples[-1]["used"] - st["file"] > self.budget / 2:
+                self.outside_drops += 1
             self.samples.append({"t": t, "used": st["file"], "working": st["working"]})
 
     def run(self):
@@ -680,6 +686,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
     return {"label": label, "mode": mode, "opts": opts, "jobs": results, "stats": stats,
             "device_bytes": dev, "makespan_s": max(r["t_end"] for r in results.values()) - t0,
             "daemon_rc": rc, "peak_used": sampler.peak_used,
+            "outside_drops": sampler.outside_drops,
             "peak_working": sampler.peak_working, "samples": sampler.samples}
 
 
