@@ -89,24 +89,20 @@ class BeladyPolicy final : public cache::Policy {
     const uint64_t s = a.size;
     Future::Use use;
     if (s == 0 || s > budget_ || !future_.NextUse(a.object, &use)) return d;
-    const Rank mine = RankOf(use, s, a.now_ns);
+    lines_.resize(future_.Jobs());
+    for (uint32_t j = 0; j < lines_.size(); ++j) lines_[j] = future_.LineOf(j, a.now_ns);
+    const Rank mine = RankOf(lines_[use.job].At(use.pos), s, a.now_ns);
     std::vector<ObjectId> victims;
     uint64_t used_after = used_ + s;
     bool bypass = false;
+    ranks_.assign(groups_.size(), Rank{});
+    for (size_t g = 0; g < groups_.size(); ++g) TopRank(g, a.now_ns);
     while (used_after > budget_) {
       size_t group = kNone;
-      Rank best{};
-      for (size_t g : active_) {
-        if (!CleanTop(g)) continue;
-        const Item& top = groups_[g].heap.front();
-        const Rank r = RankOf({groups_[g].job, top.pos}, held_[future_.Slot(top.id)].size,
-                              a.now_ns);
-        if (group == kNone || best < r) {
-          group = g;
-          best = r;
-        }
+      for (size_t g = 0; g < groups_.size(); ++g) {
+        if (ranks_[g].valid && (group == kNone || ranks_[group] < ranks_[g])) group = g;
       }
-      if (group == kNone || !(mine < best)) {  // the new object is the one to drop
+      if (group == kNone || !(mine < ranks_[group])) {  // the new object is the one to drop
         bypass = true;
         break;
       }
@@ -116,6 +112,7 @@ class BeladyPolicy final : public cache::Policy {
       h.pop_back();
       victims.push_back(popped_.back().second.id);
       used_after -= held_[future_.Slot(victims.back())].size;
+      TopRank(group, a.now_ns);
     }
     if (bypass) {  // restore the tentatively popped tops
       for (const auto& [g, it] : popped_) {
@@ -169,14 +166,23 @@ class BeladyPolicy final : public cache::Policy {
   };
   // Eviction rank: larger goes first. (time to next use) × size, then time.
   struct Rank {
-    long double cost = 0;
+    double cost = 0;
     uint64_t when = 0;
+    bool valid = false;
     bool operator<(const Rank& o) const { return cost != o.cost ? cost < o.cost : when < o.when; }
   };
-  Rank RankOf(const Future::Use& u, uint64_t size, uint64_t now) const {
-    const uint64_t when = future_.Estimate(u, now);
+  static Rank RankOf(uint64_t when, uint64_t size, uint64_t now) {
     const uint64_t dist = std::max<uint64_t>(when - now, 1000);
-    return {static_cast<long double>(dist) * static_cast<long double>(size), when};
+    return {double(dist) * double(size), when, true};
+  }
+  // ranks_[g] = the rank of group g's top (invalid when the group is empty).
+  void TopRank(size_t g, uint64_t now) {
+    if (!CleanTop(g)) {
+      ranks_[g] = Rank{};
+      return;
+    }
+    const Item& top = groups_[g].heap.front();
+    ranks_[g] = RankOf(lines_[groups_[g].job].At(top.pos), held_[future_.Slot(top.id)].size, now);
   }
   size_t GroupOf(uint32_t job, uint64_t size) {
     const int msb = 63 - __builtin_clzll(size | 1);
@@ -185,7 +191,6 @@ class BeladyPolicy final : public cache::Policy {
     if (key >= group_index_.size()) group_index_.resize(key + 1, kNone);
     if (group_index_[key] == kNone) {
       group_index_[key] = groups_.size();
-      active_.push_back(groups_.size());
       groups_.push_back(Group{job, {}, 0});
     }
     return group_index_[key];
@@ -232,8 +237,9 @@ class BeladyPolicy final : public cache::Policy {
   std::vector<Entry> held_;          // by Future::Slot
   std::vector<Group> groups_;
   std::vector<size_t> group_index_;  // job·256 + size class → index in groups_
-  std::vector<size_t> active_;       // every group created
   std::vector<std::pair<size_t, Item>> popped_;  // scratch of OnMiss
+  std::vector<Future::Line> lines_;              // scratch of OnMiss: per job
+  std::vector<Rank> ranks_;                      // scratch of OnMiss: per group
 };
 
 }  // namespace

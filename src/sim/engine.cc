@@ -197,18 +197,26 @@ class Engine final : public Future {
     return found;
   }
 
+  size_t Jobs() const override { return jobs_.size(); }
+
   // The job's position is its reads issued so far; its pace the time per read
   // so far (before it has read a few batches: the static estimate pace_ns).
-  uint64_t Estimate(const Use& u, uint64_t now) const override {
-    const Job& j = jobs_[u.job];
+  Line LineOf(uint32_t job, uint64_t now) const override {
+    const Job& j = jobs_[job];
+    Line l;
+    l.floor = now;
     if (!j.started) {
-      return std::max(now, j.start_ns + static_cast<uint64_t>(double(u.pos) * j.pace_ns));
+      l.origin = j.start_ns;
+      l.pace = j.pace_ns;
+      return l;
     }
-    const uint64_t done = j.r.accesses;
-    double pace = j.pace_ns;
-    if (done >= uint64_t{j.b} * j.w && now > j.start_ns) pace = double(now - j.start_ns) / double(done);
-    const uint64_t ahead = u.pos > done ? u.pos - done : 0;
-    return now + static_cast<uint64_t>(double(ahead) * pace);
+    l.origin = now;
+    l.done = j.r.accesses;
+    l.pace = j.pace_ns;
+    if (l.done >= uint64_t{j.b} * j.w && now > j.start_ns) {
+      l.pace = double(now - j.start_ns) / double(l.done);
+    }
+    return l;
   }
 
  private:

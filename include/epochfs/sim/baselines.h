@@ -49,8 +49,23 @@ class Future {
   // first by Estimate(); false when no job reads it again. It stays the same
   // until some job reads the object.
   virtual bool NextUse(cache::ObjectId object, Use* out) const = 0;
+  // How a job's future reads map to times at `now`: the read at position pos
+  // is estimated at max(floor, origin + max(0, pos − done) · pace).
+  struct Line {
+    uint64_t origin = 0;
+    uint64_t done = 0;
+    double pace = 0;
+    uint64_t floor = 0;
+    uint64_t At(uint64_t pos) const {
+      const uint64_t ahead = pos > done ? pos - done : 0;
+      const uint64_t t = origin + static_cast<uint64_t>(double(ahead) * pace);
+      return t > floor ? t : floor;
+    }
+  };
+  virtual size_t Jobs() const = 0;
+  virtual Line LineOf(uint32_t job, uint64_t now) const = 0;
   // Estimated time (ns, >= now) of `use`, from the job's position and pace.
-  virtual uint64_t Estimate(const Use& use, uint64_t now) const = 0;
+  uint64_t Estimate(const Use& use, uint64_t now) const { return LineOf(use.job, now).At(use.pos); }
 };
 
 std::unique_ptr<cache::Policy> MakeNoCachePolicy(uint64_t budget_bytes);
