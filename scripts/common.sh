@@ -10,12 +10,15 @@ EPOCHFS_PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev
   python3 groff-base procps
 )
-# What only the tests need (-Dtests=true, which also builds tests/bench): a real
-# PyTorch DataLoader (Debian's torch); LZ4 and zstd as baselines of codec_bench.
+# What only the tests and benchmarks need (-Dtests=true, which also builds
+# tests/bench): a real PyTorch DataLoader (Debian's torch); LZ4 and zstd as
+# baselines of codec_bench; fio for the spill benchmark; matplotlib for the
+# plots of scripts/bench-jobs.
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
   fio
+  python3-matplotlib
 )
 
 epochfs_install_packages() {

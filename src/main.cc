@@ -9,6 +9,7 @@
 #include "epochfs/config/config.h"
 #include "epochfs/daemon/daemon.h"
 #include "epochfs/plan/plan_main.h"
+#include "epochfs/sim/sim_main.h"
 
 namespace {
 
@@ -49,6 +50,7 @@ int Fail(const std::string& msg) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "plan") return epochfs::plan::Main(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "sim") return epochfs::sim::Main(argc - 1, argv + 1);
   CLI::App app{"epochfs: a FUSE cache for training datasets on slow storage"};
   epochfs::DaemonArgs args;
   std::vector<std::string> opts;

@@ -5,9 +5,10 @@
 // validates and stores. The TOML walker and ApplyOverride both go through it,
 // so the two sources cannot accept different things.
 //
-// This and src/plan/model_file.cc are the only files that include toml++.
-// TOML++ is built with exceptions; toml::parse_error is caught here and
-// becomes a Status.
+// toml++ is included here, in the planner's model file loader
+// (src/plan/model_file.cc) and in the simulator's workload loader
+// (src/sim/workload.cc), nowhere else. TOML++ is built with exceptions;
+// toml::parse_error is caught here and becomes a Status.
 #include "epochfs/config/config.h"
 
 #include <toml++/toml.h>

@@ -4,8 +4,9 @@
 // (--config FILE), then `-o key=value` overrides. conf/epochfs.toml documents
 // every key with its default; tests/unit/config ties the two together.
 // Validation happens once, here: a loaded Config is always valid.
-// toml++ is included only by src/config/config.cc (and by the planner's
-// src/plan/model_file.cc, for model files).
+// toml++ is included only by src/config/config.cc, the planner's model file
+// loader (src/plan/model_file.cc) and the simulator's workload loader
+// (src/sim/workload.cc).
 #pragma once
 
 #include <cstdint>

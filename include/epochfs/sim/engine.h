@@ -1,0 +1,92 @@
+// Engine: the discrete-event model that replays a Trace through one policy.
+//
+// Model (docs/simulator.md states it with its assumptions):
+//   - Each job has `loaders` workers. Worker w loads batches w, w+W, w+2W, ...
+//     of the current epoch, its samples one after the other. Batch k may start
+//     loading once batch k−W has gone to compute (prefetch depth W batches).
+//   - An access is a hit when the object is in the store (cost 0), joins the
+//     load in flight when another reader is loading it (single flight, as the
+//     daemon's CacheFront: counted as a miss and as coalesced, no policy call),
+//     else a miss: a storage request that waits for one of `concurrency`
+//     channels (and the iops limit), takes `latency`, then moves its bytes over
+//     the shared link at `bandwidth` (transfers are serialised on the link), and
+//     holds its channel until done. Objects larger than min(budget/4, 1 GiB)
+//     are streamed: a miss, never shown to the policy (as the daemon does).
+//   - A batch's compute starts when all its samples are loaded and the
+//     previous batch's compute ended; stall = time compute waits for data,
+//     from the epoch's start for its first batch.
+//   - Epoch K+1 starts when epoch K's last compute ends (a DataLoader iterator
+//     per epoch); the job ends after its last epoch's last compute.
+//   - The policy sees what the daemon shows it, in the same order: at the
+//     job's start AddJob, SetSamples, SetOrder(0), SetOrder(1), BeginEpoch(0);
+//     at the start of epoch K>0 SetOrder(K+1) (when K+1 < epochs), BeginEpoch(K);
+//     OnHit at the access, OnMiss when the load completes (with load_ns); EndJob
+//     at the end. Every Decision is applied to the store (capacity = budget):
+//     evictions, then the admission; a refused insert is reported OnDropped.
+//
+// Deterministic: the same Trace and policy give the same result, bit for bit
+// (events at equal times run in the order they were scheduled).
+// Thread safety: Run is reentrant; runs share nothing but the const Trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "epochfs/common/status.h"
+#include "epochfs/sim/trace.h"
+
+namespace epochfs::sim {
+
+enum class PolicyKind : uint8_t { kNone, kLru, kMinio, kEpoch, kBelady };
+const char* PolicyKindName(PolicyKind k);  // "none", "lru", "minio", "epoch", "belady"
+// Parses one name; InvalidArgument for anything else.
+Result<PolicyKind> ParsePolicyKind(const std::string& name);
+// Every policy, in report order.
+std::vector<PolicyKind> AllPolicyKinds();
+
+struct EpochResult {
+  uint64_t hits = 0;
+  uint64_t misses = 0;  // includes coalesced accesses
+  uint64_t start_ns = 0;
+  uint64_t time_ns = 0;   // from the epoch's start to its last compute's end
+  uint64_t stall_ns = 0;
+};
+
+struct JobResult {
+  std::string name;
+  uint64_t accesses = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;     // accesses - hits
+  uint64_t coalesced = 0;  // misses that joined another reader's load
+  uint64_t bytes_read = 0; // bytes this job's loads moved from storage
+  uint64_t stall_ns = 0;
+  uint64_t start_ns = 0;
+  uint64_t completion_ns = 0;  // absolute time the job's last compute ended
+  std::vector<EpochResult> epochs;
+  double hit_ratio() const { return accesses ? double(hits) / double(accesses) : 0.0; }
+};
+
+struct RunResult {
+  std::string policy;
+  uint64_t budget_bytes = 0;
+  uint64_t distinct_bytes = 0;
+  std::vector<JobResult> jobs;
+  uint64_t accesses = 0, hits = 0, misses = 0;
+  uint64_t bytes_read = 0;          // from storage, all jobs
+  uint64_t admissions = 0, evictions = 0, refused = 0;
+  uint64_t max_resident_bytes = 0;  // peak bytes in the store
+  uint64_t makespan_ns = 0;         // last completion − first start
+  uint64_t total_stall_ns = 0;
+  uint64_t events = 0;              // events processed (cost figure)
+  double hit_ratio() const { return accesses ? double(hits) / double(accesses) : 0.0; }
+};
+
+struct EngineOptions {
+  // Checks the policy's invariants every this many events (0: never). Tests.
+  uint64_t check_every = 0;
+};
+
+Result<RunResult> Run(const Trace& trace, PolicyKind policy, const EngineOptions& opt = {});
+
+}  // namespace epochfs::sim

@@ -1,0 +1,86 @@
+// Workload: the description `epochfs sim` replays (a TOML file, see
+// docs/simulator.md and epochfs(8), section SIMULATOR).
+//
+//   seed = 1
+//   budget = "40%"            # bytes ("2GiB") or % of the distinct data of all jobs
+//   [storage]                 # bandwidth (bytes/s, all channels together),
+//   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
+//   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
+//   name = "a"                # loaders, compute_ms, start_s, report_compute
+//
+// Plain data, validated once by ParseWorkload: every error names the key and
+// the line ("job[2].size (line 14): ..."). Unknown keys are errors too.
+// Thread safety: plain values; the parse functions are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epochfs/common/status.h"
+
+namespace epochfs::sim {
+
+// Size of each sample of a dataset. Drawn once per sample (seeded), so a
+// dataset has the same sizes in every epoch and for every job sharing it.
+struct SizeSpec {
+  enum class Dist : uint8_t { kFixed, kUniform, kLognormal };
+  Dist dist = Dist::kFixed;
+  uint64_t fixed = 0;               // kFixed: every sample, >= 1
+  uint64_t min = 0, max = 0;        // kUniform: integers in [min, max], 1 <= min <= max
+  uint64_t mean = 0;                // kLognormal: mean of the distribution, >= 1
+  double sigma = 0.0;               // kLognormal: σ of the underlying normal, >= 0
+  bool operator==(const SizeSpec&) const = default;
+};
+
+struct JobSpecW {
+  std::string name;        // unique, non-empty
+  std::string dataset;     // jobs with equal datasets read the same objects; default: name
+  uint32_t samples = 0;    // N >= 1
+  SizeSpec size;
+  uint32_t batch_size = 0; // b >= 1
+  uint32_t epochs = 0;     // >= 1
+  uint32_t loaders = 1;    // W >= 1 (DataLoader workers; prefetch depth W batches)
+  double compute_ms = 0;   // per batch, >= 0
+  double start_s = 0;      // >= 0
+  // The job tells the policy its compute per batch (its config's compute_ms);
+  // false: the epoch policy measures it during warm-up, as on a mount where the
+  // job does not report it.
+  bool report_compute = false;
+};
+
+struct StorageSpec {
+  double bandwidth = 0;     // bytes per second, all channels together, > 0
+  double latency_ms = 0;    // per request, >= 0
+  uint32_t concurrency = 1; // requests in flight, >= 1
+  double iops = 0;          // request starts per second, 0 = unlimited
+};
+
+// Knobs of the epoch policy (EpochPolicyParams) a workload may set: table [epoch].
+struct EpochKnobs {
+  double gain_max = 2.0;
+  uint32_t warmup_batches = 0;
+  bool share_idle = true;
+};
+
+struct Workload {
+  uint64_t seed = 1;
+  bool budget_is_percent = false;
+  double budget_percent = 0;  // of the distinct bytes of all jobs' datasets, (0, 100+]
+  uint64_t budget_bytes = 0;
+  StorageSpec storage;
+  EpochKnobs epoch;
+  std::vector<JobSpecW> jobs;  // >= 1
+};
+
+// Parses and validates the TOML text. `origin` names the file in messages.
+Result<Workload> ParseWorkload(std::string_view toml_text, const std::string& origin);
+Result<Workload> LoadWorkloadFile(const std::string& path);
+
+// Checks the cross-field rules (used by ParseWorkload; tests that build a
+// Workload in code call it too): unique job names, jobs sharing a dataset
+// agree on samples and size.
+Status ValidateWorkload(const Workload& w);
+
+}  // namespace epochfs::sim

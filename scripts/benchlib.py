@@ -1,0 +1,797 @@
+"""benchlib — emulated slow storage and synthetic training jobs for the
+real-mount benchmarks (scripts/bench-jobs, scripts/bench-torch; DESIGN.md §8).
+
+Not a test helper: benchmarks print figures from one run; compare ratios
+within a run, never times across runs (the machine is shared and noisy).
+
+What it provides (all of it undone by Env.cleanup, which the scripts call in
+a `finally`, also on SIGINT/SIGTERM):
+
+  * slow storage that slows every reader alike: an ext4 image (in /dev/shm)
+    on a loop device, mounted as LOWER, and a cgroup v1 blkio cgroup with
+    blkio.throttle.read_bps_device and read_iops_device for the loop device.
+    Whoever reads LOWER runs in that cgroup: the epochfs daemon for epochfs
+    runs (it does every lower read and drops the pages it read, FADV_DONTNEED),
+    the job processes for the page-cache baseline.
+  * a cgroup v1 memory cgroup for the page-cache baseline whose limit tracks
+    budget + the readers' own working memory (usage minus unmapped file
+    pages; its peak so far) + MEMCG_SLACK, re-set every 0.1 s, so the page
+    cache the readers get stays at the cache budget however their own memory
+    grows (the OOM killer is off in it: a process that outgrows the limit
+    waits for the next tick); the peak working memory and the peak page cache
+    are reported (the cache may exceed the budget by what exited processes
+    freed).
+  * drop_caches before each run.
+  * the epochfs daemon (started inside the blkio cgroup, so all its threads
+    are), a stats sampler (.epochfs/stats every tick: used, pool, shared and
+    per job cur/next/tail/granted_unused bytes).
+  * synthetic jobs (Job): a trainer process and forked loader processes that
+    load whole batches in the job's declared order, round robin, with at most
+    loaders * prefetch batches in flight, and a sleep of compute_ms per batch.
+    Stall = the time the trainer waits for a batch (from the end of batch k's
+    compute until batch k+1 is loaded; batch 0 of an epoch from the epoch's
+    start). Loaders read into one preallocated buffer. Per batch, the loader
+    reports bytes read, reads retried on ENOMEM (see retry_enomem) and the bytes its process
+    made the block layer read (/proc/self/io read_bytes), so the page-cache
+    baseline has per-job, per-epoch byte hit ratios.
+  * the simulator: the same workload as `epochfs sim` TOML, and the call.
+
+Standard library only (matplotlib is imported by the plotting helpers).
+"""
+
+import errno
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+KiB = 1024
+MiB = 1024 * KiB
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLKIO_ROOT = "/sys/fs/cgroup/blkio"
+MEMORY_ROOT = "/sys/fs/cgroup/memory"
+# Page-cache baseline: memory cgroup limit = budget + working memory + this.
+MEMCG_SLACK = 1 * MiB
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+def sh(*cmd, check=True):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
+    return r.stdout
+
+
+def write_ctl(path, text):
+    """One control-file write: open, write all, close (the daemon takes it at close)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+def append_ctl(path, text):
+    """One appended control line (as epochfs_sampler does for `pids`)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.lseek(fd, 0, os.SEEK_END)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def drop_caches():
+    os.sync()
+    write_file("/proc/sys/vm/drop_caches", "3\n")
+
+
+def mounted(path):
+    with open("/proc/mounts") as f:
+        return any(line.split()[1] == path for line in f)
+
+
+def proc_read_bytes():
+    """Bytes this process made the block layer read (/proc/self/io read_bytes)."""
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    return 0
+
+
+def check_root_tools(epochfs_bin, prog):
+    if os.geteuid() != 0:
+        sys.exit("%s: run as root" % prog)
+    if epochfs_bin and not os.access(epochfs_bin, os.X_OK):
+        sys.exit("%s: no epochfs binary at %s (--epochfs or EPOCHFS_BIN)" % (prog, epochfs_bin))
+    for tool in ("mkfs.ext4", "losetup", "fusermount3"):
+        if not shutil.which(tool):
+            sys.exit("%s: %s not found" % (prog, tool))
+    for root, ctl in ((BLKIO_ROOT, "blkio.throttle.read_bps_device"),
+                      (MEMORY_ROOT, "memory.limit_in_bytes")):
+        if not os.path.exists(os.path.join(root, ctl)):
+            sys.exit("%s: needs cgroup v1 %s (%s)" % (prog, os.path.basename(root),
+                                                      os.path.join(root, ctl)))
+
+
+def default_epochfs():
+    return os.environ.get("EPOCHFS_BIN") or os.path.join(REPO, "build", "src", "epochfs")
+
+
+def install_signal_exit():
+    """SIGINT/SIGTERM raise SystemExit, so `finally: env.cleanup()` runs."""
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+
+# --------------------------------------------------------------------------
+# Environment: loop device, ext4, blkio + memory cgroups, daemon
+# --------------------------------------------------------------------------
+
+class Env:
+    def __init__(self, prefix, epochfs_bin, bps_mib, iops):
+        self.prefix = prefix
+        self.epochfs = epochfs_bin
+        self.bps_mib, self.iops = bps_mib, iops
+        self.work = tempfile.mkdtemp(prefix="%s." % prefix)
+        self.image = None
+        self.loop = None
+        self.lower = os.path.join(self.work, "lower")
+        self.mnt = os.path.join(self.work, "mnt")
+        self.lower_mounted = False
+        self.blkio = None
+        self.memcg = None
+        self.daemon = None
+        self.children = []
+        self.majmin = None
+
+    # -- storage ------------------------------------------------------------
+    def setup(self, data_bytes):
+        os.makedirs(self.lower)
+        os.makedirs(self.mnt)
+        fd, self.image = tempfile.mkstemp(prefix="%s." % self.prefix, suffix=".img", dir="/dev/shm")
+        os.close(fd)
+        os.truncate(self.image, int(data_bytes * 1.3) + 64 * MiB)
+        sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.image)
+        self.loop = sh("losetup", "-f", "--show", self.image).strip()
+        sh("mount", "-t", "ext4", self.loop, self.lower)
+        self.lower_mounted = True
+        st = os.stat(self.loop)
+        self.majmin = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+        self.blkio = os.path.join(BLKIO_ROOT, "%s.%d" % (self.prefix, os.getpid()))
+        os.mkdir(self.blkio)
+        write_file(os.path.join(self.blkio, "blkio.throttle.read_bps_device"),
+                   "%s %d\n" % (self.majmin, int(self.bps_mib * MiB)))
+        if self.iops > 0:
+            write_file(os.path.join(self.blkio, "blkio.throttle.read_iops_device"),
+                       "%s %d\n" % (self.majmin, self.iops))
+        self.memcg = os.path.join(MEMORY_ROOT, "%s.%d" % (self.prefix, os.getpid()))
+        os.mkdir(self.memcg)
+        # At the limit with nothing left to reclaim, pause (until the sampler
+        # raises the limit to budget + the grown working memory), not OOM-kill.
+        write_file(os.path.join(self.memcg, "memory.oom_control"), "1\n")
+
+    def describe(self):
+        return ("ext4 on %s (%s) in /dev/shm; readers' blkio cgroup: read %.1f MiB/s, %s IO/s"
+                % (self.loop, self.majmin, self.bps_mib, self.iops or "unlimited"))
+
+    def device_read_bytes(self):
+        """Bytes the blkio cgroup's processes read from the loop device so far."""
+        with open(os.path.join(self.blkio, "blkio.throttle.io_service_bytes")) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 3 and p[0] == self.majmin and p[1] == "Read":
+                    return int(p[2])
+        return 0
+
+    def enter_blkio(self, pid=0):
+        write_file(os.path.join(self.blkio, "cgroup.procs"), "%d\n" % (pid or os.getpid()))
+
+    def enter_memcg(self, pid=0):
+        write_file(os.path.join(self.memcg, "cgroup.procs"), "%d\n" % (pid or os.getpid()))
+
+    # -- memory cgroup (page-cache baseline) ---------------------------------
+    def memcg_stat(self):
+        st = {}
+        with open(os.path.join(self.memcg, "memory.stat")) as f:
+            for line in f:
+                k, v = line.split()
+                st[k] = int(v)
+        with open(os.path.join(self.memcg, "memory.usage_in_bytes")) as f:
+            st["usage"] = int(f.read())
+        # The cache is the unmapped file pages (data read with read(2)); mapped
+        # file pages (python3, torch's libraries) count as working memory.
+        st["file"] = max(0, st.get("total_active_file", 0) + st.get("total_inactive_file", 0)
+                         - st.get("total_mapped_file", 0))
+        st["working"] = max(0, st["usage"] - st["file"])
+        return st
+
+    def memcg_set_limit(self, limit):
+        try:
+            write_file(os.path.join(self.memcg, "memory.limit_in_bytes"), "%d\n" % limit)
+            return True
+        except OSError:  # EBUSY: could not reclaim down to it (yet)
+            return False
+
+    def memcg_reset(self):
+        write_file(os.path.join(self.memcg, "memory.limit_in_bytes"), "-1\n")
+        try:
+            write_file(os.path.join(self.memcg, "memory.force_empty"), "0\n")
+        except OSError:
+            pass
+        try:
+            write_file(os.path.join(self.memcg, "memory.max_usage_in_bytes"), "0\n")
+        except OSError:
+            pass
+
+    # -- daemon ----------------------------------------------------------------
+    def start_daemon(self, opts, logpath):
+        def preexec():
+            self.enter_blkio()
+        self.daemon = subprocess.Popen(
+            [self.epochfs, "-f", "-o", ",".join(opts), self.lower, self.mnt],
+            stdout=open(logpath, "w"), stderr=subprocess.STDOUT, preexec_fn=preexec)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.daemon.poll() is not None:
+                raise RuntimeError("epochfs exited %d: %s" % (self.daemon.returncode,
+                                                             open(logpath).read()[-2000:]))
+            if os.path.exists(os.path.join(self.mnt, ".epochfs", "version")):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("epochfs mount not ready after 20 s")
+
+    def stop_daemon(self):
+        if self.daemon is None:
+            return None
+        if mounted(self.mnt):
+            r = subprocess.run(["fusermount3", "-u", self.mnt], capture_output=True)
+            if r.returncode != 0:
+                subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+        try:
+            rc = self.daemon.wait(10)
+        except subprocess.TimeoutExpired:
+            self.daemon.kill()
+            rc = self.daemon.wait()
+        self.daemon = None
+        return rc
+
+    def stats(self):
+        return read_json(os.path.join(self.mnt, ".epochfs", "stats"))
+
+    # -- cleanup -----------------------------------------------------------------
+    def _remove_cgroup(self, path, root):
+        if not path or not os.path.isdir(path):
+            return
+        try:  # anything left in it goes back to the root cgroup first
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                left = f.read().split()
+            for pid in left:
+                try:
+                    write_file(os.path.join(root, "cgroup.procs"), pid + "\n")
+                except OSError:
+                    pass
+            for _ in range(50):
+                try:
+                    os.rmdir(path)
+                    return
+                except OSError:
+                    time.sleep(0.1)
+            os.rmdir(path)
+        except OSError as e:
+            print("%s: could not remove %s: %s" % (self.prefix, path, e), file=sys.stderr)
+
+    def kill_children(self):
+        """SIGKILL each child's process group (a job and its loaders, a training
+        process and its DataLoader workers), then reap the child."""
+        for pid in self.children:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        self.children = []
+
+    def cleanup(self):
+        self.kill_children()
+        try:
+            self.stop_daemon()
+        except Exception:
+            traceback.print_exc()
+        if self.lower_mounted:
+            if subprocess.run(["umount", self.lower], capture_output=True).returncode != 0:
+                subprocess.run(["umount", "-l", self.lower], capture_output=True)
+            self.lower_mounted = False
+        if self.loop:
+            subprocess.run(["losetup", "-d", self.loop], capture_output=True)
+            self.loop = None
+        self._remove_cgroup(self.blkio, BLKIO_ROOT)
+        self.blkio = None
+        self._remove_cgroup(self.memcg, MEMORY_ROOT)
+        self.memcg = None
+        if self.image and os.path.exists(self.image):
+            os.unlink(self.image)
+        if not mounted(self.mnt) and not mounted(self.lower):
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Sampler: cache bytes over time (a thread in the benchmark process)
+# --------------------------------------------------------------------------
+
+class Sampler(threading.Thread):
+    """Every `interval` s: epochfs stats (mode 'epochfs') or the memory cgroup
+    (mode 'pagecache', where it also re-sets the limit to budget + working)."""
+
+    def __init__(self, env, mode, budget, interval=0.25):
+        super().__init__(daemon=True)
+        self.env, self.mode, self.budget, self.interval = env, mode, budget, interval
+        self.samples = []
+        self.peak_used = 0
+        self.peak_working = 0
+        # Page-cache run: times the cache fell by more than half the budget
+        # within one tick, which reclaim at a steady limit does not do: someone
+        # else on the machine dropped caches (that run's baseline is not valid).
+        self.outside_drops = 0
+        self.t0 = time.monotonic()
+        self._halt = threading.Event()
+
+    def tick(self):
+        t = time.monotonic() - self.t0
+        if self.mode == "epochfs":
+            try:
+                st = self.env.stats()
+            except (OSError, ValueError):
+                return
+            self.peak_used = max(self.peak_used, st.get("used", 0))
+            self.samples.append({
+                "t": t, "used": st.get("used", 0), "pool": st.get("pool", 0),
+                "shared": st.get("shared", 0), "hits": st.get("hits", 0),
+                "misses": st.get("misses", 0),
+                "jobs": {j["name"]: {k: j.get(k, 0) for k in
+                                     ("cur_bytes", "next_bytes", "tail_bytes",
+                                      "granted_unused_bytes", "epoch", "hits", "misses")}
+                         for j in st.get("jobs", [])}})
+        else:
+            try:
+                st = self.env.memcg_stat()
+            except (OSError, ValueError):
+                return
+            # Peak-hold: the limit never follows the working memory down, or
+            # reclaiming mapped pages (libraries) would shrink it step by step.
+            self.peak_working = max(self.peak_working, st["working"])
+            self.env.memcg_set_limit(self.budget + self.peak_working + MEMCG_SLACK)
+            self.peak_used = max(self.peak_used, st["file"])
+            if self.samples and self.samples[-1]["used"] - st["file"] > self.budget / 2:
+                self.outside_drops += 1
+            self.samples.append({"t": t, "used": st["file"], "working": st["working"]})
+
+    def run(self):
+        while not self._halt.is_set():
+            self.tick()
+            self._halt.wait(self.interval)
+
+    def stop(self):
+        self._halt.set()
+        self.join(5)
+
+
+# --------------------------------------------------------------------------
+# Synthetic jobs
+# --------------------------------------------------------------------------
+
+class Job:
+    """name, files, size range (uniform), batch, epochs, compute per batch (ms),
+    order seed, loaders, prefetch (batches in flight per loader), start offset."""
+
+    def __init__(self, name, n, size_lo, size_hi, batch, epochs, compute_ms, seed,
+                 loaders=2, prefetch=1, start_s=0.0):
+        self.name, self.n, self.size_lo, self.size_hi = name, n, size_lo, size_hi
+        self.batch, self.epochs, self.compute_ms = batch, epochs, compute_ms
+        self.seed, self.loaders, self.prefetch, self.start_s = seed, loaders, prefetch, start_s
+        self.subdir = "ds_" + name
+        self.files = []  # [(rel, size)]
+
+    def order(self, k):
+        rng = random.Random(self.seed * 7919 + k)
+        perm = list(range(self.n))
+        rng.shuffle(perm)
+        return perm
+
+    def data_bytes(self):
+        return sum(s for _, s in self.files)
+
+    def describe(self):
+        return ("%-6s %5d files %6.1f MiB (%d-%d KiB), batch %2d, %d epochs, compute %d ms/batch, "
+                "%d loaders, %d batch(es) in flight, start %.1f s"
+                % (self.name, self.n, self.data_bytes() / MiB, self.size_lo // KiB,
+                   self.size_hi // KiB, self.batch, self.epochs, self.compute_ms, self.loaders,
+                   self.loaders * self.prefetch, self.start_s))
+
+
+def scale_jobs(jobs, frac):
+    """The same jobs with `frac` of the files (at least 2 batches each)."""
+    for j in jobs:
+        j.n = max(2 * j.batch, int(j.n * frac))
+    return jobs
+
+
+def build_datasets(lower, jobs):
+    total = 0
+    for job in jobs:
+        rng = random.Random(1000 + job.seed)
+        job.files = []
+        for i in range(job.n):
+            size = rng.randint(job.size_lo, job.size_hi)
+            rel = os.path.join("c%d" % (i % 8), "s_%05d.bin" % i)
+            path = os.path.join(lower, job.subdir, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(rng.randbytes(size))
+            job.files.append((rel, size))
+            total += size
+    os.sync()
+    return total
+
+
+def retry_enomem(fn, *a):
+    """fn(*a), retried while it fails with ENOMEM; returns (result, retries).
+
+    In the page-cache run's memory cgroup (OOM killer off) a read whose page
+    cache charge finds nothing to reclaim fails with ENOMEM until the sampler
+    raises the limit to budget + the grown working memory (within 0.1 s)."""
+    n = 0
+    while True:
+        try:
+            return fn(*a), n
+        except OSError as e:
+            if e.errno != errno.ENOMEM or n >= 2000:
+                raise
+            n += 1
+            time.sleep(0.005)
+
+
+def loader_main(job, base, cmd_r, rep_w):
+    """Loads the batches the trainer asks for ("K J"), reports per batch."""
+    orders = {}
+    buf = bytearray(1 << 20)  # one buffer, allocated before the start: no growth per read
+    with os.fdopen(cmd_r, "r") as cmds:
+        for line in cmds:
+            line = line.strip()
+            if line == "q":
+                break
+            k, j = map(int, line.split())
+            if k not in orders:
+                orders = {k: job.order(k)}
+            nbytes, enomem = 0, 0
+            io0 = proc_read_bytes()
+            idx = orders[k][j * job.batch:(j + 1) * job.batch]
+            for i in idx:
+                fd, r = retry_enomem(os.open, os.path.join(base, job.files[i][0]), os.O_RDONLY)
+                enomem += r
+                try:
+                    while True:
+                        n, r = retry_enomem(os.readv, fd, [buf])
+                        enomem += r
+                        if not n:
+                            break
+                        nbytes += n
+                finally:
+                    os.close(fd)
+            os.write(rep_w, (json.dumps({"k": k, "j": j, "n": len(idx), "bytes": nbytes,
+                                         "dev": proc_read_bytes() - io0,
+                                         "enomem": enomem}) + "\n").encode())
+
+
+def job_main(job, mode, env, result_path, go_r):
+    """One job: registers (epochfs), forks loaders, waits for `go`, trains."""
+    res = {"name": job.name, "errors": [], "epochs": []}
+    loaders = []
+    try:
+        if mode == "pagecache":
+            env.enter_blkio()
+            env.enter_memcg()
+            base = os.path.join(env.lower, job.subdir)
+        else:
+            base = os.path.join(env.mnt, job.subdir)
+        jd = os.path.join(env.mnt, ".epochfs", "jobs", job.name)
+        for _ in range(job.loaders):
+            cr, cw = os.pipe()
+            rr, rw = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    os.close(cw)
+                    os.close(rr)
+                    os.close(go_r)
+                    loader_main(job, base, cr, rw)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                os._exit(code)
+            os.close(cr)
+            os.close(rw)
+            loaders.append((pid, cw, os.fdopen(rr, "r")))
+        os.read(go_r, 1)  # all jobs start together (then each after its start_s)
+        os.close(go_r)
+        t_go = time.monotonic()
+        res["t_go"] = t_go
+        while time.monotonic() < t_go + job.start_s:
+            time.sleep(0.005)
+        t0 = time.monotonic()
+        res["t0"] = t0
+        if mode == "epochfs":
+            os.mkdir(jd)  # registers this pid, so the forked loaders are the job's
+            write_ctl(os.path.join(jd, "config"),
+                      'batch_size = %d\nepochs = %d\nroot = "%s"\nloaders = %d\ncompute_ms = %d\n'
+                      % (job.batch, job.epochs, job.subdir, job.loaders, job.compute_ms))
+            write_ctl(os.path.join(jd, "samples"), "".join(rel + "\n" for rel, _ in job.files))
+            for pid, _, _ in loaders:
+                append_ctl(os.path.join(jd, "pids"), "%d\n" % pid)
+        nb = (job.n + job.batch - 1) // job.batch
+        window = job.loaders * job.prefetch
+        for k in range(job.epochs):
+            te = time.monotonic()
+            if mode == "epochfs":  # as EpochfsSampler.__iter__: order/K, order/K+1, epoch K
+                if k == 0:
+                    write_ctl(os.path.join(jd, "order", "0"), " ".join(map(str, job.order(0))))
+                if k + 1 < job.epochs:
+                    write_ctl(os.path.join(jd, "order", str(k + 1)),
+                              " ".join(map(str, job.order(k + 1))))
+                write_ctl(os.path.join(jd, "epoch"), "%d\n" % k)
+
+            def ask(j):
+                os.write(loaders[j % job.loaders][1], b"%d %d\n" % (k, j))
+            for j in range(min(window, nb)):
+                ask(j)
+            ep = {"epoch": k, "reads": 0, "bytes": 0, "dev": 0, "stall_s": 0.0, "enomem": 0}
+            for j in range(nb):
+                tw = time.monotonic()
+                line = loaders[j % job.loaders][2].readline()
+                ep["stall_s"] += time.monotonic() - tw
+                if not line:
+                    raise RuntimeError("loader died in epoch %d" % k)
+                rep = json.loads(line)
+                if (rep["k"], rep["j"]) != (k, j):
+                    raise RuntimeError("batch %r out of order, want %d %d" % (rep, k, j))
+                ep["reads"] += rep["n"]
+                ep["bytes"] += rep["bytes"]
+                ep["dev"] += rep["dev"]
+                ep["enomem"] += rep["enomem"]
+                if j + window < nb:
+                    ask(j + window)
+                time.sleep(job.compute_ms / 1000.0)  # the training step
+            ep["time_s"] = time.monotonic() - te
+            if mode == "epochfs":
+                ep["status"] = read_json(os.path.join(jd, "status"))
+            res["epochs"].append(ep)
+        res["t_end"] = time.monotonic()
+        for pid, cw, rf in loaders:
+            os.write(cw, b"q\n")
+            os.close(cw)
+            rf.close()
+            _, st = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(st) != 0:
+                res["errors"].append("loader %d: %s" % (pid, st))
+        loaders = []
+        if mode == "epochfs":
+            res["status"] = read_json(os.path.join(jd, "status"))
+            os.rmdir(jd)
+    except BaseException:
+        res["errors"].append(traceback.format_exc())
+    finally:
+        for pid, cw, rf in loaders:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    with open(result_path, "w") as f:
+        json.dump(res, f)
+
+
+def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
+    """One run of all jobs. mode: 'pagecache' (read LOWER directly, in the
+    blkio and memory cgroups) or 'epochfs' (a fresh daemon with `opts`)."""
+    drop_caches()
+    dev0 = env.device_read_bytes()
+    if mode == "epochfs":
+        env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
+    else:
+        env.memcg_reset()
+        env.memcg_set_limit(budget + 256 * MiB)  # until the sampler's first tick
+    go_r, go_w = os.pipe()
+    results, pids = {}, {}
+    for job in jobs:
+        rp = os.path.join(env.work, "result-%s-%s.json" % (label, job.name))
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.setpgid(0, 0)  # the job and its loaders: one group for kill_children
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.close(go_w)
+                job_main(job, mode, env, rp, go_r)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        env.children.append(pid)
+        pids[pid] = (job, rp)
+    os.close(go_r)
+    time.sleep(0.5)  # loaders forked, cgroups entered
+    if interval is None:  # the memory cgroup's limit follows the working memory closely
+        interval = 0.1 if mode == "pagecache" else 0.25
+    sampler = Sampler(env, mode, budget, interval)
+    sampler.tick()
+    sampler.start()
+    os.write(go_w, b"g" * len(jobs))
+    os.close(go_w)
+    deadline = time.monotonic() + timeout
+    try:
+        while pids:
+            for pid in list(pids):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    env.children.remove(pid)
+                    job, rp = pids.pop(pid)
+                    results[job.name] = read_json(rp)
+            if mode == "epochfs" and env.daemon.poll() is not None:
+                raise RuntimeError("epochfs died during run %s" % label)
+            if time.monotonic() > deadline:
+                raise RuntimeError("run %s: jobs still running after %d s" % (label, timeout))
+            time.sleep(0.05)
+    finally:
+        sampler.stop()
+    stats = env.stats() if mode == "epochfs" else None
+    rc = env.stop_daemon() if mode == "epochfs" else None
+    dev = env.device_read_bytes() - dev0
+    for job in jobs:
+        if results[job.name]["errors"]:
+            raise RuntimeError("run %s, job %s:\n%s" % (label, job.name,
+                                                     "\n".join(results[job.name]["errors"])))
+    t0 = min(r["t_go"] for r in results.values())
+    for s in sampler.samples:  # sampler time -> time since the jobs' start
+        s["t"] -= t0 - sampler.t0
+    return {"label": label, "mode": mode, "opts": opts, "jobs": results, "stats": stats,
+            "device_bytes": dev, "makespan_s": max(r["t_end"] for r in results.values()) - t0,
+            "daemon_rc": rc, "peak_used": sampler.peak_used,
+            "outside_drops": sampler.outside_drops,
+            "peak_working": sampler.peak_working, "samples": sampler.samples}
+
+
+# --------------------------------------------------------------------------
+# Figures of a run
+# --------------------------------------------------------------------------
+
+def job_time(run, name):
+    r = run["jobs"][name]
+    return r["t_end"] - r["t0"]
+
+
+def job_stall(run, name):
+    return sum(e["stall_s"] for e in run["jobs"][name]["epochs"])
+
+
+def total_stall(run):
+    return sum(job_stall(run, n) for n in run["jobs"])
+
+
+def epoch_hit_ratios(run, name):
+    """Per epoch: the job's hit ratio, or None where this run cannot tell.
+
+    epochfs with the epoch policy: hits/(hits+misses) from the job's status.
+    page cache: 1 - device bytes / bytes read, from the loaders' read_bytes.
+    epochfs with LRU: None (LRU keeps no per-job counts)."""
+    r = run["jobs"][name]
+    out = []
+    if run["mode"] == "pagecache":
+        for e in r["epochs"]:
+            out.append(max(0.0, 1.0 - e["dev"] / e["bytes"]) if e["bytes"] else None)
+        return out
+    eps = {e["epoch"]: e for e in r.get("status", {}).get("epochs", [])}
+    for e in r["epochs"]:
+        s = eps.get(e["epoch"])
+        if s and s["hits"] + s["misses"] > 0:
+            out.append(s["hits"] / (s["hits"] + s["misses"]))
+        else:
+            out.append(None)
+    return out
+
+
+def run_hit_ratio(run):
+    """Whole run: epochfs stats hits/(hits+misses); page cache: byte ratio."""
+    if run["mode"] == "pagecache":
+        rd = sum(e["bytes"] for r in run["jobs"].values() for e in r["epochs"])
+        return max(0.0, 1.0 - run["device_bytes"] / rd) if rd else 0.0
+    st = run["stats"]
+    return st["hits"] / max(1, st["hits"] + st["misses"])
+
+
+def bytes_read(run):
+    return sum(e["bytes"] for r in run["jobs"].values() for e in r["epochs"])
+
+
+# --------------------------------------------------------------------------
+# Simulator
+# --------------------------------------------------------------------------
+
+def sim_toml(jobs, budget_frac, bps_mib, iops, latency_ms, warmup_batches, seed=1, comment=""):
+    concurrency = sum(j.loaders for j in jobs)
+    out = []
+    if comment:
+        out += ["# " + line for line in comment.splitlines()]
+    out += ["seed = %d" % seed,
+            'budget = "%g%%"' % (100 * budget_frac),
+            "",
+            "[storage]",
+            'bandwidth = "%s"' % ("%dMiB" % bps_mib if bps_mib == int(bps_mib)
+                                  else "%dKiB" % int(bps_mib * 1024)),
+            "latency_ms = %g" % latency_ms,
+            "concurrency = %d" % concurrency,
+            "iops = %d" % iops,
+            "",
+            "[epoch]",
+            "warmup_batches = %d" % warmup_batches]
+    for j in jobs:
+        out += ["",
+                "[[job]]",
+                'name = "%s"' % j.name,
+                "samples = %d" % j.n,
+                'size = { dist = "uniform", min = "%dKiB", max = "%dKiB" }'
+                % (j.size_lo // KiB, j.size_hi // KiB),
+                "batch_size = %d" % j.batch,
+                "epochs = %d" % j.epochs,
+                "loaders = %d" % j.loaders,
+                "compute_ms = %g" % j.compute_ms,
+                "start_s = %g" % j.start_s,
+                "report_compute = true"]
+    return "\n".join(out) + "\n"
+
+
+def run_sim(epochfs_bin, toml_path):
+    """The simulator's JSON for the workload, or (None, why) when this binary
+    has no working `sim` subcommand."""
+    try:
+        r = subprocess.run([epochfs_bin, "sim", toml_path, "--json"], capture_output=True,
+                           text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    if r.returncode != 0:
+        lines = (r.stderr.strip() or r.stdout.strip()).splitlines()
+        return None, lines[-1] if lines else "exit %d" % r.returncode
+    try:
+        doc = json.loads(r.stdout)
+        return {run["policy"]: run for run in doc["runs"]}, None
+    except (ValueError, KeyError, TypeError) as e:
+        return None, "unreadable output: %s" % e

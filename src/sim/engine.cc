@@ -1,0 +1,514 @@
+#include "epochfs/sim/engine.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <unordered_map>
+
+#include "epochfs/cache/epoch_policy.h"
+#include "epochfs/sim/baselines.h"
+
+namespace epochfs::sim {
+
+const char* PolicyKindName(PolicyKind k) {
+  switch (k) {
+    case PolicyKind::kNone: return "none";
+    case PolicyKind::kLru: return "lru";
+    case PolicyKind::kMinio: return "minio";
+    case PolicyKind::kEpoch: return "epoch";
+    case PolicyKind::kBelady: return "belady";
+  }
+  return "?";
+}
+
+std::vector<PolicyKind> AllPolicyKinds() {
+  return {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio, PolicyKind::kEpoch,
+          PolicyKind::kBelady};
+}
+
+Result<PolicyKind> ParsePolicyKind(const std::string& name) {
+  for (PolicyKind k : AllPolicyKinds()) {
+    if (name == PolicyKindName(k)) return k;
+  }
+  return InvalidArgument("unknown policy '" + name + "' (none, lru, minio, epoch, belady)");
+}
+
+namespace {
+
+constexpr uint64_t kUnset = ~uint64_t{0};
+
+enum class Ev : uint8_t { kJobStart, kLoadDone, kComputeDone };
+
+struct Event {
+  uint64_t t;
+  uint64_t seq;
+  Ev type;
+  bool streamed;
+  uint32_t job;
+  uint32_t worker;
+  uint32_t sample;
+  uint64_t issued;  // kLoadDone: when the request was issued
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+struct Worker {
+  uint32_t batch = 0;
+  uint32_t next = 0;  // index within the batch of the sample being loaded
+};
+
+struct Job {
+  const JobSpecW* spec = nullptr;
+  uint32_t index = 0;
+  cache::JobId id = cache::kNoJob;
+  size_t dataset = 0;
+  uint32_t n = 0, b = 0, w = 0, epochs = 0, batches = 0;
+  uint64_t compute_ns = 0, start_ns = 0;
+  double pace_ns = 1;  // Belady's estimate of the time per access
+
+  bool started = false, done = false;
+  uint32_t epoch = 0;
+  std::vector<uint32_t> order, next_order;
+  std::vector<uint32_t> pos_cur, pos_next;  // inverse permutations (for the Future)
+  std::vector<uint32_t> issued;             // per sample: 1 + epoch of its last issued read
+
+  std::vector<uint64_t> ready_ns;  // per batch of the current epoch; kUnset until loaded
+  uint32_t next_assign = 0;        // next batch to hand to a worker
+  uint32_t next_compute = 0;       // next batch to compute (= batches gone to compute)
+  bool computing = false;
+  uint64_t free_since = 0;         // compute idle since (previous end or epoch start)
+  std::vector<Worker> workers;
+  std::vector<uint32_t> idle;      // idle workers (stack)
+  JobResult r;
+};
+
+std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, uint32_t n) {
+  std::vector<uint32_t> pos(n, 0);
+  for (uint32_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  return pos;
+}
+
+class Engine final : public Future {
+ public:
+  Engine(const Trace& trace, PolicyKind kind, const EngineOptions& opt)
+      : trace_(trace), kind_(kind), opt_(opt), budget_(trace.budget()) {
+    max_object_ = std::min<uint64_t>(budget_ / 4, uint64_t{1} << 30);
+    const Workload& wl = trace.workload();
+    const StorageSpec& st = wl.storage;
+    latency_ns_ = static_cast<uint64_t>(st.latency_ms * 1e6);
+    iops_gap_ns_ = st.iops > 0 ? static_cast<uint64_t>(1e9 / st.iops) : 0;
+    for (uint32_t c = 0; c < st.concurrency; ++c) channels_.push(0);
+    for (const Dataset& d : trace.datasets()) state_.emplace_back(d.sizes.size(), 0);
+    by_dataset_.resize(trace.datasets().size());
+    for (const Dataset& d : trace.datasets()) {
+      slot_base_.push_back(slots_);
+      slots_ += d.sizes.size();
+    }
+    const double cached = trace.distinct_bytes() > 0
+                              ? std::min(1.0, double(budget_) / double(trace.distinct_bytes()))
+                              : 1.0;
+    for (uint32_t j = 0; j < wl.jobs.size(); ++j) {
+      const JobSpecW& s = wl.jobs[j];
+      Job job;
+      job.spec = &s;
+      job.index = j;
+      job.id = j + 1;
+      job.dataset = trace.dataset_of(j);
+      job.n = s.samples;
+      job.b = s.batch_size;
+      job.w = s.loaders;
+      job.epochs = s.epochs;
+      job.batches = (s.samples + s.batch_size - 1) / s.batch_size;
+      job.compute_ns = static_cast<uint64_t>(s.compute_ms * 1e6);
+      job.start_ns = static_cast<uint64_t>(s.start_s * 1e9);
+      job.order = trace.Order(j, 0);
+      job.pos_cur = Inverse(job.order, job.n);
+      if (job.epochs > 1) {
+        job.next_order = trace.Order(j, 1);
+        job.pos_next = Inverse(job.next_order, job.n);
+      }
+      job.issued.assign(job.n, 0);
+      job.workers.resize(job.w);
+      job.r.name = s.name;
+      job.r.start_ns = job.start_ns;
+      // Pace for Belady's estimates: compute-bound, or storage-bound on the
+      // share of the data the budget cannot hold, whichever is slower.
+      const double mean = double(trace.datasets()[job.dataset].total_bytes) / double(job.n);
+      const double xfer = mean / st.bandwidth * 1e9;
+      double io = std::max((double(latency_ns_) + xfer) / std::min<double>(job.w, st.concurrency),
+                           xfer);
+      io = std::max(io, double(iops_gap_ns_));
+      job.pace_ns = std::max({double(job.compute_ns) / job.b, (1.0 - cached) * io, 1.0});
+      by_dataset_[job.dataset].push_back(j);
+      jobs_.push_back(std::move(job));
+    }
+  }
+
+  Result<RunResult> Go() {
+    if (Status s = MakePolicy(); !s.ok()) return s;
+    for (Job& j : jobs_) Push({j.start_ns, 0, Ev::kJobStart, false, j.index, 0, 0, 0});
+    while (!queue_.empty() && status_.ok()) {
+      const Event e = queue_.top();
+      queue_.pop();
+      now_ = e.t;
+      ++events_;
+      switch (e.type) {
+        case Ev::kJobStart: StartEpoch(jobs_[e.job], 0, e.t); break;
+        case Ev::kLoadDone: LoadDone(e); break;
+        case Ev::kComputeDone: ComputeDone(jobs_[e.job], e.t); break;
+      }
+      if (opt_.check_every != 0 && events_ % opt_.check_every == 0) {
+        if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
+      }
+    }
+    if (!status_.ok()) return status_;
+    if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
+    return Collect();
+  }
+
+  size_t Slots() const override { return slots_; }
+  size_t Slot(cache::ObjectId object) const override {
+    return slot_base_[static_cast<size_t>((object >> 32) - 1)] + (object & 0xffffffffu);
+  }
+
+  bool NextUse(cache::ObjectId object, Use* out) const override {
+    const size_t d = static_cast<size_t>((object >> 32) - 1);
+    const auto s = static_cast<uint32_t>(object & 0xffffffffu);
+    bool found = false;
+    uint64_t best = 0;
+    for (uint32_t ji : by_dataset_[d]) {
+      const Job& j = jobs_[ji];
+      if (j.done) continue;
+      Use u{ji, 0};
+      if (j.issued[s] != j.epoch + 1) {
+        u.pos = uint64_t{j.epoch} * j.n + j.pos_cur[s];
+      } else if (j.epoch + 1 < j.epochs) {
+        u.pos = uint64_t{j.epoch + 1} * j.n + j.pos_next[s];
+      } else {
+        continue;
+      }
+      const uint64_t when = Estimate(u, now_);
+      if (!found || when < best) {
+        found = true;
+        best = when;
+        *out = u;
+      }
+    }
+    return found;
+  }
+
+  size_t Jobs() const override { return jobs_.size(); }
+
+  // The job's position is its reads issued so far; its pace the time per read
+  // so far (before it has read a few batches: the static estimate pace_ns).
+  Line LineOf(uint32_t job, uint64_t now) const override {
+    const Job& j = jobs_[job];
+    Line l;
+    l.floor = now;
+    if (!j.started) {
+      l.origin = j.start_ns;
+      l.pace = j.pace_ns;
+      return l;
+    }
+    l.origin = now;
+    l.done = j.r.accesses;
+    l.pace = j.pace_ns;
+    if (l.done >= uint64_t{j.b} * j.w && now > j.start_ns) {
+      l.pace = double(now - j.start_ns) / double(l.done);
+    }
+    return l;
+  }
+
+ private:
+  Status MakePolicy() {
+    switch (kind_) {
+      case PolicyKind::kNone: policy_ = MakeNoCachePolicy(budget_); break;
+      case PolicyKind::kLru: policy_ = cache::MakeLruPolicy(budget_); break;
+      case PolicyKind::kMinio: policy_ = MakeMinioPolicy(budget_); break;
+      case PolicyKind::kBelady: policy_ = MakeBeladyPolicy(budget_, *this); break;
+      case PolicyKind::kEpoch: {
+        cache::EpochPolicyParams p;
+        p.budget_bytes = budget_;
+        p.gain_max = trace_.workload().epoch.gain_max;
+        p.warmup_batches = trace_.workload().epoch.warmup_batches;
+        p.share_idle = trace_.workload().epoch.share_idle;
+        p.seed = trace_.workload().seed;
+        policy_ = cache::MakeEpochPolicy(p);
+        break;
+      }
+    }
+    return Status::Ok();
+  }
+
+  void Push(Event e) {
+    e.seq = seq_++;
+    queue_.push(e);
+  }
+
+  void Fail(const Status& s, const std::string& what) {
+    if (status_.ok()) status_ = Internal(what + ": " + s.message());
+  }
+
+  uint8_t& State(cache::ObjectId id) {
+    return state_[static_cast<size_t>((id >> 32) - 1)][id & 0xffffffffu];
+  }
+  uint64_t SizeOf(cache::ObjectId id) const {
+    return trace_.datasets()[static_cast<size_t>((id >> 32) - 1)].sizes[id & 0xffffffffu];
+  }
+
+  // Applies a Decision to the store: evictions, then the admission of `loaded`.
+  void Apply(const cache::Decision& d, cache::ObjectId loaded) {
+    for (cache::ObjectId v : d.evict) {
+      uint8_t& st = State(v);
+      if (st == kResident) {
+        st = kAbsent;
+        used_ -= SizeOf(v);
+        ++evictions_;
+      }
+    }
+    if (d.admit && loaded != 0) {
+      uint8_t& st = State(loaded);
+      const uint64_t s = SizeOf(loaded);
+      if (st != kResident && used_ + s <= budget_) {
+        st = kResident;
+        used_ += s;
+        ++admissions_;
+        max_resident_ = std::max(max_resident_, used_);
+      } else if (st != kResident) {
+        ++refused_;
+        policy_->OnDropped(loaded);
+      }
+    }
+  }
+  void ApplyResult(const Result<cache::Decision>& d, const char* what) {
+    if (!d.ok()) return Fail(d.status(), what);
+    Apply(d.value(), 0);
+  }
+
+  // Completion time of a storage request of `size` bytes issued at `now`.
+  uint64_t Request(uint64_t now, uint64_t size) {
+    uint64_t start = std::max(now, channels_.top());
+    channels_.pop();
+    if (iops_gap_ns_ != 0) {
+      start = std::max(start, iops_next_);
+      iops_next_ = start + iops_gap_ns_;
+    }
+    const uint64_t xfer_start = std::max(start + latency_ns_, link_free_);
+    const auto bw = static_cast<unsigned __int128>(trace_.workload().storage.bandwidth);
+    const auto xfer = static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(size) * 1'000'000'000u + bw - 1) / std::max<unsigned __int128>(bw, 1));
+    const uint64_t end = xfer_start + xfer;
+    link_free_ = end;
+    channels_.push(end);
+    return end;
+  }
+
+  void StartEpoch(Job& j, uint32_t epoch, uint64_t now) {
+    cache::Policy& p = *policy_;
+    if (epoch == 0) {
+      j.started = true;
+      cache::JobSpec spec;
+      spec.id = j.id;
+      spec.name = j.spec->name;
+      spec.batch_size = j.b;
+      spec.epochs = j.epochs;
+      spec.loaders = j.w;
+      if (j.spec->report_compute) spec.compute_ns_per_batch = std::max<uint64_t>(1, j.compute_ns);
+      if (Status s = p.AddJob(spec); !s.ok()) return Fail(s, "AddJob");
+      std::vector<cache::SampleRef> refs(j.n);
+      for (uint32_t k = 0; k < j.n; ++k) {
+        refs[k] = {trace_.object(j.index, k), trace_.size(j.index, k)};
+      }
+      if (Status s = p.SetSamples(j.id, std::move(refs)); !s.ok()) return Fail(s, "SetSamples");
+      if (Status s = p.SetOrder(j.id, 0, j.order); !s.ok()) return Fail(s, "SetOrder");
+      if (j.epochs > 1) {
+        if (Status s = p.SetOrder(j.id, 1, j.next_order); !s.ok()) return Fail(s, "SetOrder");
+      }
+    } else {
+      j.order = std::move(j.next_order);
+      j.pos_cur = std::move(j.pos_next);
+      j.next_order.clear();
+      j.pos_next.clear();
+      if (epoch + 1 < j.epochs) {
+        j.next_order = trace_.Order(j.index, epoch + 1);
+        j.pos_next = Inverse(j.next_order, j.n);
+        if (Status s = p.SetOrder(j.id, epoch + 1, j.next_order); !s.ok()) {
+          return Fail(s, "SetOrder");
+        }
+      }
+    }
+    j.epoch = epoch;
+    ApplyResult(p.BeginEpoch(j.id, epoch, now), "BeginEpoch");
+    EpochResult er;
+    er.start_ns = now;
+    j.r.epochs.push_back(er);
+    j.ready_ns.assign(j.batches, kUnset);
+    j.next_assign = 0;
+    j.next_compute = 0;
+    j.computing = false;
+    j.free_since = now;
+    j.idle.clear();
+    for (uint32_t w = j.w; w-- > 0;) j.idle.push_back(w);
+    Assign(j, now);
+  }
+
+  // Hands batches to idle workers while the prefetch depth allows.
+  void Assign(Job& j, uint64_t now) {
+    const uint32_t limit = std::min(j.batches, j.next_compute + j.w);
+    while (!j.idle.empty() && j.next_assign < limit) {
+      const uint32_t w = j.idle.back();
+      j.idle.pop_back();
+      j.workers[w] = {j.next_assign++, 0};
+      Step(j, w, now);
+    }
+  }
+
+  // Worker w of job j continues loading its batch at `now` until it waits
+  // for storage or finishes the batch.
+  void Step(Job& j, uint32_t w, uint64_t now) {
+    Worker& wk = j.workers[w];
+    const uint32_t first = wk.batch * j.b;
+    const uint32_t len = std::min(j.b, j.n - first);
+    EpochResult& er = j.r.epochs.back();
+    while (wk.next < len) {
+      const uint32_t s = j.order[first + wk.next];
+      const cache::ObjectId id = trace_.object(j.index, s);
+      const uint64_t size = SizeOf(id);
+      j.issued[s] = j.epoch + 1;
+      ++j.r.accesses;
+      uint8_t& st = State(id);
+      if (st == kResident) {
+        ++j.r.hits;
+        ++er.hits;
+        Apply(policy_->OnHit({id, size, j.id, s, now}), 0);
+        ++wk.next;
+        continue;
+      }
+      ++j.r.misses;
+      ++er.misses;
+      if (st == kInFlight) {
+        ++j.r.coalesced;
+        waiters_[id].push_back({j.index, w});
+        return;
+      }
+      const bool streamed = size > max_object_;
+      if (!streamed) st = kInFlight;
+      j.r.bytes_read += size;
+      const uint64_t end = Request(now, size);
+      Push({end, 0, Ev::kLoadDone, streamed, j.index, w, s, now});
+      return;
+    }
+    // Batch loaded.
+    j.ready_ns[wk.batch] = now;
+    j.idle.push_back(w);
+    TryCompute(j, now);
+    Assign(j, now);
+  }
+
+  void LoadDone(const Event& e) {
+    Job& j = jobs_[e.job];
+    const cache::ObjectId id = trace_.object(j.index, e.sample);
+    if (!e.streamed) {
+      State(id) = kAbsent;
+      const cache::Access a{id, SizeOf(id), j.id, static_cast<int64_t>(e.sample), e.t};
+      Apply(policy_->OnMiss(a, e.t - e.issued), id);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> waiting;
+    if (auto it = waiters_.find(id); it != waiters_.end()) {
+      waiting = std::move(it->second);
+      waiters_.erase(it);
+    }
+    ++j.workers[e.worker].next;
+    Step(j, e.worker, e.t);
+    for (auto [ji, w] : waiting) {
+      ++jobs_[ji].workers[w].next;
+      Step(jobs_[ji], w, e.t);
+    }
+  }
+
+  void TryCompute(Job& j, uint64_t now) {
+    if (j.computing || j.next_compute >= j.batches || j.ready_ns[j.next_compute] == kUnset) return;
+    const uint64_t stall = now - j.free_since;
+    j.r.stall_ns += stall;
+    j.r.epochs.back().stall_ns += stall;
+    j.computing = true;
+    Push({now + j.compute_ns, 0, Ev::kComputeDone, false, j.index, j.next_compute, 0, 0});
+    ++j.next_compute;
+    Assign(j, now);
+  }
+
+  void ComputeDone(Job& j, uint64_t now) {
+    j.computing = false;
+    j.free_since = now;
+    if (j.next_compute < j.batches) return TryCompute(j, now);
+    EpochResult& er = j.r.epochs.back();
+    er.time_ns = now - er.start_ns;
+    if (j.epoch + 1 < j.epochs) return StartEpoch(j, j.epoch + 1, now);
+    j.done = true;
+    j.r.completion_ns = now;
+    ApplyResult(policy_->EndJob(j.id), "EndJob");
+  }
+
+  RunResult Collect() {
+    RunResult r;
+    r.policy = PolicyKindName(kind_);
+    r.budget_bytes = budget_;
+    r.distinct_bytes = trace_.distinct_bytes();
+    uint64_t first = kUnset, last = 0;
+    for (Job& j : jobs_) {
+      r.accesses += j.r.accesses;
+      r.hits += j.r.hits;
+      r.misses += j.r.misses;
+      r.bytes_read += j.r.bytes_read;
+      r.total_stall_ns += j.r.stall_ns;
+      first = std::min(first, j.r.start_ns);
+      last = std::max(last, j.r.completion_ns);
+      r.jobs.push_back(std::move(j.r));
+    }
+    r.makespan_ns = last - first;
+    r.admissions = admissions_;
+    r.evictions = evictions_;
+    r.refused = refused_;
+    r.max_resident_bytes = max_resident_;
+    r.events = events_;
+    return r;
+  }
+
+  static constexpr uint8_t kAbsent = 0, kResident = 1, kInFlight = 2;
+
+  const Trace& trace_;
+  const PolicyKind kind_;
+  const EngineOptions opt_;
+  const uint64_t budget_;
+  uint64_t max_object_ = 0;
+  uint64_t latency_ns_ = 0;
+  uint64_t iops_gap_ns_ = 0;
+  uint64_t iops_next_ = 0;
+  uint64_t link_free_ = 0;
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> channels_;
+
+  std::unique_ptr<cache::Policy> policy_;
+  std::vector<Job> jobs_;
+  std::vector<std::vector<uint32_t>> by_dataset_;
+  std::vector<std::vector<uint8_t>> state_;  // per dataset, per sample
+  std::unordered_map<cache::ObjectId, std::vector<std::pair<uint32_t, uint32_t>>> waiters_;
+  uint64_t used_ = 0, max_resident_ = 0;
+  uint64_t admissions_ = 0, evictions_ = 0, refused_ = 0;
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  uint64_t seq_ = 0;
+  uint64_t events_ = 0;
+  uint64_t now_ = 0;                // time of the event being processed
+  std::vector<size_t> slot_base_;   // per dataset: its first Future::Slot
+  size_t slots_ = 0;
+  Status status_;
+};
+
+}  // namespace
+
+Result<RunResult> Run(const Trace& trace, PolicyKind policy, const EngineOptions& opt) {
+  Engine e(trace, policy, opt);
+  return e.Go();
+}
+
+}  // namespace epochfs::sim

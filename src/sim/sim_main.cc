@@ -1,0 +1,110 @@
+#include "epochfs/sim/sim_main.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "epochfs/sim/engine.h"
+#include "epochfs/sim/report.h"
+#include "epochfs/sim/trace.h"
+#include "epochfs/sim/workload.h"
+
+namespace epochfs::sim {
+namespace {
+
+int Fail(const std::string& msg, int code = 1) {
+  std::fprintf(stderr, "epochfs sim: %s\n", msg.c_str());
+  return code;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{"epochfs sim: replay a multi-job workload through the cache policies"};
+  app.name("epochfs sim");
+  std::string file;
+  std::string policies = "all";
+  bool json = false;
+  std::optional<uint64_t> seed;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)")->required();
+  app.add_option("--policy", policies,
+                 "all, or a comma-separated list of none, lru, minio, epoch, belady");
+  app.add_flag("--json", json, "print JSON instead of the table");
+  app.add_option("--seed", seed, "override the workload's seed");
+  app.add_option("-j,--jobs", threads, "policies simulated in parallel")->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return Fail(std::string(e.what()) + " (see epochfs sim --help)");
+  }
+
+  std::vector<PolicyKind> kinds;
+  if (policies == "all") {
+    kinds = AllPolicyKinds();
+  } else {
+    std::stringstream ss(policies);
+    std::string name;
+    while (std::getline(ss, name, ',')) {
+      auto k = ParsePolicyKind(name);
+      if (!k.ok()) return Fail("--policy: " + k.status().message());
+      if (std::find(kinds.begin(), kinds.end(), k.value()) == kinds.end()) kinds.push_back(k.value());
+    }
+    if (kinds.empty()) return Fail("--policy: empty list");
+  }
+
+  auto wl = LoadWorkloadFile(file);
+  if (!wl.ok()) return Fail(wl.status().message());
+  Workload w = std::move(wl).value();
+  if (seed) w.seed = *seed;
+  auto trace = Trace::Make(w);
+  if (!trace.ok()) return Fail(trace.status().message());
+
+  std::vector<std::optional<Result<RunResult>>> results(kinds.size());
+  std::vector<double> wall(kinds.size(), 0);
+  std::vector<std::thread> pool;
+  size_t next = 0;
+  std::mutex mu;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard lock(mu);
+        if (next >= kinds.size()) return;
+        i = next++;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<RunResult> r = Run(trace.value(), kinds[i]);
+      wall[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard lock(mu);
+      results[i].emplace(std::move(r));
+    }
+  };
+  const size_t n_threads = std::min<size_t>(threads, kinds.size());
+  for (size_t t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  std::vector<RunResult> runs;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (!results[i]->ok()) {
+      return Fail(std::string(PolicyKindName(kinds[i])) + ": " + results[i]->status().message(), 2);
+    }
+    runs.push_back(std::move(*results[i]).value());
+    std::fprintf(stderr, "epochfs sim: %s: %.2f s wall, %llu events\n", PolicyKindName(kinds[i]),
+                 wall[i], static_cast<unsigned long long>(runs.back().events));
+  }
+  const std::string out = json ? FormatJson(trace.value(), file, runs)
+                               : FormatTable(trace.value(), file, runs);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace epochfs::sim

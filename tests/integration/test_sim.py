@@ -1,0 +1,127 @@
+"""`epochfs sim` end to end: the built binary on the shipped workloads.
+
+Runs conf/sim/*.toml through the binary with --json and checks that the JSON
+parses and its numbers agree (hits + misses = accesses, per-epoch sums, stall
+within epoch time, makespan from the jobs' times, budget from the workload),
+that a second run prints the same bytes, that the table names every policy,
+and that a bad workload fails with the key and line. No mount: suite 'unit'.
+The ImageNet-scale workload runs with --policy none only (seconds, not minutes).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONF = os.path.join(REPO, "conf", "sim")
+POLICIES = ["none", "lru", "minio", "epoch", "belady"]
+
+
+def epochfs_bin():
+    return os.environ.get("EPOCHFS_BIN") or os.path.join(REPO, "build", "src", "epochfs")
+
+
+def sim(*args, check=True):
+    p = subprocess.run([epochfs_bin(), "sim", *args], capture_output=True, text=True,
+                       timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError("epochfs sim %s: exit %d: %s" % (args, p.returncode, p.stderr))
+    return p
+
+
+class SimTest(unittest.TestCase):
+    def check_doc(self, doc, policies):
+        wl = doc["workload"]
+        self.assertEqual([r["policy"] for r in doc["runs"]], policies)
+        for run in doc["runs"]:
+            name = run["policy"]
+            self.assertEqual(len(run["jobs"]), len(wl["jobs"]))
+            totals = {"accesses": 0, "hits": 0, "misses": 0, "bytes_read": 0, "stall_ns": 0}
+            first, last = None, 0
+            for job, spec in zip(run["jobs"], wl["jobs"]):
+                self.assertEqual(job["name"], spec["name"])
+                self.assertEqual(job["accesses"], spec["samples"] * spec["epochs"], name)
+                self.assertEqual(job["hits"] + job["misses"], job["accesses"], name)
+                self.assertLessEqual(job["coalesced"], job["misses"])
+                self.assertEqual(len(job["epochs"]), spec["epochs"])
+                start = job["start_ns"]
+                self.assertEqual(start, round(spec["start_s"] * 1e9))
+                for ep in job["epochs"]:
+                    self.assertEqual(ep["hits"] + ep["misses"], spec["samples"])
+                    self.assertEqual(ep["start_ns"], start)
+                    self.assertLessEqual(ep["stall_ns"], ep["time_ns"])
+                    start += ep["time_ns"]
+                self.assertEqual(job["completion_ns"], start)
+                self.assertEqual(sum(e["hits"] for e in job["epochs"]), job["hits"])
+                self.assertEqual(sum(e["stall_ns"] for e in job["epochs"]), job["stall_ns"])
+                self.assertAlmostEqual(job["hit_ratio"], job["hits"] / job["accesses"])
+                if name == "none":
+                    self.assertEqual(job["hits"], 0)
+                for k in totals:
+                    totals[k] += job[k]
+                first = job["start_ns"] if first is None else min(first, job["start_ns"])
+                last = max(last, job["completion_ns"])
+            for k in ("accesses", "hits", "misses", "bytes_read"):
+                self.assertEqual(run[k], totals[k], name + " " + k)
+            self.assertEqual(run["total_stall_ns"], totals["stall_ns"])
+            self.assertEqual(run["makespan_ns"], last - first)
+            self.assertLessEqual(run["max_resident_bytes"], wl["budget_bytes"])
+            if name in ("none", "minio"):
+                self.assertEqual(run["evictions"], 0)
+        return {r["policy"]: r for r in doc["runs"]}
+
+    def test_small_and_three_jobs(self):
+        for f in ("small.toml", "three_jobs.toml"):
+            path = os.path.join(CONF, f)
+            out = sim(path, "--json").stdout
+            runs = self.check_doc(json.loads(out), POLICIES)
+            # Belady is the bound on these workloads; no cache the floor.
+            for p in POLICIES:
+                self.assertGreaterEqual(runs["belady"]["hits"], runs[p]["hits"], f + " " + p)
+                self.assertLessEqual(runs["none"]["hits"], runs[p]["hits"])
+            self.assertEqual(sim(path, "--json", "-j", "1").stdout, out, "not deterministic")
+            other = sim(path, "--json", "--seed", "2").stdout
+            self.assertNotEqual(other, out)
+            self.assertEqual(json.loads(other)["workload"]["seed"], 2)
+
+    def test_budget_percent(self):
+        doc = json.loads(sim(os.path.join(CONF, "three_jobs.toml"), "--json", "--policy",
+                             "minio").stdout)
+        wl = doc["workload"]
+        self.assertEqual(wl["budget_bytes"], int(wl["distinct_bytes"] * 0.4))
+
+    def test_table(self):
+        out = sim(os.path.join(CONF, "small.toml")).stdout
+        for p in POLICIES:
+            self.assertIn("\n" + p + " ", out)
+        self.assertIn("makespan_s", out)
+
+    def test_imagenet_scale_no_cache(self):
+        doc = json.loads(sim(os.path.join(CONF, "imagenet.toml"), "--json", "--policy",
+                             "none").stdout)
+        runs = self.check_doc(doc, ["none"])
+        self.assertEqual(runs["none"]["accesses"], 3 * 10 * 1281167)
+
+    def test_errors(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write('budget = "1GiB"\n[storage]\nbandwidth = "1MiB"\n[[job]]\nname = "a"\n'
+                    'samples = 10\nsize = "big"\nbatch_size = 1\nepochs = 1\n')
+        try:
+            p = sim(f.name, check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("job[0].size (line 7)", p.stderr)
+            self.assertEqual(p.stdout, "")
+        finally:
+            os.unlink(f.name)
+        p = sim(os.path.join(CONF, "small.toml"), "--policy", "fifo", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("unknown policy 'fifo'", p.stderr)
+        p = sim("/nonexistent.toml", check=False)
+        self.assertEqual(p.returncode, 1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
