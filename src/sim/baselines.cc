@@ -205,9 +205,9 @@ class BeladyPolicy final : public cache::Policy {
     g.heap.push_back({use.pos, e.stamp, id});
     std::push_heap(g.heap.begin(), g.heap.end());
     if (g.heap.size() > 2 * g.live + 64) {
-      g.heap.erase(std::remove_if(g.heap.begin(), g.heap.end(),
-                                  [&](const Item& it) { return Stale(it); }),
-                   g.heap.end());
+      g.heap.erase(
+          std::remove_if(g.heap.begin(), g.heap.end(), [&](const Item& it) { return Stale(it); }),
+          g.heap.end());
       std::make_heap(g.heap.begin(), g.heap.end());
     }
   }
@@ -234,9 +234,9 @@ class BeladyPolicy final : public cache::Policy {
   const Future& future_;
   uint64_t used_ = 0;
   uint64_t stamp_ = 0;
-  std::vector<Entry> held_;          // by Future::Slot
+  std::vector<Entry> held_;  // by Future::Slot
   std::vector<Group> groups_;
-  std::vector<size_t> group_index_;  // job·256 + size class → index in groups_
+  std::vector<size_t> group_index_;              // job·256 + size class → index in groups_
   std::vector<std::pair<size_t, Item>> popped_;  // scratch of OnMiss
   std::vector<Future::Line> lines_;              // scratch of OnMiss: per job
   std::vector<Rank> ranks_;                      // scratch of OnMiss: per group

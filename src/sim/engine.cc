@@ -13,11 +13,16 @@ namespace epochfs::sim {
 
 const char* PolicyKindName(PolicyKind k) {
   switch (k) {
-    case PolicyKind::kNone: return "none";
-    case PolicyKind::kLru: return "lru";
-    case PolicyKind::kMinio: return "minio";
-    case PolicyKind::kEpoch: return "epoch";
-    case PolicyKind::kBelady: return "belady";
+    case PolicyKind::kNone:
+      return "none";
+    case PolicyKind::kLru:
+      return "lru";
+    case PolicyKind::kMinio:
+      return "minio";
+    case PolicyKind::kEpoch:
+      return "epoch";
+    case PolicyKind::kBelady:
+      return "belady";
   }
   return "?";
 }
@@ -76,9 +81,9 @@ struct Job {
   uint32_t next_assign = 0;        // next batch to hand to a worker
   uint32_t next_compute = 0;       // next batch to compute (= batches gone to compute)
   bool computing = false;
-  uint64_t free_since = 0;         // compute idle since (previous end or epoch start)
+  uint64_t free_since = 0;  // compute idle since (previous end or epoch start)
   std::vector<Worker> workers;
-  std::vector<uint32_t> idle;      // idle workers (stack)
+  std::vector<uint32_t> idle;  // idle workers (stack)
   JobResult r;
 };
 
@@ -135,8 +140,8 @@ class Engine final : public Future {
       // share of the data the budget cannot hold, whichever is slower.
       const double mean = double(trace.datasets()[job.dataset].total_bytes) / double(job.n);
       const double xfer = mean / st.bandwidth * 1e9;
-      double io = std::max((double(latency_ns_) + xfer) / std::min<double>(job.w, st.concurrency),
-                           xfer);
+      double io =
+          std::max((double(latency_ns_) + xfer) / std::min<double>(job.w, st.concurrency), xfer);
       io = std::max(io, double(iops_gap_ns_));
       job.pace_ns = std::max({double(job.compute_ns) / job.b, (1.0 - cached) * io, 1.0});
       by_dataset_[job.dataset].push_back(j);
@@ -153,9 +158,15 @@ class Engine final : public Future {
       now_ = e.t;
       ++events_;
       switch (e.type) {
-        case Ev::kJobStart: StartEpoch(jobs_[e.job], 0, e.t); break;
-        case Ev::kLoadDone: LoadDone(e); break;
-        case Ev::kComputeDone: ComputeDone(jobs_[e.job], e.t); break;
+        case Ev::kJobStart:
+          StartEpoch(jobs_[e.job], 0, e.t);
+          break;
+        case Ev::kLoadDone:
+          LoadDone(e);
+          break;
+        case Ev::kComputeDone:
+          ComputeDone(jobs_[e.job], e.t);
+          break;
       }
       if (opt_.check_every != 0 && events_ % opt_.check_every == 0) {
         if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
@@ -222,10 +233,18 @@ class Engine final : public Future {
  private:
   Status MakePolicy() {
     switch (kind_) {
-      case PolicyKind::kNone: policy_ = MakeNoCachePolicy(budget_); break;
-      case PolicyKind::kLru: policy_ = cache::MakeLruPolicy(budget_); break;
-      case PolicyKind::kMinio: policy_ = MakeMinioPolicy(budget_); break;
-      case PolicyKind::kBelady: policy_ = MakeBeladyPolicy(budget_, *this); break;
+      case PolicyKind::kNone:
+        policy_ = MakeNoCachePolicy(budget_);
+        break;
+      case PolicyKind::kLru:
+        policy_ = cache::MakeLruPolicy(budget_);
+        break;
+      case PolicyKind::kMinio:
+        policy_ = MakeMinioPolicy(budget_);
+        break;
+      case PolicyKind::kBelady:
+        policy_ = MakeBeladyPolicy(budget_, *this);
+        break;
       case PolicyKind::kEpoch: {
         cache::EpochPolicyParams p;
         p.budget_bytes = budget_;
@@ -295,8 +314,9 @@ class Engine final : public Future {
     }
     const uint64_t xfer_start = std::max(start + latency_ns_, link_free_);
     const auto bw = static_cast<unsigned __int128>(trace_.workload().storage.bandwidth);
-    const auto xfer = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(size) * 1'000'000'000u + bw - 1) / std::max<unsigned __int128>(bw, 1));
+    const auto xfer =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(size) * 1'000'000'000u + bw - 1) /
+                              std::max<unsigned __int128>(bw, 1));
     const uint64_t end = xfer_start + xfer;
     link_free_ = end;
     channels_.push(end);
@@ -498,8 +518,8 @@ class Engine final : public Future {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
   uint64_t events_ = 0;
-  uint64_t now_ = 0;                // time of the event being processed
-  std::vector<size_t> slot_base_;   // per dataset: its first Future::Slot
+  uint64_t now_ = 0;               // time of the event being processed
+  std::vector<size_t> slot_base_;  // per dataset: its first Future::Slot
   size_t slots_ = 0;
   Status status_;
 };

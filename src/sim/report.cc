@@ -34,9 +34,12 @@ std::string Pad(const std::string& s, size_t w, bool right = false) {
 
 const char* DistName(SizeSpec::Dist d) {
   switch (d) {
-    case SizeSpec::Dist::kFixed: return "fixed";
-    case SizeSpec::Dist::kUniform: return "uniform";
-    case SizeSpec::Dist::kLognormal: return "lognormal";
+    case SizeSpec::Dist::kFixed:
+      return "fixed";
+    case SizeSpec::Dist::kUniform:
+      return "uniform";
+    case SizeSpec::Dist::kLognormal:
+      return "lognormal";
   }
   return "?";
 }
@@ -50,13 +53,13 @@ std::string FormatTable(const Trace& trace, const std::string& origin,
   out += "workload " + origin + ": seed " + std::to_string(w.seed) + ", " +
          std::to_string(w.jobs.size()) + " job(s), distinct data " + Bytes(trace.distinct_bytes()) +
          ", budget " + Bytes(trace.budget()) +
-         Fmt(" (%.1f%%)", trace.distinct_bytes() ? 100.0 * double(trace.budget()) /
-                                                       double(trace.distinct_bytes())
-                                                 : 0.0) +
+         Fmt(" (%.1f%%)", trace.distinct_bytes()
+                              ? 100.0 * double(trace.budget()) / double(trace.distinct_bytes())
+                              : 0.0) +
          "\nstorage: " + Bytes(static_cast<uint64_t>(w.storage.bandwidth)) + "/s, " +
          Fmt("%g ms", w.storage.latency_ms) + ", " + std::to_string(w.storage.concurrency) +
-         " in flight" +
-         (w.storage.iops > 0 ? Fmt(", %g iops", w.storage.iops) : std::string()) + "\n\n";
+         " in flight" + (w.storage.iops > 0 ? Fmt(", %g iops", w.storage.iops) : std::string()) +
+         "\n\n";
   const size_t jw = 8;
   out += Pad("policy", 8) + Pad("job", jw) + Pad("accesses", 11, true) + Pad("hits", 11, true) +
          Pad("hit%", 7, true) + Pad("stall_s", 10, true) + Pad("done_s", 10, true) +
@@ -64,9 +67,11 @@ std::string FormatTable(const Trace& trace, const std::string& origin,
   for (const RunResult& r : runs) {
     for (const JobResult& j : r.jobs) {
       std::string epochs;
-      for (const EpochResult& e : j.epochs) epochs += (epochs.empty() ? "" : " ") + Fmt("%.1f", Sec(e.time_ns));
+      for (const EpochResult& e : j.epochs)
+        epochs += (epochs.empty() ? "" : " ") + Fmt("%.1f", Sec(e.time_ns));
       out += Pad(r.policy, 8) + Pad(j.name, jw) + Pad(std::to_string(j.accesses), 11, true) +
-             Pad(std::to_string(j.hits), 11, true) + Pad(Fmt("%.1f", 100 * j.hit_ratio()), 7, true) +
+             Pad(std::to_string(j.hits), 11, true) +
+             Pad(Fmt("%.1f", 100 * j.hit_ratio()), 7, true) +
              Pad(Fmt("%.2f", Sec(j.stall_ns)), 10, true) +
              Pad(Fmt("%.2f", Sec(j.completion_ns)), 10, true) + "  " + epochs + "\n";
     }
@@ -90,50 +95,83 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
   for (const JobSpecW& j : w.jobs) {
     json size = {{"dist", DistName(j.size.dist)}};
     switch (j.size.dist) {
-      case SizeSpec::Dist::kFixed: size["size"] = j.size.fixed; break;
-      case SizeSpec::Dist::kUniform: size["min"] = j.size.min; size["max"] = j.size.max; break;
-      case SizeSpec::Dist::kLognormal: size["mean"] = j.size.mean; size["sigma"] = j.size.sigma; break;
+      case SizeSpec::Dist::kFixed:
+        size["size"] = j.size.fixed;
+        break;
+      case SizeSpec::Dist::kUniform:
+        size["min"] = j.size.min;
+        size["max"] = j.size.max;
+        break;
+      case SizeSpec::Dist::kLognormal:
+        size["mean"] = j.size.mean;
+        size["sigma"] = j.size.sigma;
+        break;
     }
-    jobs.push_back({{"name", j.name}, {"dataset", j.dataset}, {"samples", j.samples},
-                    {"size", size}, {"batch_size", j.batch_size}, {"epochs", j.epochs},
-                    {"loaders", j.loaders}, {"compute_ms", j.compute_ms}, {"start_s", j.start_s},
+    jobs.push_back({{"name", j.name},
+                    {"dataset", j.dataset},
+                    {"samples", j.samples},
+                    {"size", size},
+                    {"batch_size", j.batch_size},
+                    {"epochs", j.epochs},
+                    {"loaders", j.loaders},
+                    {"compute_ms", j.compute_ms},
+                    {"start_s", j.start_s},
                     {"report_compute", j.report_compute}});
   }
   json doc;
-  doc["workload"] = {
-      {"file", origin},
-      {"seed", w.seed},
-      {"budget_bytes", trace.budget()},
-      {"distinct_bytes", trace.distinct_bytes()},
-      {"storage",
-       {{"bandwidth", w.storage.bandwidth}, {"latency_ms", w.storage.latency_ms},
-        {"concurrency", w.storage.concurrency}, {"iops", w.storage.iops}}},
-      {"jobs", jobs}};
+  doc["workload"] = {{"file", origin},
+                     {"seed", w.seed},
+                     {"budget_bytes", trace.budget()},
+                     {"distinct_bytes", trace.distinct_bytes()},
+                     {"storage",
+                      {{"bandwidth", w.storage.bandwidth},
+                       {"latency_ms", w.storage.latency_ms},
+                       {"concurrency", w.storage.concurrency},
+                       {"iops", w.storage.iops}}},
+                     {"jobs", jobs}};
   json jr = json::array();
   for (const RunResult& r : runs) {
     json js = json::array();
     for (const JobResult& j : r.jobs) {
       json ep = json::array();
       for (const EpochResult& e : j.epochs) {
-        ep.push_back({{"hits", e.hits}, {"misses", e.misses}, {"start_ns", e.start_ns},
-                      {"time_ns", e.time_ns}, {"time_s", Sec(e.time_ns)},
+        ep.push_back({{"hits", e.hits},
+                      {"misses", e.misses},
+                      {"start_ns", e.start_ns},
+                      {"time_ns", e.time_ns},
+                      {"time_s", Sec(e.time_ns)},
                       {"stall_ns", e.stall_ns}});
       }
-      js.push_back({{"name", j.name}, {"accesses", j.accesses}, {"hits", j.hits},
-                    {"misses", j.misses}, {"coalesced", j.coalesced},
-                    {"hit_ratio", j.hit_ratio()}, {"bytes_read", j.bytes_read},
-                    {"stall_ns", j.stall_ns}, {"stall_s", Sec(j.stall_ns)},
-                    {"start_ns", j.start_ns}, {"completion_ns", j.completion_ns},
-                    {"completion_s", Sec(j.completion_ns)}, {"epochs", ep}});
+      js.push_back({{"name", j.name},
+                    {"accesses", j.accesses},
+                    {"hits", j.hits},
+                    {"misses", j.misses},
+                    {"coalesced", j.coalesced},
+                    {"hit_ratio", j.hit_ratio()},
+                    {"bytes_read", j.bytes_read},
+                    {"stall_ns", j.stall_ns},
+                    {"stall_s", Sec(j.stall_ns)},
+                    {"start_ns", j.start_ns},
+                    {"completion_ns", j.completion_ns},
+                    {"completion_s", Sec(j.completion_ns)},
+                    {"epochs", ep}});
     }
-    jr.push_back({{"policy", r.policy}, {"accesses", r.accesses}, {"hits", r.hits},
-                  {"misses", r.misses}, {"hit_ratio", r.hit_ratio()},
-                  {"bytes_read", r.bytes_read}, {"admissions", r.admissions},
-                  {"evictions", r.evictions}, {"refused", r.refused},
+    jr.push_back({{"policy", r.policy},
+                  {"accesses", r.accesses},
+                  {"hits", r.hits},
+                  {"misses", r.misses},
+                  {"hit_ratio", r.hit_ratio()},
+                  {"bytes_read", r.bytes_read},
+                  {"admissions", r.admissions},
+                  {"evictions", r.evictions},
+                  {"refused", r.refused},
                   {"max_resident_bytes", r.max_resident_bytes},
-                  {"makespan_ns", r.makespan_ns}, {"makespan_s", Sec(r.makespan_ns)},
-                  {"total_stall_ns", r.total_stall_ns}, {"total_stall_s", Sec(r.total_stall_ns)},
-                  {"events", r.events}, {"jobs", js}});
+                  {"makespan_ns", r.makespan_ns},
+                  {"makespan_s", Sec(r.makespan_ns)},
+                  {"total_stall_ns", r.total_stall_ns},
+                  {"total_stall_s", Sec(r.total_stall_ns)},
+                  {"events", r.events},
+                  {"jobs", js}});
   }
   doc["runs"] = jr;
   return doc.dump(2) + "\n";

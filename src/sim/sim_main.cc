@@ -37,7 +37,8 @@ int Main(int argc, char** argv) {
                  "all, or a comma-separated list of none, lru, minio, epoch, belady");
   app.add_flag("--json", json, "print JSON instead of the table");
   app.add_option("--seed", seed, "override the workload's seed");
-  app.add_option("-j,--jobs", threads, "policies simulated in parallel")->check(CLI::PositiveNumber);
+  app.add_option("-j,--jobs", threads, "policies simulated in parallel")
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -55,7 +56,8 @@ int Main(int argc, char** argv) {
     while (std::getline(ss, name, ',')) {
       auto k = ParsePolicyKind(name);
       if (!k.ok()) return Fail("--policy: " + k.status().message());
-      if (std::find(kinds.begin(), kinds.end(), k.value()) == kinds.end()) kinds.push_back(k.value());
+      if (std::find(kinds.begin(), kinds.end(), k.value()) == kinds.end())
+        kinds.push_back(k.value());
     }
     if (kinds.empty()) return Fail("--policy: empty list");
   }
@@ -101,8 +103,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "epochfs sim: %s: %.2f s wall, %llu events\n", PolicyKindName(kinds[i]),
                  wall[i], static_cast<unsigned long long>(runs.back().events));
   }
-  const std::string out = json ? FormatJson(trace.value(), file, runs)
-                               : FormatTable(trace.value(), file, runs);
+  const std::string out =
+      json ? FormatJson(trace.value(), file, runs) : FormatTable(trace.value(), file, runs);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -72,8 +72,7 @@ Result<uint64_t> GetInt(const Ctx& c, const std::string& key, const toml::node& 
 }
 
 // Bytes: an integer, or a string with a unit ("110KiB"); >= min.
-Result<uint64_t> GetBytes(const Ctx& c, const std::string& key, const toml::node& n,
-                          uint64_t min) {
+Result<uint64_t> GetBytes(const Ctx& c, const std::string& key, const toml::node& n, uint64_t min) {
   uint64_t v = 0;
   if (auto i = n.value_exact<int64_t>()) {
     if (*i < 0) return c.Bad(key, &n, "must be >= 0");
@@ -145,8 +144,8 @@ Result<SizeSpec> GetSize(const Ctx& c, const std::string& key, const toml::node&
 Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
   const std::string p = "job[" + std::to_string(index) + "].";
   if (Status s = CheckKeys(c, p, t,
-                           {"name", "dataset", "samples", "size", "batch_size", "epochs",
-                            "loaders", "compute_ms", "start_s", "report_compute"});
+                           {"name", "dataset", "samples", "size", "batch_size", "epochs", "loaders",
+                            "compute_ms", "start_s", "report_compute"});
       !s.ok()) {
     return s;
   }
@@ -177,9 +176,9 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
     int64_t min;
     int64_t max;
   };
-  for (const IntKey& k : {IntKey{"samples", &j.samples, 1, int64_t{1} << 31},
-                          IntKey{"batch_size", &j.batch_size, 1, 1 << 20},
-                          IntKey{"epochs", &j.epochs, 1, 100000}}) {
+  for (const IntKey& k :
+       {IntKey{"samples", &j.samples, 1, int64_t{1} << 31},
+        IntKey{"batch_size", &j.batch_size, 1, 1 << 20}, IntKey{"epochs", &j.epochs, 1, 100000}}) {
     auto n = req(k.key);
     if (!n.ok()) return n.status();
     auto v = GetInt(c, p + k.key, *n.value(), k.min, k.max);
@@ -303,12 +302,14 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
   }
   for (size_t i = 0; i < jobs->size(); ++i) {
     const toml::table* t = (*jobs)[i].as_table();
-    if (t == nullptr) return c.Bad("job[" + std::to_string(i) + "]", &(*jobs)[i], "expected a table");
+    if (t == nullptr)
+      return c.Bad("job[" + std::to_string(i) + "]", &(*jobs)[i], "expected a table");
     auto j = GetJob(c, i, *t);
     if (!j.ok()) return j.status();
     w.jobs.push_back(j.value());
   }
-  if (Status s = ValidateWorkload(w); !s.ok()) return InvalidArgument(c.origin() + ": " + s.message());
+  if (Status s = ValidateWorkload(w); !s.ok())
+    return InvalidArgument(c.origin() + ": " + s.message());
   return w;
 }
 

@@ -49,7 +49,7 @@ struct EpochResult {
   uint64_t hits = 0;
   uint64_t misses = 0;  // includes coalesced accesses
   uint64_t start_ns = 0;
-  uint64_t time_ns = 0;   // from the epoch's start to its last compute's end
+  uint64_t time_ns = 0;  // from the epoch's start to its last compute's end
   uint64_t stall_ns = 0;
 };
 
@@ -57,9 +57,9 @@ struct JobResult {
   std::string name;
   uint64_t accesses = 0;
   uint64_t hits = 0;
-  uint64_t misses = 0;     // accesses - hits
-  uint64_t coalesced = 0;  // misses that joined another reader's load
-  uint64_t bytes_read = 0; // bytes this job's loads moved from storage
+  uint64_t misses = 0;      // accesses - hits
+  uint64_t coalesced = 0;   // misses that joined another reader's load
+  uint64_t bytes_read = 0;  // bytes this job's loads moved from storage
   uint64_t stall_ns = 0;
   uint64_t start_ns = 0;
   uint64_t completion_ns = 0;  // absolute time the job's last compute ended
@@ -73,12 +73,12 @@ struct RunResult {
   uint64_t distinct_bytes = 0;
   std::vector<JobResult> jobs;
   uint64_t accesses = 0, hits = 0, misses = 0;
-  uint64_t bytes_read = 0;          // from storage, all jobs
+  uint64_t bytes_read = 0;  // from storage, all jobs
   uint64_t admissions = 0, evictions = 0, refused = 0;
   uint64_t max_resident_bytes = 0;  // peak bytes in the store
   uint64_t makespan_ns = 0;         // last completion − first start
   uint64_t total_stall_ns = 0;
-  uint64_t events = 0;              // events processed (cost figure)
+  uint64_t events = 0;  // events processed (cost figure)
   double hit_ratio() const { return accesses ? double(hits) / double(accesses) : 0.0; }
 };
 

@@ -27,23 +27,23 @@ namespace epochfs::sim {
 struct SizeSpec {
   enum class Dist : uint8_t { kFixed, kUniform, kLognormal };
   Dist dist = Dist::kFixed;
-  uint64_t fixed = 0;               // kFixed: every sample, >= 1
-  uint64_t min = 0, max = 0;        // kUniform: integers in [min, max], 1 <= min <= max
-  uint64_t mean = 0;                // kLognormal: mean of the distribution, >= 1
-  double sigma = 0.0;               // kLognormal: σ of the underlying normal, >= 0
+  uint64_t fixed = 0;         // kFixed: every sample, >= 1
+  uint64_t min = 0, max = 0;  // kUniform: integers in [min, max], 1 <= min <= max
+  uint64_t mean = 0;          // kLognormal: mean of the distribution, >= 1
+  double sigma = 0.0;         // kLognormal: σ of the underlying normal, >= 0
   bool operator==(const SizeSpec&) const = default;
 };
 
 struct JobSpecW {
-  std::string name;        // unique, non-empty
-  std::string dataset;     // jobs with equal datasets read the same objects; default: name
-  uint32_t samples = 0;    // N >= 1
+  std::string name;      // unique, non-empty
+  std::string dataset;   // jobs with equal datasets read the same objects; default: name
+  uint32_t samples = 0;  // N >= 1
   SizeSpec size;
-  uint32_t batch_size = 0; // b >= 1
-  uint32_t epochs = 0;     // >= 1
-  uint32_t loaders = 1;    // W >= 1 (DataLoader workers; prefetch depth W batches)
-  double compute_ms = 0;   // per batch, >= 0
-  double start_s = 0;      // >= 0
+  uint32_t batch_size = 0;  // b >= 1
+  uint32_t epochs = 0;      // >= 1
+  uint32_t loaders = 1;     // W >= 1 (DataLoader workers; prefetch depth W batches)
+  double compute_ms = 0;    // per batch, >= 0
+  double start_s = 0;       // >= 0
   // The job tells the policy its compute per batch (its config's compute_ms);
   // false: the epoch policy measures it during warm-up, as on a mount where the
   // job does not report it.
@@ -51,10 +51,10 @@ struct JobSpecW {
 };
 
 struct StorageSpec {
-  double bandwidth = 0;     // bytes per second, all channels together, > 0
-  double latency_ms = 0;    // per request, >= 0
-  uint32_t concurrency = 1; // requests in flight, >= 1
-  double iops = 0;          // request starts per second, 0 = unlimited
+  double bandwidth = 0;      // bytes per second, all channels together, > 0
+  double latency_ms = 0;     // per request, >= 0
+  uint32_t concurrency = 1;  // requests in flight, >= 1
+  double iops = 0;           // request starts per second, 0 = unlimited
 };
 
 // Knobs of the epoch policy (EpochPolicyParams) a workload may set: table [epoch].

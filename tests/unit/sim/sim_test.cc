@@ -132,11 +132,13 @@ TEST(Workload, ErrorsNameKeyAndLine) {
   EXPECT_NE(e.find("job[0].samples"), std::string::npos) << e;
   EXPECT_NE(e.find("missing"), std::string::npos) << e;
 
-  e = ParseError(std::string(kExample) + "[[job]]\nname = \"b\"\ndataset = \"a\"\nsamples = 10\n"
+  e = ParseError(std::string(kExample) +
+                 "[[job]]\nname = \"b\"\ndataset = \"a\"\nsamples = 10\n"
                  "size = 1\nbatch_size = 1\nepochs = 1\n");
   EXPECT_NE(e.find("job[1].dataset: 'a' is shared with job 'a'"), std::string::npos) << e;
 
-  e = ParseError(std::string(kExample) + "[[job]]\nname = \"a\"\nsamples = 10\n"
+  e = ParseError(std::string(kExample) +
+                 "[[job]]\nname = \"a\"\nsamples = 10\n"
                  "size = 1\nbatch_size = 1\nepochs = 1\n");
   EXPECT_NE(e.find("job[1].name: 'a' is used by an earlier job"), std::string::npos) << e;
 }
@@ -432,8 +434,8 @@ TEST(Engine, BeladyIsNeverBeatenOnOneJob) {
     for (size_t e = 1; e < best.jobs[0].epochs.size(); ++e) {
       EXPECT_EQ(best.jobs[0].epochs[e].hits, cap) << "seed " << seed;
     }
-    for (PolicyKind k : {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio,
-                         PolicyKind::kEpoch}) {
+    for (PolicyKind k :
+         {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio, PolicyKind::kEpoch}) {
       const RunResult r = MustRun(w, k);
       for (size_t e = 0; e < r.jobs[0].epochs.size(); ++e) {
         EXPECT_LE(r.jobs[0].epochs[e].hits, best.jobs[0].epochs[e].hits)
@@ -449,14 +451,14 @@ TEST(Engine, BeladyIsNeverBeatenOnOneJob) {
 // the jobs' interleaving depends on the cache, so Belady compares next uses on
 // estimated times and is a heuristic; on these 400 random workloads it is
 // never beaten. (docs/simulator.md: in a sweep of 1500 seeds MinIO beat it once
-// by 3 hits; with varied sizes, 10 times in 1500, by up to 15%.)
+// by 3 hits; with varied sizes, 10 times in 1500, by up to 11%; seed 463 by 18%.)
 TEST(Engine, BeladyIsNeverBeatenOnRandomJobsWithEqualSizes) {
   int runs = 0;
   for (uint64_t seed = 100; seed < 500; ++seed) {
     Workload w = RandomWorkload(seed, true);
     const RunResult best = MustRun(w, PolicyKind::kBelady);
-    for (PolicyKind k : {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio,
-                         PolicyKind::kEpoch}) {
+    for (PolicyKind k :
+         {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio, PolicyKind::kEpoch}) {
       const RunResult r = MustRun(w, k);
       EXPECT_GE(best.hits, r.hits) << "seed " << seed << ": " << PolicyKindName(k);
       ++runs;
