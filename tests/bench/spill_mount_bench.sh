@@ -4,7 +4,7 @@
 # io_uring, O_DIRECT, 1 MiB blocks and queue depth 16. One run; prints the
 # ratios. Not a test. Needs root (drop_caches) and fio.
 #
-#   tests/bench/spill_bench.sh [BUILD_DIR] [SIZE]     (default: build, 2g)
+#   tests/bench/spill_mount_bench.sh [BUILD_DIR] [SIZE]     (default: build, 2g)
 #   EPOCHFS_BIN=... to use another binary (e.g. a release build).
 #   BENCH_DIR=...   where the SSD directory goes (default /var/tmp; not tmpfs)
 set -euo pipefail
