@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "plan") return epochfs::plan::Main(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "sim") return epochfs::sim::Main(argc - 1, argv + 1);
   CLI::App app{"epochfs: a FUSE cache for training datasets on slow storage"};
+  app.footer(
+      "Also: epochfs plan MODEL.toml ... (batch planner, epochfs-plan(1)),\n"
+      "      epochfs sim WORKLOAD.toml ... (policy simulator, epochfs(8) SIMULATOR)");
   epochfs::DaemonArgs args;
   std::vector<std::string> opts;
   std::string config_file;
