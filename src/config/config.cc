@@ -10,6 +10,7 @@
 // (src/sim/workload.cc), nowhere else. TOML++ is built with exceptions;
 // toml::parse_error is caught here and becomes a Status.
 #include "epochfs/config/config.h"
+#include "epochfs/common/text_file.h"
 
 #include <toml++/toml.h>
 
@@ -585,23 +586,9 @@ Result<Config> ParseConfig(std::string_view toml_text, const std::string& origin
 }
 
 Result<Config> LoadConfigFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    int err = errno;
-    std::string msg = "cannot open config file " + path + ": " + std::strerror(err);
-    if (err == ENOENT) return NotFound(std::move(msg));
-    if (err == EACCES || err == EPERM) return PermissionDenied(std::move(msg));
-    return IoError(std::move(msg));
-  }
-  std::string text;
-  char buf[16384];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  bool failed = std::ferror(f) != 0;
-  int err = errno;
-  std::fclose(f);
-  if (failed) return IoError("cannot read config file " + path + ": " + std::strerror(err));
-  return ParseConfig(text, path);
+  auto text = ReadTextFile(path, "config file");
+  if (!text.ok()) return text.status();
+  return ParseConfig(text.value(), path);
 }
 
 Status ApplyOverride(Config* config, std::string_view key, std::string_view value) {

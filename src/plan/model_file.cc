@@ -5,6 +5,8 @@
 // becomes a Status naming FILE:LINE:COLUMN.
 #include "epochfs/plan/model_file.h"
 
+#include "epochfs/common/text_file.h"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -294,23 +296,9 @@ Result<PlanInput> ParseModelFile(std::string_view toml_text, const std::string& 
 }
 
 Result<PlanInput> LoadModelFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    int err = errno;
-    std::string msg = "cannot open model file " + path + ": " + std::strerror(err);
-    if (err == ENOENT) return NotFound(std::move(msg));
-    if (err == EACCES || err == EPERM) return PermissionDenied(std::move(msg));
-    return IoError(std::move(msg));
-  }
-  std::string text;
-  char buf[16384];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  bool failed = std::ferror(f) != 0;
-  int err = errno;
-  std::fclose(f);
-  if (failed) return IoError("cannot read model file " + path + ": " + std::strerror(err));
-  return ParseModelFile(text, path);
+  auto text = ReadTextFile(path, "model file");
+  if (!text.ok()) return text.status();
+  return ParseModelFile(text.value(), path);
 }
 
 }  // namespace epochfs::plan

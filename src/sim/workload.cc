@@ -2,6 +2,8 @@
 // toml::parse_error stops here and becomes a Status naming file and line.
 #include "epochfs/sim/workload.h"
 
+#include "epochfs/common/text_file.h"
+
 #include <toml++/toml.h>
 
 #include <cmath>
@@ -352,11 +354,9 @@ Result<Workload> ParseWorkload(std::string_view toml_text, const std::string& or
 }
 
 Result<Workload> LoadWorkloadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParseWorkload(ss.str(), path);
+  auto text = ReadTextFile(path, "workload file");
+  if (!text.ok()) return text.status();
+  return ParseWorkload(text.value(), path);
 }
 
 }  // namespace epochfs::sim
