@@ -67,7 +67,10 @@ void Staging::Release(Entry* e) {
 
 Entry* Staging::EvictionCandidate() const {
   for (Entry* e = lru_head_; e; e = e->next) {
-    if (e->pins == 0 && e->state == Entry::State::kClean) return e;
+    // A failed load nobody came for is dropped too (the next read retries).
+    if (e->pins == 0 && (e->state == Entry::State::kClean || e->state == Entry::State::kFailed)) {
+      return e;
+    }
   }
   return nullptr;
 }

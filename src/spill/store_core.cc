@@ -243,6 +243,7 @@ void StoreCore::ReadDone(Entry* e, int res) {
       corrupt = true;
       st = Corruption(std::string("chunk ") + std::to_string(e->chunk) + ": " + why);
     } else if (h.chunk != e->chunk || h.logical_len > opt_.chunk_bytes ||
+               static_cast<uint64_t>(res) < kBlock ||
                h.stored_len > static_cast<uint64_t>(res) - kBlock ||
                (h.mode == ZvcMode::kRaw && h.stored_len != h.logical_len)) {
       corrupt = true;

@@ -13,8 +13,9 @@
 //
 // RAM staging: chunks live in a bounded RAM buffer (staging_bytes) — written
 // data first, read-ahead on sequential reads, whole files on Prefetch. Dirty
-// chunks are written back when staging is over its budget (least recently
-// used first), on Sync(), on WriteOut() and when the store closes.
+// chunks are written back (least recently used first) once a quarter of
+// staging is dirty and whenever staging needs room, on Sync(), on WriteOut()
+// and when the store closes. docs/spill.md ("Spill store") has the details.
 //
 // Durability: after Sync() returns Ok the file's bytes and logical size are on
 // the SSD (fdatasync); a restart (SpillStore::Open on the same dir) shows them.
