@@ -50,6 +50,7 @@ Entry* Staging::Allocate(void* owner, uint64_t chunk) {
   e->chunk = chunk;
   e->pins = 0;
   e->error = Status::Ok();
+  e->wb_failed = false;
   e->state = Entry::State::kClean;  // the caller sets the real state
   ++used_;
   PushBack(e);

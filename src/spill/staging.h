@@ -45,6 +45,7 @@ struct Entry {
   // whether it was compressed. Load in flight: io_stored is the number of
   // bytes of the chunk below the file's end.
   int scratch = -1;
+  bool wb_failed = false;  // the last write-back failed: only Sync/WriteOut retry it
   uint32_t io_stored = 0;
   bool io_compressed = false;
   Entry* prev = nullptr;   // LRU list (head: least recently used)
