@@ -53,7 +53,8 @@ size_t ZvcEncodedSize(ZvcMode mode, size_t n, size_t nonzero_words);
 ZvcMode ZvcEncode(std::span<const uint8_t> in, std::vector<uint8_t>* out);
 
 // The same into a caller's buffer (e.g. an aligned O_DIRECT buffer), without allocating.
-// Sets *mode and *size (the encoded length, at the front of `out`).
+// Sets *mode and *size (the encoded length, at the front of `out`); the bytes of `out` past
+// *size are unspecified (the word loops use them as scratch).
 // InvalidArgument when out.size() < ZvcMaxEncodedSize(in.size()); `in` and `out` must not overlap.
 Status ZvcEncodeInto(std::span<const uint8_t> in, std::span<uint8_t> out, ZvcMode* mode,
                      size_t* size);

@@ -270,7 +270,9 @@ TEST_P(Zvc, EveryLengthAroundWordsAndChunkSizes) {
     Check(Sparse(rng, n, 0.9, 2), "sparse word16");
     // Non-zero only in the last bytes: the tail and the last bitmap bits.
     Bytes last(n, 0);
-    for (size_t k = 0; k < std::min<size_t>(n, 3); ++k) last[n - 1 - k] = static_cast<uint8_t>(k + 1);
+    for (size_t k = 0; k < std::min<size_t>(n, 3); ++k) {
+      last[n - 1 - k] = static_cast<uint8_t>(k + 1);
+    }
     Check(last, "last bytes");
   }
 }
@@ -358,9 +360,11 @@ TEST_P(Zvc, DecoderFuzz) {
           case 0: enc.resize(enc.empty() ? 0 : rng() % enc.size()); break;
           case 1: enc.resize(enc.size() + 1 + rng() % 40, static_cast<uint8_t>(rng())); break;
           case 2:
-            for (int k = 0; k < 3 && !enc.empty(); ++k) enc[rng() % enc.size()] ^= 1u << (rng() % 8);
+            for (int k = 0; k < 3 && !enc.empty(); ++k) {
+              enc[rng() % enc.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+            }
             break;
-          default:  // swap a set and a clear bitmap bit: same length, different words
+          default:  // swap the first two (bitmap) bytes: often the same length, other words
             if (enc.size() >= 2) std::swap(enc[0], enc[1]);
             break;
         }
