@@ -104,7 +104,11 @@ Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
   const uint64_t end = offset + n;
   const uint32_t cb = c_.chunk_bytes();
   const uint64_t c0 = offset / cb, c1 = (end - 1) / cb;
-  const bool sequential = offset == 0 || offset == seq_next_;
+  // Sequential: at 0, or near where the last read ended (FUSE may hand a
+  // sequential reader's requests over out of order, up to max_background).
+  const uint64_t slack = std::min<uint64_t>(uint64_t{c_.readahead_chunks()} * cb, 8ull << 20);
+  const bool sequential = offset == 0 || (seq_next_ != UINT64_MAX && offset + slack >= seq_next_ &&
+                                          offset <= seq_next_ + slack);
   // One batch for the chunks of this request (and the read-ahead window of
   // a sequential reader); Pin below waits for each.
   uint64_t batch = c1 - c0 + 1;

@@ -120,6 +120,7 @@ class StoreCore {
   std::unique_ptr<UringEngine> engine_;   // thread-safe
   uint32_t decode_buf_ = 0;               // scratch buffer of the I/O thread
   uint32_t writes_inflight_ = 0;          // guarded by mu
+  Status writeback_error_;                // guarded by mu: the last write-back failed
   uint64_t logical_ = 0;                  // guarded by mu
   uint64_t files_ = 0;                    // guarded by mu
   SpillStats stats_;                      // guarded by mu (counters part)

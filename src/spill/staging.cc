@@ -50,6 +50,7 @@ Entry* Staging::Allocate(void* owner, uint64_t chunk) {
   e->chunk = chunk;
   e->pins = 0;
   e->error = Status::Ok();
+  e->wb_failed = false;
   e->state = Entry::State::kClean;  // the caller sets the real state
   ++used_;
   PushBack(e);
@@ -67,7 +68,10 @@ void Staging::Release(Entry* e) {
 
 Entry* Staging::EvictionCandidate() const {
   for (Entry* e = lru_head_; e; e = e->next) {
-    if (e->pins == 0 && e->state == Entry::State::kClean) return e;
+    // A failed load nobody came for is dropped too (the next read retries).
+    if (e->pins == 0 && (e->state == Entry::State::kClean || e->state == Entry::State::kFailed)) {
+      return e;
+    }
   }
   return nullptr;
 }

@@ -15,8 +15,8 @@
 //   kDirty    the buffer is newer than the slot
 //   kWriting  a write-back is in flight (buffer readable, not writable)
 //   kFailed   the load failed (status kept for the next reader)
-// Only unpinned kClean entries may be evicted; dirty ones are written back
-// first (by the store, which owns all I/O).
+// Only unpinned kClean (and kFailed) entries may be evicted; dirty ones are
+// written back first (by the store, which owns all I/O).
 //
 // Thread safety: none; the store's mutex guards every call and every Entry.
 #pragma once
@@ -45,6 +45,7 @@ struct Entry {
   // whether it was compressed. Load in flight: io_stored is the number of
   // bytes of the chunk below the file's end.
   int scratch = -1;
+  bool wb_failed = false;  // the last write-back failed: only Sync/WriteOut retry it
   uint32_t io_stored = 0;
   bool io_compressed = false;
   Entry* prev = nullptr;   // LRU list (head: least recently used)
@@ -71,7 +72,7 @@ class Staging {
   Entry* Allocate(void* owner, uint64_t chunk);
   // Returns an entry (not pinned, no I/O in flight) to the free list.
   void Release(Entry* e);
-  // Least recently used evictable (unpinned, clean) entry, or nullptr.
+  // Least recently used evictable (unpinned, clean or failed) entry, or nullptr.
   Entry* EvictionCandidate() const;
   void Touch(Entry* e);  // moves e to the MRU end
   Entry* lru_head() const { return lru_head_; }

@@ -131,7 +131,12 @@ Result<Entry*> StoreCore::Pin(std::unique_lock<std::mutex>& lock, SpillFileImpl*
     Entry* e = TryAllocate(f, c);
     if (!e) {
       // Staging is full of dirty or busy chunks: keep write-back going, wait.
-      if (StartWriteBack(lock, nullptr) == 0) cv.wait(lock);
+      if (StartWriteBack(lock, nullptr) == 0) {
+        // Nothing in flight and write-back failing (SSD full or failing):
+        // report it rather than wait for room that will not come.
+        if (writes_inflight_ == 0 && !writeback_error_.ok()) return writeback_error_;
+        cv.wait(lock);
+      }
       continue;
     }
     const bool absent = c >= f->disk.size() || f->disk[c] == 0;
@@ -243,6 +248,7 @@ void StoreCore::ReadDone(Entry* e, int res) {
       corrupt = true;
       st = Corruption(std::string("chunk ") + std::to_string(e->chunk) + ": " + why);
     } else if (h.chunk != e->chunk || h.logical_len > opt_.chunk_bytes ||
+               static_cast<uint64_t>(res) < kBlock ||
                h.stored_len > static_cast<uint64_t>(res) - kBlock ||
                (h.mode == ZvcMode::kRaw && h.stored_len != h.logical_len)) {
       corrupt = true;
@@ -303,6 +309,7 @@ uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFile
   auto start = [&](Entry* e) {
     auto* f = static_cast<SpillFileImpl*>(e->owner);
     SetState(e, Entry::State::kWriting);
+    e->wb_failed = false;
     ++writes_inflight_;
     --room;
     const uint64_t cstart = e->chunk * opt_.chunk_bytes;
@@ -320,7 +327,11 @@ uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFile
     op.ctx2 = e;
     ops.push_back(&op);
   };
-  auto want = [&](Entry* e) { return e->state == Entry::State::kDirty && e->pins == 0; };
+  // Chunks whose write-back failed are retried by Sync/WriteOut (only), not
+  // in a loop under memory pressure.
+  auto want = [&](Entry* e) {
+    return e->state == Entry::State::kDirty && e->pins == 0 && (only || !e->wb_failed);
+  };
   if (only) {
     for (auto& [c, e] : only->chunks) {
       if (room == 0) break;
@@ -391,6 +402,7 @@ void StoreCore::WriteDone(Entry* e, int res) {
     if (res == static_cast<int>(e->op.len)) {
       stats_.ssd_write_bytes += static_cast<uint64_t>(res);
       if (e->io_compressed) ++stats_.chunks_compressed; else ++stats_.chunks_raw;
+      writeback_error_ = Status::Ok();
       if (e->chunk < f->disk.size()) {
         const uint32_t old = f->disk[e->chunk];
         if (old != SpillFileImpl::kUnknown) stats_.stored_bytes -= old;
@@ -403,6 +415,8 @@ void StoreCore::WriteDone(Entry* e, int res) {
                          : IoError("spill write-back: short write");
       err = "spill: file " + f->RelLocked() + " chunk " + std::to_string(e->chunk) + ": " + s.message();
       if (f->write_error.ok()) f->write_error = s;
+      writeback_error_ = s;
+      e->wb_failed = true;
       // The chunk stays dirty (and may be retried by a later Sync).
       SetState(e, Entry::State::kDirty);
     }

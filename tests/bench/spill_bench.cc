@@ -11,7 +11,9 @@
 // (read GB/s); the bytes read are compared with the bytes written (outside the
 // timed loop). "sparse" data has 3 of 4 32-bit words zero (ZVC pays), "random"
 // does not compress. fio (if on PATH): the same size, --ioengine=io_uring
-// --direct=1 --bs=1M --iodepth=16, write then read, in DIR. Each figure is the
+// --direct=1 --bs=1M --iodepth=16, write then read, in DIR; its write goes to
+// a new file too (fio fallocates it, then writes), or with rewrite=1 to a file
+// it wrote before. Each figure is the
 // best of `reps` runs. DIR must be on a real disk (O_DIRECT).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,7 +173,13 @@ int main(int argc, char** argv) {
     std::printf("  fio skipped (fio=0)\n");
   } else if (std::system("command -v fio >/dev/null 2>&1") == 0) {
     double fw = 0, fr = 0;
+    const std::string rm_fio = "rm -f '" + dir + "/fio.dat'";
+    std::system(rm_fio.c_str());
+    if (rewrite) Fio(dir, mib, "write");  // untimed: the timed writes overwrite it
     for (int rep = 0; rep < reps; ++rep) {
+      // Like the store: a new file each time (fio fallocates it, then writes),
+      // or (rewrite=1) the same file overwritten.
+      if (!rewrite) std::system(rm_fio.c_str());
       fw = std::max(fw, Fio(dir, mib, "write"));
       fr = std::max(fr, Fio(dir, mib, "read"));
     }

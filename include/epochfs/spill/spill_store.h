@@ -13,8 +13,9 @@
 //
 // RAM staging: chunks live in a bounded RAM buffer (staging_bytes) — written
 // data first, read-ahead on sequential reads, whole files on Prefetch. Dirty
-// chunks are written back when staging is over its budget (least recently
-// used first), on Sync(), on WriteOut() and when the store closes.
+// chunks are written back (least recently used first) once a quarter of
+// staging is dirty and whenever staging needs room, on Sync(), on WriteOut()
+// and when the store closes. docs/spill.md ("Spill store") has the details.
 //
 // Durability: after Sync() returns Ok the file's bytes and logical size are on
 // the SSD (fdatasync); a restart (SpillStore::Open on the same dir) shows them.
@@ -30,7 +31,9 @@
 // (0: no quota); a write or truncate that would exceed it is NoSpace and
 // changes nothing. The sum is rebuilt from the headers at Open.
 //
-// Thread safety: every member of SpillStore and SpillFile is thread-safe.
+// Thread safety: every member of SpillStore and SpillFile is thread-safe. The
+// data operations on one file (Read, Write, Truncate, Sync, Prefetch,
+// WriteOut) are serialised; different files proceed in parallel.
 // SpillFile objects are shared: opening a file that is already open returns
 // the same object; a file unlinked while open stays readable and writable
 // through it until the last reference goes (its bytes then leave the quota).
@@ -116,7 +119,9 @@ class SpillStore {
  public:
   virtual ~SpillStore() = default;
   // Creates/opens the store in options.dir (sets up io_uring; IoError/
-  // Unsupported with a clear message when io_uring or O_DIRECT is unavailable).
+  // Unsupported with a clear message when io_uring or O_DIRECT is unavailable;
+  // InvalidArgument when chunk_bytes is not a power of two in [4 KiB, 64 MiB],
+  // queue_depth is not in [1, 4096] or staging holds fewer than two chunks).
   static Result<std::unique_ptr<SpillStore>> Open(const SpillOptions& options);
 
   virtual Result<SpillAttr> Stat(const std::string& rel) = 0;   // "" is the root
@@ -129,7 +134,7 @@ class SpillStore {
                                                      bool exclusive, bool truncate,
                                                      uint32_t mode, uid_t uid, gid_t gid) = 0;
   virtual Status Mkdir(const std::string& rel, uint32_t mode, uid_t uid, gid_t gid) = 0;
-  virtual Status Rmdir(const std::string& rel) = 0;     // NotEmpty if not empty
+  virtual Status Rmdir(const std::string& rel) = 0;     // NotEmpty if not empty; Busy for ""
   virtual Status Unlink(const std::string& rel) = 0;
   // rename(2) semantics: replaces an existing file `to`; open SpillFiles of
   // `from` follow the rename. noreplace: Exists if `to` exists.
@@ -141,9 +146,11 @@ class SpillStore {
   // Seed 001's scheduler calls these from its own thread.
   // Loads every chunk of `rel` into staging (batched io_uring reads); NotFound.
   virtual Status Prefetch(const std::string& rel) = 0;
-  // Writes `rel`'s dirty chunks back and drops all its chunks from staging.
+  // Writes `rel`'s dirty chunks back and drops all its chunks from staging
+  // (Ok when nothing of it is staged; NotFound, IsDirectory).
   virtual Status WriteOut(const std::string& rel) = 0;
-  // True when every chunk of `rel` (with size > 0) is in staging.
+  // True when every chunk of `rel` (with size > 0) is in staging (an empty
+  // file: true; missing or a directory: false).
   virtual bool Resident(const std::string& rel) = 0;
 
   virtual SpillStats stats() const = 0;

@@ -469,6 +469,37 @@ TEST(SpillStore, CorruptHeaderOfSecondChunk) {
   EXPECT_EQ(s->stats().checksum_errors, 1u);
 }
 
+TEST(SpillStore, CorruptCompressedChunk) {
+  std::vector<uint8_t> zeros(kChunk, 0), enc;
+  if (ZvcEncode(zeros, &enc) == ZvcMode::kRaw) GTEST_SKIP() << "codec without compression";
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  std::vector<uint8_t> d(2 * kChunk, 0);
+  for (size_t i = 0; i < d.size(); i += 128) d[i] = static_cast<uint8_t>(i / 128 + 1);
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "zc");
+    ASSERT_TRUE(f->Write(0, d).ok());
+    ASSERT_TRUE(f->Sync().ok());
+    EXPECT_EQ(s->stats().chunks_compressed, 2u);
+  }
+  int fd = open((o.dir + "/zc").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const off_t off = 4096 + 4096 + 3;  // chunk 0's bitmap
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, off), 1);
+  b ^= 0x10;
+  ASSERT_EQ(pwrite(fd, &b, 1, off), 1);
+  close(fd);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "zc", false);
+  std::vector<uint8_t> buf(kChunk);
+  EXPECT_EQ(f->Read(0, buf).status().code(), Code::kCorruption);
+  EXPECT_EQ(s->stats().checksum_errors, 1u);
+  ASSERT_EQ(f->Read(kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin() + kChunk));
+}
+
 TEST(SpillStore, Quota) {
   TempDir t;
   auto o = SmallOptions(t.path());
