@@ -13,11 +13,14 @@
 // cached LRU in the idle part of the pool. Those bytes are counted apart
 // (shared_) and are strictly subordinate: every grant to a job is computed
 // against pool_ + shared_, exactly as if the shared region were free, and then
-// evicts shared objects, least recently used first, until pool_ covers it. The
-// jobs' accounts are therefore the same with or without the shared region.
+// evicts shared objects, least recently used first, until pool_ covers it. It
+// never takes a byte from a job.
 //   pool_ + shared_ + Σ_jobs (cur + next + tail + free) == budget
 // An object is either held by jobs (refs > 0) or shared (refs == 0), never both;
-// a job admitting a shared object adopts it (no reload).
+// a job admitting a shared object adopts it (no reload), and so does a job
+// leaving warm-up (the shared objects of its next order, into `next`, within its
+// reservation) or starting an epoch (those of the epoch's order, into `cur`,
+// within its unused quota) instead of evicting what it is about to read.
 //
 // Per access the work is a few hash lookups and O(1) vector updates: sample →
 // position maps of the current and next orders are dense vectors built once
