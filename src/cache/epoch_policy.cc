@@ -13,11 +13,14 @@
 // cached LRU in the idle part of the pool. Those bytes are counted apart
 // (shared_) and are strictly subordinate: every grant to a job is computed
 // against pool_ + shared_, exactly as if the shared region were free, and then
-// evicts shared objects, least recently used first, until pool_ covers it. The
-// jobs' accounts are therefore the same with or without the shared region.
+// evicts shared objects, least recently used first, until pool_ covers it. It
+// never takes a byte from a job.
 //   pool_ + shared_ + Σ_jobs (cur + next + tail + free) == budget
 // An object is either held by jobs (refs > 0) or shared (refs == 0), never both;
-// a job admitting a shared object adopts it (no reload).
+// a job admitting a shared object adopts it (no reload), and so does a job
+// leaving warm-up (the shared objects of its next order, into `next`, within its
+// reservation) or starting an epoch (those of the epoch's order, into `cur`,
+// within its unused quota) instead of evicting what it is about to read.
 //
 // Per access the work is a few hash lookups and O(1) vector updates: sample →
 // position maps of the current and next orders are dense vectors built once
@@ -684,10 +687,59 @@ class EpochPolicy final : public Policy {
     }
     j.state = JobState::kCaching;
     j.reserved = std::min({DefaultShare(), j.need, pool_ + shared_});
-    TakeFromPool(j.reserved);
-    j.free += j.reserved;
     list_.push_back(&j);
     SortList();
+    // Shared objects the job reads in its next epoch (typically its own warm-up
+    // reads) are adopted into `next` within the reservation before the rest of
+    // it is taken, so that taking it cannot evict them (docs/policy.md,
+    // "Adoption at the end of warm-up").
+    uint64_t adopted = 0;
+    if (j.next_order != nullptr) {
+      adopted = AdoptShared(j, j.next_order, Region::kNext, j.reserved);
+    }
+    TakeFromPool(j.reserved - adopted);
+    j.free += j.reserved - adopted;
+  }
+
+  // Moves shared objects of the samples of `order` (nullptr: every sample), in
+  // order, into region r of job j, each charged to the job, while their sizes
+  // fit in `limit` bytes; `next` respects the batch counters (S36). The bytes
+  // go from the shared region straight to the job: the pool does not change.
+  // Returns the bytes adopted. Nothing happens without shared objects, so a
+  // policy with share_idle = false decides exactly as before.
+  uint64_t AdoptShared(Job& j, const Order* order, Region r, uint64_t limit) {
+    uint64_t used = 0;
+    const uint64_t len = order != nullptr ? order->size() : j.N();
+    for (uint64_t p = 0; p < len && !lru_.empty() && used < limit; ++p) {
+      const uint32_t x = order != nullptr ? order->idx[p] : static_cast<uint32_t>(p);
+      if (j.where[x] != static_cast<uint8_t>(Region::kNone)) continue;
+      const ObjectId id = j.samples[x].object;
+      auto oit = objects_.find(id);
+      if (oit == objects_.end() || !oit->second.shared || j.held.count(id) != 0) continue;
+      Obj& o = oit->second;
+      if (o.size > limit - used) continue;
+      if (r == Region::kNext) {
+        uint32_t& c = j.counters[p / j.spec.batch_size];
+        if (c >= j.e) continue;
+        ++c;
+      }
+      Unshare(o);
+      pool_ -= o.size;
+      ++o.refs;
+      Hold(j, x, r, o.size);
+      used += o.size;
+    }
+    return used;
+  }
+
+  // Sample x (not held) enters region r with s bytes.
+  void Hold(Job& j, uint32_t x, Region r, uint64_t s) {
+    const int ri = static_cast<int>(r);
+    j.where[x] = static_cast<uint8_t>(r);
+    j.slot[x] = static_cast<uint32_t>(j.lists[ri].size());
+    j.lists[ri].push_back(x);
+    j.bytes[ri] += s;
+    j.held.emplace(j.samples[x].object, x);
   }
 
   // Jobs sorted by T ascending (ties by id); λ by rank (step 1).
@@ -749,6 +801,14 @@ class EpochPolicy final : public Policy {
     auto next = j.orders.find(epoch + 1);
     j.next_order = next == j.orders.end() ? nullptr : &next->second;
     ResetCounters(j);
+    // Shared objects this epoch reads are resident at its start: they are
+    // `cur` for it, adopted within the job's granted-but-unused quota (whose
+    // bytes go back to the pool, as the hit will return the object's).
+    if (j.state == JobState::kCaching && j.free > 0 && !lru_.empty()) {
+      const uint64_t adopted = AdoptShared(j, j.cur_order, Region::kCur, j.free);
+      j.free -= adopted;
+      pool_ += adopted;
+    }
     if (j.state == JobState::kCaching && j.LastEpoch()) {  // step 4
       j.state = JobState::kLastEpoch;
       pool_ += j.free;
@@ -865,12 +925,7 @@ class EpochPolicy final : public Policy {
     }
     // The sample enters `next`.
     j.free -= s;
-    const int nx = static_cast<int>(Region::kNext);
-    j.where[x] = static_cast<uint8_t>(Region::kNext);
-    j.slot[x] = static_cast<uint32_t>(j.lists[nx].size());
-    j.lists[nx].push_back(x);
-    j.bytes[nx] += s;
-    j.held.emplace(id, x);
+    Hold(j, x, Region::kNext, s);
     ++c;
     if (!resident) {
       objects_.emplace(id, Obj{s, 1});

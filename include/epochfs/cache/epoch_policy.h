@@ -12,7 +12,8 @@
 // evicting a random sample of that job's `next` if it must. A job in its last
 // epoch admits nothing; EndJob returns everything to the pool. Reads no job
 // claims use the idle part of the pool as an LRU region that every grant to a
-// job reclaims first (EpochPolicyParams::share_idle).
+// job reclaims first (EpochPolicyParams::share_idle); what a job is about to
+// read there (its warm-up epoch's reads) it adopts instead.
 //
 // docs/policy.md states every formula, the ones the patent leaves out, and the
 // choices made beyond it (shared objects, late reads, pool-vs-own-quota order).
@@ -39,8 +40,11 @@ struct EpochPolicyParams {
   // file outside the job's sample list) are cached LRU in the idle part of the
   // free pool (the shared region, shared_bytes()). Strictly subordinate: every
   // grant to a job evicts shared objects (least recently used first) when the
-  // truly free bytes do not cover it, so the jobs' accounts are exactly those
-  // of share_idle = false. false: unclaimed reads are never cached.
+  // truly free bytes do not cover it, except those the job adopts: at the end
+  // of its warm-up, shared objects of its next order enter `next` (≤ e_i per
+  // batch, within the reservation); at an epoch's start, those of its order
+  // enter `cur` (within its unused quota). false: unclaimed reads are never
+  // cached, and the policy is the patent's.
   bool share_idle = true;
 };
 

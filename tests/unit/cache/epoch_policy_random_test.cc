@@ -20,13 +20,24 @@
 //            sample list; before the jobs start, between their reads, after they
 //            end). Both are checked after every event against their shadow
 //            stores, the budget equation (pool + shared + jobs) and the orders;
-//            and every job's account in B must equal its account in A: the
-//            shared region never costs a job anything.
+//            and every job's measurements and standing in B (state, epoch,
+//            T, t_s, compute, e, need, rank, λ) must equal those in A. The
+//            regions themselves legitimately differ: B adopts shared objects a
+//            job is about to read (at the end of its warm-up into `next`, at an
+//            epoch's start into `cur`, docs/policy.md), so from then on B's job
+//            holds objects A's job must load, and their later grants, hits and
+//            S37 victims follow different contents. So do two things that
+//            depend on contents: a later job's reservation (capped by the
+//            pool, which B's jobs fill differently) and the batch count (a late
+//            read that hits the tail does not count for the new epoch; one that
+//            misses does). Over many seeds, B's jobs hit at least as often as
+//            A's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -153,6 +164,7 @@ class RandomSchedule {
   uint64_t shared_hits() const { return shared_hits_; }
   uint64_t job_shared_hits() const { return job_shared_hits_; }
   uint64_t adoptions() const { return adoptions_; }
+  uint64_t bulk_adoptions() const { return bulk_adoptions_; }
   uint64_t reclaims() const { return reclaims_; }
   uint64_t unattributed() const { return unattributed_; }
   uint64_t b_hits() const { return b_hits_; }
@@ -262,9 +274,44 @@ class RandomSchedule {
     ExternalCheck();
   }
 
-  // In B, an object resident but held by no job (A's resident set is exactly
-  // the jobs' holdings, the same in both).
-  bool Shared(ObjectId id) const { return b_->resident(id) && !h_->resident(id); }
+  // In B, an object resident but held by no job.
+  bool Shared(ObjectId id) const { return b_->resident(id) && BHeld().count(id) == 0; }
+
+  // The objects B's jobs hold.
+  std::set<ObjectId> BHeld() const {
+    std::set<ObjectId> held;
+    for (const JobSnapshot& s : b_->policy().Jobs()) {
+      const SimJob& j = jobs_[s.id - 1];
+      for (uint32_t x = 0; x < j.n; ++x) {
+        if (b_->policy().Where(s.id, x) != Region::kNone) held.insert(j.samples[x].object);
+      }
+    }
+    return held;
+  }
+
+  // B's shared objects now held by job `id` other than `except`: adopted in
+  // bulk (end of warm-up, start of an epoch) by the event in between.
+  uint64_t CountBulkAdoptions(const SimJob& j, const std::set<ObjectId>& shared_before,
+                              ObjectId except) const {
+    uint64_t n = 0;
+    for (uint32_t x = 0; x < j.n; ++x) {
+      const ObjectId obj = j.samples[x].object;
+      if (obj != except && shared_before.count(obj) != 0 &&
+          b_->policy().Where(j.spec.id, x) != Region::kNone) {
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  std::set<ObjectId> BSharedSet() const {
+    std::set<ObjectId> shared;
+    const std::set<ObjectId> held = BHeld();
+    for (ObjectId id : b_->resident_set()) {
+      if (held.count(id) == 0) shared.insert(id);
+    }
+    return shared;
+  }
 
   void MakeJobs() {
     const uint32_t count = static_cast<uint32_t>(Uniform(2, 4));
@@ -384,7 +431,11 @@ class RandomSchedule {
       j.started = true;
       j.begun = r.epoch;
       h_->BeginEpoch(id, r.epoch, now);
-      if (b_) b_->BeginEpoch(id, r.epoch, now);
+      if (b_) {
+        const std::set<ObjectId> shared = BSharedSet();
+        b_->BeginEpoch(id, r.epoch, now);
+        bulk_adoptions_ += CountBulkAdoptions(j, shared, std::numeric_limits<ObjectId>::max());
+      }
     }
     ++j.reads;
     ++reads_;
@@ -412,7 +463,9 @@ class RandomSchedule {
   void ReadB(SimJob& j, uint32_t x, uint64_t now, bool was_shared) {
     const JobId id = j.spec.id;
     const std::set<ObjectId> before = b_->resident_set();
+    const std::set<ObjectId> shared = BSharedSet();
     const bool hit = b_->Read(id, x, now, j.load_ns);
+    bulk_adoptions_ += CountBulkAdoptions(j, shared, j.samples[x].object);
     b_hits_ += hit ? 1 : 0;
     if (hit && was_shared) {
       ++job_shared_hits_;
@@ -422,10 +475,7 @@ class RandomSchedule {
       // What B evicts beyond A's evictions is shared space reclaimed for a job.
       const bool also_in_a =
           std::find(h_->last.evict.begin(), h_->last.evict.end(), v) != h_->last.evict.end();
-      if (!also_in_a) {
-        EXPECT_FALSE(h_->resident(v)) << "B evicted an object a job holds";
-        ++reclaims_;
-      }
+      if (!also_in_a && shared.count(v) != 0) ++reclaims_;
     }
     if (b_->last.admit) {
       const ObjectId obj = j.samples[x].object;
@@ -474,12 +524,11 @@ class RandomSchedule {
     ExternalCheck(*h_);
     if (!b_) return;
     ExternalCheck(*b_);
-    // Lockstep: every job's account in B is its account in A.
+    // Lockstep: every job's measurements and standing in B are those in A
+    // (its regions differ once it adopted shared objects: see the top).
     Policy& a = h_->policy();
     Policy& b = b_->policy();
     EXPECT_EQ(a.shared_bytes(), 0u);
-    EXPECT_EQ(a.pool_bytes(), b.pool_bytes() + b.shared_bytes())
-        << "the jobs see the shared region as pool";
     const std::vector<JobSnapshot> sa = a.Jobs(), sb = b.Jobs();
     ASSERT_EQ(sa.size(), sb.size());
     for (size_t i = 0; i < sa.size(); ++i) {
@@ -489,12 +538,6 @@ class RandomSchedule {
       ASSERT_EQ(x.id, y.id);
       EXPECT_EQ(x.state, y.state) << who << "state";
       EXPECT_EQ(x.epoch, y.epoch) << who << "epoch";
-      EXPECT_EQ(x.batch, y.batch) << who << "batch";
-      EXPECT_EQ(x.cur_bytes, y.cur_bytes) << who << "cur";
-      EXPECT_EQ(x.next_bytes, y.next_bytes) << who << "next";
-      EXPECT_EQ(x.tail_bytes, y.tail_bytes) << who << "tail";
-      EXPECT_EQ(x.granted_unused_bytes, y.granted_unused_bytes) << who << "unused";
-      EXPECT_EQ(x.reserved_bytes, y.reserved_bytes) << who << "reserved";
       EXPECT_EQ(x.need_bytes, y.need_bytes) << who << "need";
       EXPECT_EQ(x.rank, y.rank) << who << "rank";
       EXPECT_EQ(x.lambda, y.lambda) << who << "lambda";
@@ -502,21 +545,7 @@ class RandomSchedule {
       EXPECT_EQ(x.epoch_time_ns, y.epoch_time_ns) << who << "T";
       EXPECT_EQ(x.load_ns_per_sample, y.load_ns_per_sample) << who << "t_s";
       EXPECT_EQ(x.compute_ns_per_batch, y.compute_ns_per_batch) << who << "compute";
-      EXPECT_EQ(a.NextCounters(x.id), b.NextCounters(x.id)) << who << "counters";
-      const SimJob& j = jobs_[x.id - 1];
-      for (uint32_t s = 0; s < j.n; ++s) {
-        ASSERT_EQ(a.Where(x.id, s), b.Where(x.id, s)) << who << "sample " << s;
-      }
     }
-    // B's resident objects are A's (the jobs' holdings) plus the shared region.
-    uint64_t shared = 0;
-    for (ObjectId id : h_->resident_set()) {
-      EXPECT_TRUE(b_->resident(id)) << "a job's object is missing in B";
-    }
-    for (ObjectId id : b_->resident_set()) {
-      if (!h_->resident(id)) shared += SizeOf(id);
-    }
-    EXPECT_EQ(shared, b.shared_bytes());
   }
 
   uint64_t SizeOf(ObjectId id) {
@@ -617,6 +646,7 @@ class RandomSchedule {
   uint64_t shared_hits_ = 0;      // unattributed reads B served from its shared region
   uint64_t job_shared_hits_ = 0;  // job reads B served from its shared region
   uint64_t adoptions_ = 0;        // of which the job adopted the object into next
+  uint64_t bulk_adoptions_ = 0;   // shared objects adopted at a warm-up end or epoch start
   uint64_t reclaims_ = 0;         // shared objects B evicted for a job's grant
   uint64_t unattributed_ = 0;
   uint64_t events_ = 0;
@@ -731,7 +761,7 @@ TEST(EpochPolicyRandomAggregate, BudgetChangesEvict) {
 // served from it, adoptions, reclaims by grants.
 TEST(EpochPolicyRandomAggregate, SharedSchedulesReachEveryPath) {
   uint64_t events = 0, unattributed = 0, shared_hits = 0, job_shared = 0, adoptions = 0,
-           reclaims = 0, hits_a = 0, hits_b = 0, reads = 0;
+           reclaims = 0, hits_a = 0, hits_b = 0, reads = 0, bulk = 0;
   for (uint64_t seed = 100; seed < 110; ++seed) {
     RandomSchedule s(seed, Mode::kShared);
     s.Run();
@@ -740,6 +770,7 @@ TEST(EpochPolicyRandomAggregate, SharedSchedulesReachEveryPath) {
     shared_hits += s.shared_hits();
     job_shared += s.job_shared_hits();
     adoptions += s.adoptions();
+    bulk += s.bulk_adoptions();
     reclaims += s.reclaims();
     hits_a += s.hits();
     hits_b += s.b_hits();
@@ -748,16 +779,19 @@ TEST(EpochPolicyRandomAggregate, SharedSchedulesReachEveryPath) {
   EXPECT_GT(shared_hits, 0u);
   EXPECT_GT(job_shared, 0u);
   EXPECT_GT(adoptions, 0u);
+  EXPECT_GT(bulk, 0u);
   EXPECT_GT(reclaims, 0u);
   EXPECT_GE(hits_b, hits_a);
   std::printf("shared schedules: %llu events, %llu unattributed reads (%llu hits in the shared "
               "region), %llu job reads: %llu hits without / %llu with the shared region "
-              "(%llu from it, %llu adopted), %llu shared objects reclaimed by grants\n",
+              "(%llu from it, %llu adopted on a read, %llu adopted at a warm-up end or "
+              "epoch start), %llu shared objects reclaimed by grants\n",
               static_cast<unsigned long long>(events),
               static_cast<unsigned long long>(unattributed),
               static_cast<unsigned long long>(shared_hits), static_cast<unsigned long long>(reads),
               static_cast<unsigned long long>(hits_a), static_cast<unsigned long long>(hits_b),
               static_cast<unsigned long long>(job_shared), static_cast<unsigned long long>(adoptions),
+              static_cast<unsigned long long>(bulk),
               static_cast<unsigned long long>(reclaims));
 }
 

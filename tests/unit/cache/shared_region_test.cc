@@ -48,10 +48,13 @@ struct Shared : ::testing::Test {
     h.AddJob(JobSpec{id, "job" + std::to_string(id), 4, 5, 1, compute},
              UniformSamples(16, kSize, Obj(id, 0)));
   }
-  // Orders 0 and 1 declared, epoch 0 read (warm-up), T = 16*step.
-  static void WarmUp(Harness& h, JobId id, uint64_t step) {
+  // Orders 0 and 1 declared (only 0 when !declare_next), epoch 0 read
+  // (warm-up), T = 16*step.
+  static void WarmUp(Harness& h, JobId id, uint64_t step, bool declare_next = true) {
     ASSERT_TRUE(h.policy().SetOrder(id, 0, Iota(16)).ok());
-    ASSERT_TRUE(h.policy().SetOrder(id, 1, Iota(16)).ok());
+    if (declare_next) {
+      ASSERT_TRUE(h.policy().SetOrder(id, 1, Iota(16)).ok());
+    }
     h.BeginEpoch(id, 0, 0);
     for (uint32_t x = 0; x < 16; ++x) h.Read(id, x, (x + 1) * step, kLoad);
   }
@@ -128,15 +131,20 @@ TEST_F(Shared, ShareIdleOffNeverCachesUnattributedReads) {
   EXPECT_EQ(h.admissions, 0u) << "warm-up caches nothing";
 }
 
-// (b) A job's grants reclaim shared space, least recently used first, and the
-// job's account is exactly what it is without the shared region.
+// (b) A job's grants reclaim shared space, least recently used first, and
+// while the shared region holds nothing the job is about to read, the job's
+// account is exactly what it is without the shared region. (When it does hold
+// such objects the job adopts them, and its regions then legitimately differ
+// from share_idle = false: it holds what the other policy must load. Here job
+// 1's epoch-1 order is declared only after its warm-up, so nothing is adopted
+// then, and by epoch 1 the shell files have displaced its warm-up reads.)
 TEST_F(Shared, GrantsReclaimSharedObjectsLeastRecentlyUsedFirst) {
   Harness h(Make(2000));
   Harness ref(Make(2000, /*share_idle=*/false));
   for (Harness* x : {&h, &ref}) {
     AddJob(*x, 1, ComputeFor(4));  // fast, wants 1600, reserves C = 1000
     AddJob(*x, 2, ComputeFor(0));  // slow, wants nothing
-    WarmUp(*x, 1, 100);
+    WarmUp(*x, 1, 100, /*declare_next=*/false);
     WarmUp(*x, 2, 200);
   }
   // Warm-up reads went to the shared region; the reservation took its bytes.
@@ -149,9 +157,11 @@ TEST_F(Shared, GrantsReclaimSharedObjectsLeastRecentlyUsedFirst) {
   ASSERT_EQ(h.policy().shared_bytes(), 1000u);
   ASSERT_EQ(h.policy().pool_bytes(), 0u);
   for (Harness* x : {&h, &ref}) {
+    ASSERT_TRUE(x->policy().SetOrder(1, 1, Iota(16)).ok());
     ASSERT_TRUE(x->policy().SetOrder(1, 2, Iota(16)).ok());
     x->BeginEpoch(1, 1, 5000);
   }
+  EXPECT_EQ(h.policy().shared_bytes(), 1000u) << "only shell files: nothing to adopt";
   auto read = [&](uint32_t x) {
     ref.Read(1, x, 5001 + x);
     h.Read(1, x, 5001 + x);
@@ -186,11 +196,13 @@ TEST_F(Shared, GrantsReclaimSharedObjectsLeastRecentlyUsedFirst) {
   EXPECT_EQ(h.policy().resident_bytes(), 400u);
 }
 
-// A job's warm-up reads are unclaimed: they enter the shared region, and the
-// job adopts them (no reload) when it admits them after its warm-up.
-TEST_F(Shared, WarmupReadsAreSharedThenAdoptedWithoutReload) {
+// A job's warm-up reads are unclaimed: they enter the shared region. When the
+// warm-up ends, those the job reads in its next epoch are adopted into `next`
+// within the reservation (so taking the reservation cannot evict them); at the
+// start of that epoch they are `cur`, and every read of it hits.
+TEST_F(Shared, WarmupReadsAreAdoptedWhenTheWarmupEndsAndHitInTheNextEpoch) {
   Harness h(Make(2000));
-  AddJob(h, 1, ComputeFor(4));  // need 1600
+  AddJob(h, 1, ComputeFor(4));  // e = b = 4, need 1600, reserves min(C, need) = 1600
   for (ObjectId id = 500; id < 520; ++id) Shell(h, id);  // 2000 bytes of shell files
   ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(16)).ok());
   ASSERT_TRUE(h.policy().SetOrder(1, 1, Iota(16)).ok());
@@ -202,29 +214,104 @@ TEST_F(Shared, WarmupReadsAreSharedThenAdoptedWithoutReload) {
     EXPECT_EQ(h.last.evict, Ids({500 + x})) << "LRU: the oldest shell file";
     EXPECT_EQ(h.policy().Where(1, x), Region::kNone);
   }
-  // The read that ends warm-up: the reservation (1600) reclaims the 16 oldest
-  // shared objects, then the read itself enters the shared region.
+  // The read that ends warm-up: samples 0..14 (1500 bytes, all in epoch 1's
+  // order, 4+4+4+3 per batch <= e) are adopted into `next`; the other 100 bytes
+  // of the reservation reclaim the oldest shell file, and the read itself
+  // enters the shared region (it was unclaimed) evicting the next oldest.
   h.Read(1, 15, 1600);
   ASSERT_EQ(Snap(h.policy(), 1).state, JobState::kCaching);
-  EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 1600u);
-  EXPECT_EQ(h.last.evict.size(), 17u);
-  EXPECT_EQ(h.last.evict.front(), 515u);
+  EXPECT_EQ(Snap(h.policy(), 1).reserved_bytes, 1600u);
+  EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 1500u);
+  EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 100u);
+  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{4, 4, 4, 3}));
+  EXPECT_EQ(h.last.evict, Ids({515, 516}));
   EXPECT_TRUE(h.last.admit);
-  EXPECT_EQ(h.policy().shared_bytes(), 400u);
-  for (uint32_t x = 12; x < 16; ++x) EXPECT_TRUE(h.resident(Obj(1, x)));
-  // Epoch 1: samples 12..15 are hits on shared objects and are adopted.
+  for (uint32_t x = 0; x < 15; ++x) {
+    EXPECT_EQ(h.policy().Where(1, x), Region::kNext) << "sample " << x;
+    EXPECT_TRUE(h.resident(Obj(1, x)));
+  }
+  EXPECT_EQ(h.policy().shared_bytes(), 400u);  // 517, 518, 519 and sample 15
+  EXPECT_EQ(h.policy().pool_bytes(), 0u);
+  ExpectBudget(h.policy());
+  // Epoch 1 begins: `next` becomes `cur`, and sample 15 (shared, read in this
+  // epoch) is adopted into `cur` out of the unused 100 bytes of quota.
   h.BeginEpoch(1, 1, 2000);
+  EXPECT_TRUE(h.last.evict.empty());
+  EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 1600u);
+  EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 0u);
+  EXPECT_EQ(h.policy().Where(1, 15), Region::kCur);
+  EXPECT_EQ(h.policy().shared_bytes(), 300u);
+  EXPECT_EQ(h.policy().pool_bytes(), 100u);
+  ExpectBudget(h.policy());
+  // Every read of epoch 1 hits (without adoption: 4 of 16); each frees its
+  // `cur` bytes and enters `next` for epoch 2 with no reload.
   for (uint32_t x = 0; x < 16; ++x) {
-    const bool hit = h.Read(1, x, 2001 + x);
-    EXPECT_EQ(hit, x >= 12) << "sample " << x;
-    EXPECT_EQ(h.last.admit, !hit) << "adopted, not reloaded";
+    EXPECT_TRUE(h.Read(1, x, 2001 + x)) << "sample " << x;
+    EXPECT_FALSE(h.last.admit);
     EXPECT_TRUE(h.last.evict.empty());
     EXPECT_EQ(h.policy().Where(1, x), Region::kNext);
+    ExpectBudget(h.policy());
   }
-  EXPECT_EQ(h.policy().shared_bytes(), 0u);
-  EXPECT_EQ(h.policy().pool_bytes(), 400u);
+  EXPECT_EQ(Snap(h.policy(), 1).current.hits, 16u);
+  EXPECT_EQ(Snap(h.policy(), 1).current.misses, 0u);
   EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 1600u);
-  EXPECT_EQ(Snap(h.policy(), 1).current.hits, 4u);
+  EXPECT_EQ(h.policy().shared_bytes(), 300u);
+  EXPECT_EQ(h.policy().pool_bytes(), 100u);
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
+}
+
+// Adoption into `next` respects e (S36) and the reservation; what it cannot
+// adopt stays shared. At the next epoch's start, shared objects that epoch reads
+// are adopted into `cur` only within the job's unused quota.
+TEST_F(Shared, AdoptionRespectsTheBatchCountersAndTheReservation) {
+  Harness h(Make(100000));
+  AddJob(h, 1, ComputeFor(2));  // e = 2: need 2 per batch = 800 bytes
+  WarmUp(h, 1, 100);
+  ASSERT_EQ(Snap(h.policy(), 1).state, JobState::kCaching);
+  EXPECT_EQ(Snap(h.policy(), 1).reserved_bytes, 800u);
+  EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 800u);
+  EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 0u);
+  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
+  for (uint32_t x = 0; x < 16; ++x) {  // the first two of each batch
+    EXPECT_EQ(h.policy().Where(1, x), x % 4 < 2 && x != 15 ? Region::kNext : Region::kNone)
+        << "sample " << x;
+    EXPECT_TRUE(h.resident(Obj(1, x)));
+  }
+  EXPECT_EQ(h.policy().shared_bytes(), 800u);
+  ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(16)).ok());
+  h.BeginEpoch(1, 1, 5000);
+  EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 800u) << "no unused quota: nothing more adopted";
+  EXPECT_EQ(h.policy().shared_bytes(), 800u);
+  for (uint32_t x = 0; x < 16; ++x) {
+    EXPECT_TRUE(h.Read(1, x, 5001 + x)) << "sample " << x;
+    EXPECT_FALSE(h.last.admit);
+    EXPECT_TRUE(h.last.evict.empty());
+  }
+  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
+  ExpectBudget(h.policy());
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
+}
+
+// Warm-up ended by the next epoch's marker (a short epoch 0): the adopted
+// objects are `cur` of the epoch that begins.
+TEST_F(Shared, WarmupEndedByTheNextEpochAdoptsIntoCur) {
+  Harness h(Make(2000));
+  AddJob(h, 1, ComputeFor(4));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(16)).ok());
+  ASSERT_TRUE(h.policy().SetOrder(1, 1, Iota(16)).ok());
+  h.BeginEpoch(1, 0, 0);
+  for (uint32_t x = 0; x < 10; ++x) h.Read(1, x, (x + 1) * 100);
+  EXPECT_EQ(h.policy().shared_bytes(), 1000u);
+  h.BeginEpoch(1, 1, 1000);
+  ASSERT_EQ(Snap(h.policy(), 1).state, JobState::kCaching);
+  EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 1000u);
+  EXPECT_EQ(h.policy().shared_bytes(), 0u);
+  EXPECT_TRUE(h.last.evict.empty());
+  for (uint32_t x = 0; x < 16; ++x) {
+    EXPECT_EQ(h.Read(1, x, 1001 + x), x < 10) << "sample " << x;
+  }
+  ExpectBudget(h.policy());
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
 }
 
 // t_s is a load time: a warm-up read served from the shared region counts the
@@ -246,11 +333,13 @@ TEST_F(Shared, OnlyUnclaimedReadsEnterTheSharedRegion) {
   Harness h(Make(100000));
   AddJob(h, 1, ComputeFor(2));  // e = 2: admits 2 samples per batch
   WarmUp(h, 1, 100);
-  const uint64_t shared = h.policy().shared_bytes();
-  EXPECT_EQ(shared, 1600u) << "the warm-up epoch";
+  // The warm-up epoch: half of it adopted into next (2 per batch), the rest shared.
+  EXPECT_EQ(h.policy().shared_bytes(), 800u);
+  EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 800u);
   // Evict them through drops to start clean.
   for (uint32_t x = 0; x < 16; ++x) h.Drop(Obj(1, x));
   ASSERT_EQ(h.policy().shared_bytes(), 0u);
+  ASSERT_EQ(Snap(h.policy(), 1).next_bytes, 0u);
   ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(16)).ok());
   h.BeginEpoch(1, 1, 5000);
   for (uint32_t x = 0; x < 4; ++x) {
