@@ -10,6 +10,7 @@
 // (src/sim/workload.cc), nowhere else. TOML++ is built with exceptions;
 // toml::parse_error is caught here and becomes a Status.
 #include "epochfs/config/config.h"
+#include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
 
 #include <toml++/toml.h>
@@ -355,12 +356,6 @@ Raw ToRaw(const toml::node& n) {
   }
 }
 
-struct Problem {
-  uint32_t line;
-  uint32_t column;
-  std::string text;
-};
-
 class Walker {
  public:
   explicit Walker(const std::string& origin) : origin_(origin) {}
@@ -403,29 +398,18 @@ class Walker {
   }
 
   // All problems, one per line, in file order.
-  Status Finish() {
-    if (problems_.empty()) return Status::Ok();
-    std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
-      return a.line != b.line ? a.line < b.line : a.column < b.column;
-    });
-    std::string msg;
-    for (const Problem& p : problems_) {
-      if (!msg.empty()) msg += '\n';
-      msg += p.text;
-    }
-    return InvalidArgument(std::move(msg));
-  }
+  Status Finish() { return problems_.Finish(); }
 
  private:
   void Add(const toml::node& at, std::string what) {
     const toml::source_position& pos = at.source().begin;
     std::string where = origin_;
     if (pos.line > 0) where += ":" + std::to_string(pos.line);
-    problems_.push_back({pos.line, pos.column, where + ": " + what});
+    problems_.Add(pos.line, pos.column, where + ": " + what);
   }
 
   const std::string& origin_;
-  std::vector<Problem> problems_;
+  ProblemList problems_;
 };
 
 // ---- `-o` side --------------------------------------------------------------

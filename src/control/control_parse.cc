@@ -402,9 +402,12 @@ Result<JobConfig> ParseJobConfig(std::string_view text) {
   return cfg;
 }
 
-Result<std::vector<std::string>> ParseSampleList(std::string_view text) {
+// One normalised relative file path per line (samples, spill_schedule): the
+// line rules both files share. `what` names the list in messages.
+static Result<std::vector<std::string>> ParsePathLines(std::string_view text, const char* what,
+                                                const char* items) {
   if (Status s = TooLarge(text); !s.ok()) return s;
-  if (text.empty()) return InvalidArgument("the sample list is empty");
+  if (text.empty()) return InvalidArgument(std::string("the ") + what + " is empty");
   std::vector<std::string> out;
   Status st = ForEachLine(text, [&](size_t line, std::string_view l) -> Status {
     if (l.empty()) return InvalidArgument(LineMsg(line, "empty line"));
@@ -415,12 +418,19 @@ Result<std::vector<std::string>> ParseSampleList(std::string_view text) {
     Result<std::string> r = NormaliseRelativePath(l, PathKind::kFile);
     if (!r.ok()) return InvalidArgument(LineMsg(line, r.status().message()));
     if (out.size() >= std::numeric_limits<uint32_t>::max() - 1) {
-      return InvalidArgument(LineMsg(line, "too many samples"));
+      return InvalidArgument(LineMsg(line, std::string("too many ") + items));
     }
     out.push_back(std::move(r).value());
     return Status::Ok();
   });
   if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::vector<std::string>> ParseSampleList(std::string_view text) {
+  auto parsed = ParsePathLines(text, "sample list", "samples");
+  if (!parsed.ok()) return parsed.status();
+  std::vector<std::string> out = std::move(parsed).value();
   // Duplicates: built after the vector stops moving so the views stay valid.
   std::unordered_map<std::string_view, size_t> first;
   first.reserve(out.size());
@@ -479,25 +489,7 @@ Result<std::vector<uint32_t>> ParseOrder(std::string_view text, size_t sample_co
 }
 
 Result<std::vector<std::string>> ParseSpillSchedule(std::string_view text) {
-  if (Status s = TooLarge(text); !s.ok()) return s;
-  if (text.empty()) return InvalidArgument("the spill schedule is empty");
-  std::vector<std::string> out;
-  Status st = ForEachLine(text, [&](size_t line, std::string_view l) -> Status {
-    if (l.empty()) return InvalidArgument(LineMsg(line, "empty line"));
-    if (l.size() > kMaxPathBytes) {
-      return InvalidArgument(LineMsg(line, "path longer than " + std::to_string(kMaxPathBytes) +
-                                               " bytes: " + QuoteForMessage(l)));
-    }
-    Result<std::string> r = NormaliseRelativePath(l, PathKind::kFile);
-    if (!r.ok()) return InvalidArgument(LineMsg(line, r.status().message()));
-    if (out.size() >= std::numeric_limits<uint32_t>::max() - 1) {
-      return InvalidArgument(LineMsg(line, "too many steps"));
-    }
-    out.push_back(std::move(r).value());
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return out;
+  return ParsePathLines(text, "spill schedule", "steps");
 }
 
 Result<uint64_t> ParseProgress(std::string_view text) {

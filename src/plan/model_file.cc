@@ -5,6 +5,7 @@
 // becomes a Status naming FILE:LINE:COLUMN.
 #include "epochfs/plan/model_file.h"
 
+#include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
 
 #include <toml++/toml.h>
@@ -51,12 +52,6 @@ std::string Describe(const toml::node& n) {
   }
 }
 
-struct Problem {
-  uint32_t line;
-  uint32_t column;
-  std::string text;
-};
-
 // Reads the document into a PlanInput, collecting problems.
 class Reader {
  public:
@@ -87,22 +82,11 @@ class Reader {
       }
     }
     if (!root.contains("layer")) {
-      problems_.push_back({0, 0, origin_ + ": no [[layer]] tables: the model has no layers"});
+      problems_.Add(0, 0, origin_ + ": no [[layer]] tables: the model has no layers");
     }
   }
 
-  Status Finish() {
-    if (problems_.empty()) return Status::Ok();
-    std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
-      return a.line != b.line ? a.line < b.line : a.column < b.column;
-    });
-    std::string msg;
-    for (const Problem& p : problems_) {
-      if (!msg.empty()) msg += '\n';
-      msg += p.text;
-    }
-    return InvalidArgument(std::move(msg));
-  }
+  Status Finish() { return problems_.Finish(); }
 
  private:
   // A key handler returns "" when it took the value, else the expectation
@@ -269,11 +253,11 @@ class Reader {
     const toml::source_position& pos = at.source().begin;
     std::string where = origin_;
     if (pos.line > 0) where += ":" + std::to_string(pos.line);
-    problems_.push_back({pos.line, pos.column, where + ": " + what});
+    problems_.Add(pos.line, pos.column, where + ": " + what);
   }
 
   const std::string& origin_;
-  std::vector<Problem> problems_;
+  ProblemList problems_;
 };
 
 }  // namespace
