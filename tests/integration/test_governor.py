@@ -4,8 +4,18 @@
 A cgroup v1 memory cgroup with a 1280 MiB limit and swappiness 0 holds the
 daemon (started inside it) and, later, a memory hog. The test fills the cache
 by reading a 600 MiB dataset through the mount, then starts the hog in the
-same cgroup: it allocates and touches 100 MiB every 0.5 s up to 800 MiB and
-holds it. Cache (600 MiB) + hog (800 MiB) + the daemon itself do not fit in
+same cgroup: it allocates and touches 100 MiB at a time up to 800 MiB and
+holds it. The hog takes each step only when the test says so, and the test
+says so once the governor has sampled the previous step and the cache fits
+beside it (bounded waits): the outcome never depends on how the governor's
+sampling thread is scheduled against the hog, on a loaded machine or under a
+sanitizer. The steps are 100 MiB against a 128 MiB margin, so a step the
+governor has not yet seen never overflows the cgroup.
+
+Under AddressSanitizer, freed memory waits in a quarantine (256 MiB by
+default) before it goes back to the OS, so an eviction would not lower the
+daemon's usage for a long while; the test shrinks the quarantine for the
+daemon (ASAN_OPTIONS), which changes nothing for other builds. Cache (600 MiB) + hog (800 MiB) + the daemon itself do not fit in
 1280 MiB, so unless the cache shrinks, the kernel OOM-kills someone.
 
 Asserted: the governor's budget and the resident bytes drop while the hog
@@ -40,16 +50,17 @@ FILES = 150
 FILE_SIZE = 4 * MiB          # 600 MiB of data
 HOG_STEP = 100 * MiB
 HOG_STEPS = 8                # up to 800 MiB
-HOG_INTERVAL = 0.5
+STEP_WAIT = 60.0             # bound on the governor's reaction to one step (liveness only)
 
 HOG = r"""
-import sys, time
-step, steps, interval = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+import sys
+step, steps = int(sys.argv[1]), int(sys.argv[2])
 held = []
 for i in range(steps):
+    if sys.stdin.readline().strip() != "step":   # the test's go for the next step
+        sys.exit(0)
     held.append(b"\x01" * step)      # every page written
     print("allocated", (i + 1) * step, flush=True)
-    time.sleep(interval)
 print("holding", flush=True)
 sys.stdin.read()                      # until the test closes stdin
 print("freed", flush=True)
@@ -87,6 +98,13 @@ class GovernorUnderPressure(et.MountTestCase):
 
     def setUp(self):
         super().setUp()
+        # AddressSanitizer builds: freed cache buffers go back to the OS at
+        # once instead of after a 256 MiB quarantine (no effect otherwise).
+        old = os.environ.get("ASAN_OPTIONS")
+        self.addCleanup(lambda: os.environ.__setitem__("ASAN_OPTIONS", old) if old is not None
+                        else os.environ.pop("ASAN_OPTIONS", None))
+        os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [
+            old, "quarantine_size_mb=4", "allocator_release_to_os_interval_ms=100"]))
         if not cgroup_v1_memory():
             self.skipTest("no cgroup v1 memory controller at " + CG_ROOT)
         self.cg = os.path.join(CG_ROOT, "epochfs-test-%d" % os.getpid())
@@ -157,11 +175,15 @@ class GovernorUnderPressure(et.MountTestCase):
 
     def start_hog(self):
         hog = subprocess.Popen(
-            self.in_cgroup([sys.executable, "-c", HOG, str(HOG_STEP), str(HOG_STEPS),
-                            str(HOG_INTERVAL)]),
+            self.in_cgroup([sys.executable, "-c", HOG, str(HOG_STEP), str(HOG_STEPS)]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.addCleanup(self.stop_hog, hog)
         return hog
+
+    @staticmethod
+    def hog_go(hog, steps=1):
+        hog.stdin.write("step\n" * steps)
+        hog.stdin.flush()
 
     def test_control_a_fixed_budget_gets_someone_oom_killed(self):
         # The same pressure with cache.memory = 700MiB (no governor): the cache
@@ -174,7 +196,8 @@ class GovernorUnderPressure(et.MountTestCase):
             et.read_file_raw(d.path(name))
         self.assertGreaterEqual(d.stats()["used"], 500 * MiB)
         hog = self.start_hog()
-        et.wait_for(lambda: hog.poll() is not None or not d.alive(), 20, 0.25)
+        self.hog_go(hog, HOG_STEPS)   # every step at once: nothing waits for anyone
+        et.wait_for(lambda: hog.poll() is not None or not d.alive(), 60, 0.25)
         oom = read_kv(os.path.join(self.cg, "memory.oom_control"))
         self.assertTrue(hog.poll() is not None or not d.alive(),
                         "nothing was killed: the test cgroup is not tight enough")
@@ -230,31 +253,72 @@ class GovernorUnderPressure(et.MountTestCase):
 
         hog = self.start_hog()
 
-        # Poll the stats while the hog grows and holds.
-        trace = []  # (t, budget, used, slope, plateau, peak)
+        # A sampler thread records the stats while the hog grows and holds;
+        # this thread drives the hog one step at a time.
+        trace = []  # (t, budget, used, slope, plateau, peak, non_cache)
         t0 = time.monotonic()
-        holding_at = None
         lines = []
+        sampling = threading.Event()
 
         def hog_reader():
             for line in hog.stdout:
                 lines.append((time.monotonic() - t0, line.strip()))
         ht = threading.Thread(target=hog_reader)
         ht.start()
-        while time.monotonic() - t0 < 30:
-            s = d.stats()
-            gv = s["governor"]
-            trace.append((time.monotonic() - t0, s["budget"], s["used"],
-                          gv["fit"]["slope_bytes_per_s"], gv["fit"]["plateau"],
-                          gv["predicted_peak"], gv["non_cache"]))
-            if holding_at is None and any(l == "holding" for _, l in lines):
-                holding_at = time.monotonic() - t0
-            if holding_at is not None and time.monotonic() - t0 > holding_at + 12:
+
+        def sampler():
+            while not sampling.is_set():
+                try:
+                    s = d.stats()
+                except (OSError, ValueError):
+                    break
+                gv = s["governor"]
+                trace.append((time.monotonic() - t0, s["budget"], s["used"],
+                              gv["fit"]["slope_bytes_per_s"], gv["fit"]["plateau"],
+                              gv["predicted_peak"], gv["non_cache"]))
+                time.sleep(0.25)
+        st_thread = threading.Thread(target=sampler)
+        st_thread.start()
+        self.addCleanup(sampling.set)
+
+        def alive():
+            return hog.poll() is None and d.alive()
+
+        holding_at = None
+        for i in range(1, HOG_STEPS + 1):
+            ticks = d.stats()["governor"]["ticks"]
+            self.hog_go(hog)
+            et.wait_for(lambda: not alive() or
+                        any(l == "allocated %d" % (i * HOG_STEP) for _, l in lines),
+                        STEP_WAIT, 0.05)
+            if not alive():
                 break
-            if hog.poll() is not None or not d.alive():
+
+            def reacted():
+                s = d.stats()
+                g = s["governor"]
+                return (g["ticks"] >= ticks + 3 and g["non_cache"] >= i * HOG_STEP and
+                        s["used"] <= s["budget"])
+            et.wait_for(lambda: not alive() or reacted(), STEP_WAIT, 0.1)
+            if not alive():
                 break
-            time.sleep(0.25)
+        et.wait_for(lambda: not alive() or any(l == "holding" for _, l in lines),
+                    STEP_WAIT, 0.05)
+        holding = [t for t, l in lines if l == "holding"]
+        if holding:
+            holding_at = holding[0]
+            # Hold for a while: the fit must settle on a plateau.
+            ticks = d.stats()["governor"]["ticks"]
+            et.wait_for(lambda: not alive() or (
+                d.stats()["governor"]["ticks"] >= ticks + 24 and
+                d.stats()["governor"]["fit"]["plateau"]), STEP_WAIT, 0.25)
+        sampling.set()
+        st_thread.join(timeout=30)
         during = d.stats()
+        trace.append((time.monotonic() - t0, during["budget"], during["used"],
+                      during["governor"]["fit"]["slope_bytes_per_s"],
+                      during["governor"]["fit"]["plateau"],
+                      during["governor"]["predicted_peak"], during["governor"]["non_cache"]))
 
         self.assertIsNone(hog.poll(), "the hog was killed (%s); trace %r" % (hog.returncode, trace))
         self.assertTrue(d.alive(), "the daemon died; stderr:\n" + d.stderr_text())

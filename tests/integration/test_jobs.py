@@ -169,9 +169,11 @@ def loader_loop(spec, mnt, samples, orders, w, f, rep_fd):
         os.write(rep_fd, (json.dumps({"opens": opens, "bad": bad}) + "\n").encode())
 
 
-def job_main(spec, mnt, samples, result_path):
+def job_main(spec, mnt, samples, result_path, ready_fd=None, go_fd=None):
     """The job process (forked by the test): registers itself, declares, runs
-    its loaders epoch by epoch, then ends the job. Writes a JSON result."""
+    its loaders epoch by epoch, then ends the job. Writes a JSON result.
+    With ready_fd/go_fd: after declaring, says so on ready_fd and waits for a
+    byte on go_fd before reading (all jobs start reading together)."""
     res = {"pid": os.getpid(), "epochs": [], "bad": [], "opens": 0, "errors": []}
     jd = os.path.join(mnt, ".epochfs", "jobs", spec.name)
     loaders = []
@@ -188,6 +190,10 @@ def job_main(spec, mnt, samples, result_path):
         ctl_write(os.path.join(jd, "samples"), "".join(rel + "\n" for rel, _ in samples))
         ctl_write(os.path.join(jd, "order", "0"), " ".join(map(str, orders[0])) + "\n")
         res["status_declared"] = read_json(os.path.join(jd, "status"))
+        if ready_fd is not None:
+            os.write(ready_fd, b"r")
+            if os.read(go_fd, 1) != b"g":
+                raise RuntimeError("the test did not say go")
 
         for w in range(spec.workers):
             cr, cw = os.pipe()
@@ -283,18 +289,28 @@ class ConcurrentJobsTest(et.MountTestCase):
         self.assertEqual(st0["pool"], self.BUDGET)
         self.assertEqual(st0["jobs"], [])
 
-        procs = {}
+        # Every job registers and declares, then all start reading at once:
+        # the jobs run concurrently whatever the scheduler does.
+        procs, ready_r, go_w = {}, [], []
         for spec in self.SPECS:
             rp = os.path.join(self.tmp, "result-%s.json" % spec.name)
+            rr, rw = os.pipe()
+            gr, gw = os.pipe()
             pid = os.fork()
             if pid == 0:
                 code = 0
                 try:
-                    job_main(spec, d.mnt, self.data[spec.name], rp)
+                    os.close(rr)
+                    os.close(gw)
+                    job_main(spec, d.mnt, self.data[spec.name], rp, rw, gr)
                 except BaseException:
                     traceback.print_exc()
                     code = 1
                 os._exit(code)
+            os.close(rw)
+            os.close(gr)
+            ready_r.append(rr)
+            go_w.append(gw)
             procs[pid] = (spec, rp)
 
         def reap_all():
@@ -305,6 +321,16 @@ class ConcurrentJobsTest(et.MountTestCase):
                 except OSError:
                     pass
         self.addCleanup(reap_all)
+
+        for rr in ready_r:  # EOF (b"") when a job failed before it was ready
+            self.assertEqual(os.read(rr, 1), b"r", "a job failed to register; see stderr")
+            os.close(rr)
+        st = d.stats()
+        self.assertEqual(sorted(j["name"] for j in st["jobs"]),
+                         sorted(s.name for s in self.SPECS), st["jobs"])
+        for gw in go_w:
+            os.write(gw, b"g")
+            os.close(gw)
 
         # Sample the budget equation while the jobs run.
         violations, samples, max_jobs, states_seen = [], 0, 0, set()
@@ -334,25 +360,28 @@ class ConcurrentJobsTest(et.MountTestCase):
         self.assertGreater(samples, 20, "too few stats samples taken")
         self.assertEqual(violations[:5], [], "%d of %d stats snapshots break the budget "
                          "equation" % (len(violations), samples))
-        self.assertGreaterEqual(max_jobs, 2, "the jobs never ran concurrently")
+        self.assertEqual(max_jobs, len(self.SPECS), "the jobs never ran concurrently")
 
-        summary, job_hits, job_misses = [], 0, 0
+        # Which job wins the budget, and so which job hits, depends on how
+        # the jobs' reads interleave: only the jobs' sum is asserted. (One
+        # job's hits after its warm-up: BadInputTest, deterministically.)
+        summary, job_hits, job_misses, hits_after_warmup = [], 0, 0, 0
         for spec in self.SPECS:
             with open(os.path.join(self.tmp, "result-%s.json" % spec.name)) as f:
                 res = json.load(f)
             with self.subTest(job=spec.name):
                 self.check_job(spec, res)
-                self.assertIn((spec.name, "caching"), states_seen)
-                if spec.compute_s >= 0.02:  # a last epoch long enough to be sampled
-                    self.assertIn((spec.name, "last_epoch"), states_seen)
             fs = res.get("final_status", {})
             job_hits += sum(e["hits"] for e in fs.get("epochs", []))
             job_misses += sum(e["misses"] for e in fs.get("epochs", []))
+            hits_after_warmup += sum(e["hits"] for e in fs.get("epochs", [])[1:])
             summary.append("%s: %s" % (spec.name, [
                 (e["epoch"], e["hits"], e["misses"]) for e in fs.get("epochs", [])]))
         print("\nper-epoch (epoch, hits, misses): " + "; ".join(summary) +
-              "; %d stats samples, min pool %d, max used %d of %d" % (
-                  samples, min_pool, max_used, self.BUDGET))
+              "; %d stats samples, min pool %d, max used %d of %d; states seen %s" % (
+                  samples, min_pool, max_used, self.BUDGET, sorted(states_seen)))
+        self.assertGreater(hits_after_warmup, 0, "no job hit after its warm-up: " +
+                           "; ".join(summary))
 
         # Everything released once every job is gone.
         st = d.stats()
@@ -407,8 +436,6 @@ class ConcurrentJobsTest(et.MountTestCase):
             self.assertEqual(e["hits"] + e["misses"], order_lens[e["epoch"]],
                              "epoch %r of %s" % (e, spec.name))
         self.assertEqual(epochs[0]["hits"], 0, "hits during the warm-up epoch: %r" % epochs)
-        self.assertGreater(sum(e["hits"] for e in epochs[1:]), 0,
-                           "no hits after the warm-up: %r" % epochs)
         for k in REGION_KEYS:
             self.assertEqual(fs[k], 0, "%s after the last epoch: %r" % (k, fs))
 
