@@ -1,5 +1,5 @@
 """benchlib — emulated slow storage and synthetic training jobs for the
-real-mount benchmarks (scripts/bench-jobs, scripts/bench-torch; DESIGN.md §8).
+real-mount benchmarks (scripts/bench-jobs, scripts/bench-torch; docs/benchmarks.md).
 
 Not a test helper: benchmarks print figures from one run; compare ratios
 within a run, never times across runs (the machine is shared and noisy).

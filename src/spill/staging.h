@@ -1,4 +1,4 @@
-// Staging: the spill store's bounded RAM chunk cache (DESIGN.md §6).
+// Staging: the spill store's bounded RAM chunk cache (docs/spill.md).
 //
 // A fixed pool of aligned buffers carved out of one anonymous mapping, each
 // laid out as one on-disk slot (chunk_format.h: a header block, then

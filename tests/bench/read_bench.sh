@@ -3,7 +3,7 @@
 #
 #   tests/bench/read_bench.sh [BUILD_DIR]     (default ./build; run as root)
 #
-# What it measures (DESIGN §5): the cost of the FUSE path for cache HITS.
+# What it measures: the cost of the FUSE path for cache HITS.
 #   1. N files of SIZE_KIB KiB (default 2000 × 110 KiB) in a tmpfs dir; epochfs
 #      mounted over it (cache.policy=lru, budget large enough to hold all);
 #      one warm-up pass loads every file into the cache. Then, for 1, 2 and 4

@@ -1,4 +1,4 @@
-// Zero-value compression (ZVC) of one chunk of a spill file (DESIGN.md §6, seed 002).
+// Zero-value compression (ZVC) of one chunk of a spill file (docs/spill.md, seed 002).
 //
 // Activations after a ReLU and many gradients are mostly zero words. ZVC stores a chunk as
 //
