@@ -19,6 +19,7 @@ EPOCHFS_TEST_PACKAGES=(
   liblz4-dev libzstd-dev
   fio
   python3-matplotlib
+  ccache
 )
 
 epochfs_install_packages() {
@@ -37,10 +38,38 @@ epochfs_install_packages() {
 }
 
 # epochfs_build DIR [meson options...]: configure once, then build.
+# With EPOCHFS_SUITE=NAME set, only the targets that suite's tests run or
+# depend on are built (the TSan tree runs one suite: no need to build the rest).
 epochfs_build() {
   local dir=$1; shift
   if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" "$EPOCHFS_ROOT" "$@" >/dev/null || return 1
   fi
-  ninja -C "$dir" >/dev/null || { ninja -C "$dir" 2>&1 | tail -40; return 1; }
+  local targets=()
+  if [ -n "${EPOCHFS_SUITE:-}" ]; then
+    mapfile -t targets < <(epochfs_suite_targets "$dir" "$EPOCHFS_SUITE") || return 1
+    ((${#targets[@]})) || { echo "epochfs: no targets for suite $EPOCHFS_SUITE" >&2; return 1; }
+  fi
+  ninja -C "$dir" "${targets[@]}" >/dev/null ||
+    { ninja -C "$dir" "${targets[@]}" 2>&1 | tail -40; return 1; }
+}
+
+# epochfs_suite_targets DIR SUITE: the ninja targets (paths relative to DIR)
+# of the executables that SUITE's tests depend on, one per line.
+epochfs_suite_targets() {
+  local dir=$1 suite=$2
+  python3 - "$dir" "$suite" <<'PY'
+import json, os, subprocess, sys
+d, suite = sys.argv[1], sys.argv[2]
+def intro(what):
+    return json.loads(subprocess.run(["meson", "introspect", what, d], check=True,
+                                     capture_output=True, text=True).stdout)
+tests = [t for t in intro("--tests") if any(s.split(":")[-1] == suite for s in t["suite"])]
+want = {dep for t in tests for dep in t["depends"]}
+root = os.path.realpath(d)
+for t in intro("--targets"):
+    if t["id"] in want:
+        for f in t["filename"]:
+            print(os.path.relpath(f, root))
+PY
 }
