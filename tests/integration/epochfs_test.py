@@ -31,8 +31,13 @@ VERSION_TEXT = "epochfs 0.1.0\nprotocol 1\n"
 STATS_INT_FIELDS = ("budget", "used", "hits", "misses", "bytes_read_lower",
                     "objects", "evictions", "lower_errors")
 
-MOUNT_TIMEOUT = 15.0   # seconds until .epochfs/version must be readable
-EXIT_TIMEOUT = 10.0    # seconds for a daemon to exit after unmount / signal
+# Every wait in these tests is a bound for liveness (the wait ends as soon as
+# what it waits for holds), never a measurement: the bounds are scaled by
+# EPOCHFS_TEST_TIME_SCALE (default 4) so that a loaded machine or a sanitizer
+# build, which can be ten times slower, only makes a passing test slower.
+TIME_SCALE = float(os.environ.get("EPOCHFS_TEST_TIME_SCALE", "4"))
+MOUNT_TIMEOUT = 15.0 * TIME_SCALE   # seconds until .epochfs/version must be readable
+EXIT_TIMEOUT = 10.0 * TIME_SCALE    # seconds for a daemon to exit after unmount / signal
 
 
 def epochfs_bin():
@@ -111,7 +116,9 @@ def force_unmount(path):
 
 
 def wait_for(pred, timeout, interval=0.05):
-    deadline = time.monotonic() + timeout
+    """pred()'s first true value, or its last false one once timeout (scaled
+    by TIME_SCALE) has passed."""
+    deadline = time.monotonic() + timeout * TIME_SCALE
     while True:
         v = pred()
         if v:

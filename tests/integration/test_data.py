@@ -124,7 +124,7 @@ def stampede_proc(args):
     rng = random.Random(wid)
     errors = []
     for rel in rels:
-        barrier.wait(timeout=60)
+        barrier.wait(timeout=60 * et.TIME_SCALE)
         size, digest = meta[rel]
         err = check_file(mnt, lower, rel, size, digest, "raw", rng)
         if err:
@@ -132,7 +132,7 @@ def stampede_proc(args):
     return errors
 
 
-def parallel(fn, arglist, timeout=240):
+def parallel(fn, arglist, timeout=240 * et.TIME_SCALE):
     """Run fn(args) in one forked process per args; returns all error strings.
     A child that crashes or hangs is an error too."""
     q = FORK.Queue()

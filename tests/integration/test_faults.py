@@ -96,7 +96,7 @@ class EioTest(et.MountTestCase):
             p.start()
         errors = []
         for _ in procs:
-            errors += q.get(timeout=120)
+            errors += q.get(timeout=120 * et.TIME_SCALE)
         for p in procs:
             p.join()
         self.assertEqual(errors, [])
@@ -390,9 +390,9 @@ class BudgetTest(et.MountTestCase):
             p.start()
         errors = []
         for _ in readers:
-            errors += q.get(timeout=200)[1]
+            errors += q.get(timeout=200 * et.TIME_SCALE)[1]
         stop.set()
-        errors += q.get(timeout=30)[1]
+        errors += q.get(timeout=30 * et.TIME_SCALE)[1]
         for p in readers + [pol]:
             p.join()
         self.assertEqual(errors, [])

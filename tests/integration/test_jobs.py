@@ -273,7 +273,7 @@ class ConcurrentJobsTest(et.MountTestCase):
         JobSpec("beta", "dsB/train", 120, 4 * KiB, 40 * KiB, 6, 3, 3, 0.040, 0.75, True, 2),
         JobSpec("gamma", "dsC", 100, 1 * KiB, 12 * KiB, 5, 5, 2, 0.004, 1.0, False, 3),
     ]
-    RUN_TIMEOUT = 180.0
+    RUN_TIMEOUT = 180.0 * et.TIME_SCALE
 
     def setUp(self):
         super().setUp()

@@ -56,7 +56,7 @@ def become_subreaper():
         return False
 
 
-def reap(pid, timeout=10.0):
+def reap(pid, timeout=10.0 * et.TIME_SCALE):
     """Waits for `pid` to be gone: waitpid when it is (or became) our child,
     else until /proc no longer shows it running."""
     deadline = time.monotonic() + timeout
@@ -234,7 +234,7 @@ class Job:
             except OSError:
                 pass
         for p in pids:
-            reap(p, timeout=2.0)
+            reap(p, timeout=2.0 * et.TIME_SCALE)
         self.pid, self.loaders = None, []
         self.close()
 
