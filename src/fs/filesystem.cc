@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "epochfs/common/log.h"
+#include "callback_guard.h"
 #include "errno_map.h"
 #include "handle_table.h"
 #include "open_file.h"
@@ -637,38 +638,39 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
   }
 
+  // Every callback but INIT runs under the last-resort guard (callback_guard.h).
   void FillOps() {
     ops_ = {};
     ops_.init = Init;
-    ops_.lookup = Lookup;
-    ops_.forget = Forget;
-    ops_.forget_multi = ForgetMulti;
-    ops_.getattr = GetAttr;
-    ops_.setattr = SetAttr;
-    ops_.readlink = ReadLink;
-    ops_.opendir = OpenDirOp;
-    ops_.readdir = ReadDir;
-    ops_.readdirplus = ReadDirPlus;
-    ops_.releasedir = ReleaseDir;
-    ops_.open = Open;
-    ops_.read = Read;
-    ops_.write = Write;
-    ops_.flush = Flush;
-    ops_.release = Release;
-    ops_.fsync = Fsync;
-    ops_.fsyncdir = FsyncDir;
-    ops_.statfs = StatFs;
-    ops_.mkdir = MkDir;
-    ops_.rmdir = RmDir;
-    ops_.mknod = MkNod;
-    ops_.unlink = Unlink;
-    ops_.symlink = SymLink;
-    ops_.rename = Rename;
-    ops_.link = Link;
-    ops_.create = Create;
-    ops_.setxattr = SetXattr;
-    ops_.removexattr = RemoveXattr;
-    ops_.fallocate = Fallocate;
+    ops_.lookup = Guard<&Lookup>("lookup");
+    ops_.forget = GuardNoReply<&Forget>("forget");
+    ops_.forget_multi = GuardNoReply<&ForgetMulti>("forget_multi");
+    ops_.getattr = Guard<&GetAttr>("getattr");
+    ops_.setattr = Guard<&SetAttr>("setattr");
+    ops_.readlink = Guard<&ReadLink>("readlink");
+    ops_.opendir = Guard<&OpenDirOp>("opendir");
+    ops_.readdir = Guard<&ReadDir>("readdir");
+    ops_.readdirplus = Guard<&ReadDirPlus>("readdirplus");
+    ops_.releasedir = Guard<&ReleaseDir>("releasedir");
+    ops_.open = Guard<&Open>("open");
+    ops_.read = Guard<&Read>("read");
+    ops_.write = Guard<&Write>("write");
+    ops_.flush = Guard<&Flush>("flush");
+    ops_.release = Guard<&Release>("release");
+    ops_.fsync = Guard<&Fsync>("fsync");
+    ops_.fsyncdir = Guard<&FsyncDir>("fsyncdir");
+    ops_.statfs = Guard<&StatFs>("statfs");
+    ops_.mkdir = Guard<&MkDir>("mkdir");
+    ops_.rmdir = Guard<&RmDir>("rmdir");
+    ops_.mknod = Guard<&MkNod>("mknod");
+    ops_.unlink = Guard<&Unlink>("unlink");
+    ops_.symlink = Guard<&SymLink>("symlink");
+    ops_.rename = Guard<&Rename>("rename");
+    ops_.link = Guard<&Link>("link");
+    ops_.create = Guard<&Create>("create");
+    ops_.setxattr = Guard<&SetXattr>("setxattr");
+    ops_.removexattr = Guard<&RemoveXattr>("removexattr");
+    ops_.fallocate = Guard<&Fallocate>("fallocate");
   }
 
   const Config& cfg_;
