@@ -276,7 +276,7 @@ Result<std::string> ControlTree::StatusJson(const std::string& name) const {
                     {"resident", sp->resident}};
     }
   }
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace epochfs::control

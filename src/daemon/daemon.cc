@@ -121,7 +121,7 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill,
   }
   j["warnings"] = warnings;
   if (governor != nullptr) j["governor"] = governor->StatsJson();
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Logs one warning each time Σ jobs' cache need goes over the budget (and a

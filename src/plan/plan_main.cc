@@ -134,7 +134,7 @@ void PrintJson(const PlanInput& in, const Plan& p, std::ostream& out) {
   j["swapping"]["limiting_layer"] = in.layers[p.limiting_layer].name;
   j["all_resident"] = ModeJson(p.all_resident);
   j["all_resident"]["fits"] = p.all_resident.per_gpu_batch > 0;
-  out << j.dump(2) << "\n";
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 void PrintTable(const PlanInput& in, const Plan& p, std::ostream& out) {

@@ -174,7 +174,7 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
                   {"jobs", js}});
   }
   doc["runs"] = jr;
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace epochfs::sim
