@@ -1,9 +1,12 @@
 #include "epochfs/daemon/daemon.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,8 +21,10 @@
 #include "epochfs/fs/session.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
+#include "background.h"
 #include "job_sink.h"
 #include "memory_governor.h"
+#include "mount_point.h"
 #include "orphan_reaper.h"
 #include "spill_area.h"
 
@@ -153,13 +158,51 @@ uint64_t AutoBudget() {
   return std::max<uint64_t>(avail / 2, 64ull << 20);
 }
 
-Status RunDaemon(const DaemonArgs& args) {
+// The value of `-o max_read=BYTES` among the FUSE options (0 when absent).
+Result<unsigned> MaxReadOption(const std::vector<std::string>& fuse_opts) {
+  unsigned value = 0;
+  for (const std::string& o : fuse_opts) {
+    if (o.rfind("max_read=", 0) != 0) continue;
+    const std::string v = o.substr(9);
+    unsigned long long n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 4096 || n > (1u << 30)) {
+      return InvalidArgument("-o " + o + ": max_read is a byte count from 4096 to 1073741824");
+    }
+    value = static_cast<unsigned>(n);
+  }
+  return value;
+}
+
+// Reads MOUNTPOINT/.epochfs/version through the kernel: the mount is in place
+// and INIT was accepted. Runs beside the session loop.
+Status ProbeMount(const std::string& mountpoint) {
+  const std::string path = mountpoint + "/.epochfs/version";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError("mount at " + mountpoint + " does not answer: " + std::strerror(errno));
+  char buf[64];
+  ssize_t n = ::read(fd, buf, sizeof(buf));
+  const int e = errno;
+  ::close(fd);
+  if (n <= 0) {
+    return IoError("mount at " + mountpoint + " does not answer: " +
+                   (n < 0 ? std::strerror(e) : "empty version file"));
+  }
+  return Status::Ok();
+}
+
+Status RunDaemon(const DaemonArgs& in) {
+  DaemonArgs args = in;
   const Config& cfg = args.config;
+  if (Status s = CanonicalPaths(&args.lower, &args.mountpoint); !s.ok()) return s;
   struct stat mst;
   if (::stat(args.mountpoint.c_str(), &mst) != 0) {
     return NotFound("mountpoint " + args.mountpoint + ": " + std::strerror(errno));
   }
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
+  if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;
+  Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
+  if (!max_read.ok()) return max_read.status();
   auto lower = store::Lower::Open(args.lower);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
 
@@ -191,7 +234,8 @@ Status RunDaemon(const DaemonArgs& args) {
       [&cache, &spill, &governor] { return StatsJson(cache, spill.get(), governor.get()); },
       spill.get());
   RegistryAttributor attributor(registry);
-  fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr};
+  fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr,
+                    max_read.value()};
   auto filesystem = fs::Filesystem::Create(parts);
   if (!filesystem.ok()) return filesystem.status();
 
@@ -205,13 +249,19 @@ Status RunDaemon(const DaemonArgs& args) {
   mo.threads = cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
   auto session = fs::Session::Mount(*filesystem.value(), mo);
   if (!session.ok()) return session.status();
-  if (Status s = session.value()->Daemonize(args.foreground || args.debug); !s.ok()) return s;
-  if (!args.foreground && !args.debug) log::UseSyslog("epochfs");
+  const bool background = !args.foreground && !args.debug;
+  // In the background, the command's exit status waits for ProbeMount.
+  Background bg;
+  if (background) {
+    if (Status s = Background::Start(&bg); !s.ok()) return s;
+    log::UseSyslog("epochfs");
+  }
   log::Info("mounted " + args.lower + " at " + args.mountpoint + " (budget " +
             std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
   if (spill) {
     if (Status s = spill->Open(); !s.ok()) {
       log::Error(s.message());
+      bg.Failed(s.message());
       return s;
     }
     filesystem.value()->SetSpillStore(spill->store());
@@ -230,10 +280,23 @@ Status RunDaemon(const DaemonArgs& args) {
     governor->Attach(&cache);
     governor->Start();
   }
+  std::thread probe;
+  if (background) {
+    probe = std::thread([&bg, mnt = args.mountpoint] {
+      Status p = ProbeMount(mnt);
+      if (p.ok()) {
+        bg.Ready();
+      } else {
+        bg.Failed(p.message());
+      }
+    });
+  }
   Status s = session.value()->Run();
+  if (!s.ok()) bg.Failed("cannot mount " + args.mountpoint + ": " + s.message());
   if (governor) governor->Stop();
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
+  if (probe.joinable()) probe.join();
   if (spill) spill->Close();  // writes staged spill data back
   log::Info("unmounted " + args.mountpoint);
   return s;

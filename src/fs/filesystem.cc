@@ -57,7 +57,8 @@ class FilesystemImpl final : public Filesystem {
         entry_timeout_(open_mode_ ? 0.0 : cfg_.fuse.entry_timeout),
         attr_timeout_(open_mode_ ? 0.0 : cfg_.fuse.attr_timeout),
         start_time_(::time(nullptr)),
-        spill_enabled_(p.spill) {
+        spill_enabled_(p.spill),
+        max_read_(p.max_read) {
     FillOps();
     if (cfg_.fuse.kernel_cache) {
       cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
@@ -176,6 +177,7 @@ class FilesystemImpl final : public Filesystem {
     conn->time_gran = 1;
     // Spill writes of 1 MiB reach the store in one request (max_pages follows).
     if (self->spill_enabled_) conn->max_write = 1u << 20;
+    if (self->max_read_ != 0) conn->max_read = self->max_read_;
   }
 
   static void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -691,6 +693,7 @@ class FilesystemImpl final : public Filesystem {
   unsigned ra_kib_ = 0;
   std::once_flag ra_once_;
   const bool spill_enabled_;
+  const unsigned max_read_;
   std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)
   fuse_lowlevel_ops ops_;
 };

@@ -101,7 +101,11 @@ Result<std::unique_ptr<Session>> Session::Mount(Filesystem& fs, const MountOptio
   if (fuse_set_signal_handlers(im.se) != 0) return Internal("cannot install signal handlers");
   im.handlers = true;
   if (fuse_session_mount(im.se, opts.mountpoint.c_str()) != 0) {
-    return IoError("cannot mount " + opts.mountpoint + ": " + LastFuseMessage());
+    // Unprivileged mounts go through fusermount3, which prints its reason to
+    // stderr itself and leaves libfuse nothing to log.
+    std::string why = LastFuseMessage();
+    if (why.empty()) why = "the kernel or fusermount3 refused (its reason, if any, is above)";
+    return IoError("cannot mount " + opts.mountpoint + ": " + why);
   }
   im.mounted = true;
   im.fs = &fs;
@@ -117,13 +121,8 @@ Session::~Session() {
   if (impl_->se != nullptr) fuse_session_destroy(impl_->se);
 }
 
-Status Session::Daemonize(bool foreground) {
-  if (fuse_daemonize(foreground ? 1 : 0) != 0) return Internal("cannot daemonize");
-  return Status::Ok();
-}
-
 Status Session::Run() {
-  // Threads start here, after Daemonize's fork.
+  // Threads start here, after the caller's fork into the background.
   impl_->fs->Attach(impl_->se);
   fuse_loop_config* cfg = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(cfg, impl_->threads);

@@ -50,6 +50,9 @@ struct FsParts {
   // The mount has a writable spill area (.spill/ at the mount root); its
   // store is handed over with SetSpillStore before the first request.
   bool spill = false;
+  // `-o max_read=BYTES`: the largest READ the kernel may send (0: its
+  // default). libfuse requires INIT to agree with the mount option.
+  unsigned max_read = 0;
 };
 
 class Filesystem {

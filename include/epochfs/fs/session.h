@@ -34,10 +34,9 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Detaches from the terminal (when `foreground` is false) once mounted.
-  Status Daemonize(bool foreground);
-  // Serves until unmounted or signalled. Returns OK on a clean end.
-  // REQUIRES: Daemonize() first (it forks; threads start here).
+  // Serves until unmounted or signalled. Returns OK on a clean end; a
+  // failed INIT (the kernel refused the mount's parameters) is an error.
+  // REQUIRES: any fork into the background done first (threads start here).
   Status Run();
 
  private:
