@@ -192,6 +192,16 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetDouble(v, 1.0, 100.0, &c->policy.gain_max); }},
     {"jobs.orphan_grace", OptKind::kInteger, "integer seconds >= 0",
      [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->jobs.orphan_grace); }},
+    {"limits.jobs_per_user", OptKind::kInteger, "integer 1..1024",
+     [](Config* c, const Raw& v) { return SetU32(v, 1, 1024, &c->limits.jobs_per_user); }},
+    {"limits.control_files_per_user", OptKind::kInteger, "integer 1..65536",
+     [](Config* c, const Raw& v) {
+       return SetU32(v, 1, 65536, &c->limits.control_files_per_user);
+     }},
+    {"limits.control_bytes_per_user", OptKind::kString, R"(bytes >= 1MiB ("256MiB", integer))",
+     [](Config* c, const Raw& v) {
+       return SetBytes(v, 1ull << 20, &c->limits.control_bytes_per_user);
+     }},
     {"spill.path", OptKind::kString, "a directory path (\"\" = no spill area)",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);

@@ -72,6 +72,45 @@ class RealProcReader final : public ProcReader {
     return out;
   }
 
+  Result<ProcOwner> Owner(pid_t pid) const override {
+    if (pid <= 0) return NotFound("pid " + std::to_string(pid));
+    const std::string path = root_ + "/" + std::to_string(pid) + "/status";
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
+      int e = errno;
+      if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
+      return IoError(path + ": " + std::strerror(e));
+    }
+    char buf[4096];
+    size_t len = 0;
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf + len, sizeof(buf) - 1 - len);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int e = errno;
+        if (e == ESRCH) return NotFound("no process " + std::to_string(pid));
+        return IoError(path + ": " + std::strerror(e));
+      }
+      if (n == 0 || (len += static_cast<size_t>(n)) == sizeof(buf) - 1) break;
+    }
+    std::string_view s(buf, len);
+    // "Uid:\t<real>\t<effective>\t<saved>\t<fs>\n"
+    size_t at = s.find("\nUid:");
+    if (at == std::string_view::npos) return IoError(path + ": no Uid line");
+    s.remove_prefix(at + 5);
+    uint64_t ids[2] = {0, 0};
+    for (uint64_t& id : ids) {
+      while (!s.empty() && (s.front() == '\t' || s.front() == ' ')) s.remove_prefix(1);
+      if (s.empty() || s.front() < '0' || s.front() > '9') return IoError(path + ": bad Uid line");
+      while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+        id = id * 10 + static_cast<uint64_t>(s.front() - '0');
+        if (id > 0xffffffffu) return IoError(path + ": bad Uid line");
+        s.remove_prefix(1);
+      }
+    }
+    return ProcOwner{static_cast<uid_t>(ids[0]), static_cast<uid_t>(ids[1])};
+  }
+
  private:
   std::string root_;
 };
@@ -87,13 +126,21 @@ Attributor::Attributor(std::unique_ptr<ProcReader> proc, AttributorOptions optio
 
 Status Attributor::AddPid(JobId job, pid_t pid) { return AddPids(job, {pid}); }
 
-Status Attributor::AddPids(JobId job, const std::vector<pid_t>& pids) {
+Status Attributor::AddPids(JobId job, const std::vector<pid_t>& pids, uid_t owner) {
   std::vector<uint64_t> starts;
   starts.reserve(pids.size());
   for (pid_t pid : pids) {  // /proc first, without the mutex
     if (pid <= 0) return InvalidArgument("pid " + std::to_string(pid) + " is not a process");
     Result<ProcStat> st = proc_->Stat(pid);
     if (!st.ok()) return InvalidArgument("pid " + std::to_string(pid) + ": no such process");
+    if (owner != kAnyOwner) {
+      Result<ProcOwner> o = proc_->Owner(pid);
+      if (!o.ok()) return InvalidArgument("pid " + std::to_string(pid) + ": no such process");
+      if (o.value().real != owner && o.value().effective != owner) {
+        return NotPermitted("pid " + std::to_string(pid) + ": not a process of uid " +
+                            std::to_string(owner));
+      }
+    }
     starts.push_back(st.value().start_time);
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -87,6 +87,14 @@ Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t cr
   if (jobs_.size() >= opt_.max_jobs) {
     return NoSpace("too many jobs (limit " + std::to_string(opt_.max_jobs) + ")");
   }
+  if (owner != 0) {
+    size_t own = 0;
+    for (const auto& [n, j] : jobs_) own += j->owner == owner ? 1 : 0;
+    if (own >= opt_.max_jobs_per_user) {
+      return NoSpace("uid " + std::to_string(owner) + " has " + std::to_string(own) +
+                     " jobs (limits.jobs_per_user)");
+    }
+  }
   if (ids_exhausted_) return NoSpace("job ids exhausted; restart the daemon");
   auto job = std::make_unique<Job>();
   job->id = next_id_;
@@ -439,7 +447,9 @@ Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_v
   Result<std::vector<pid_t>> pids = ParsePidList(text);
   if (!pids.ok()) return Fail(job, "pids", pids.status());
   const bool orphaned = OrphanedLocked(job);
-  if (Status s = attributor_.AddPids(job->id, pids.value()); !s.ok()) {
+  // A user registers only their own processes; root any.
+  if (Status s = attributor_.AddPids(job->id, pids.value(), caller == 0 ? kAnyOwner : caller);
+      !s.ok()) {
     return Fail(job, "pids", s);
   }
   if (writer_pid > 0) (void)attributor_.AddPid(job->id, writer_pid);  // best effort

@@ -228,7 +228,9 @@ Status RunDaemon(const DaemonArgs& in) {
     if (Status s = spill->Check(); !s.ok()) return s;
   }
   PolicyJobSink sink(*lower.value(), cache);
-  control::JobRegistry registry(sink, control::MakeProcReader());
+  control::JobRegistryOptions registry_opts;
+  registry_opts.max_jobs_per_user = cfg.limits.jobs_per_user;
+  control::JobRegistry registry(sink, control::MakeProcReader(), registry_opts);
   control::ControlTree control(
       registry, sink,
       [&cache, &spill, &governor] { return StatsJson(cache, spill.get(), governor.get()); },

@@ -18,6 +18,7 @@
 
 #include "epochfs/common/log.h"
 #include "callback_guard.h"
+#include "control_write_budget.h"
 #include "errno_map.h"
 #include "handle_table.h"
 #include "open_file.h"
@@ -58,7 +59,8 @@ class FilesystemImpl final : public Filesystem {
         attr_timeout_(open_mode_ ? 0.0 : cfg_.fuse.attr_timeout),
         start_time_(::time(nullptr)),
         spill_enabled_(p.spill),
-        max_read_(p.max_read) {
+        max_read_(p.max_read),
+        control_budget_(cfg_.limits.control_files_per_user, cfg_.limits.control_bytes_per_user) {
     FillOps();
     if (cfg_.fuse.kernel_cache) {
       cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
@@ -433,8 +435,11 @@ class FilesystemImpl final : public Filesystem {
       file->kind = OpenFile::Kind::kVirtualRead;
       file->content = std::move(content).value();
     } else {
-      Status may = control_.CheckWrite(v.path, CallerOf(req));
+      const control::Caller who = CallerOf(req);
+      Status may = control_.CheckWrite(v.path, who);
       if (!may.ok()) return (void)fuse_reply_err(req, ToErrno(may));
+      if (!control_budget_.Open(who.uid)) return (void)fuse_reply_err(req, EMFILE);
+      file->writer = who.uid;
       // A control write is the whole of what this open writes: nothing is
       // preloaded, so `>>` appends exactly its new lines (pids) and O_APPEND
       // at offset 0 cannot overwrite anything.
@@ -507,10 +512,20 @@ class FilesystemImpl final : public Filesystem {
     constexpr size_t kMaxControlFile = 64u << 20;
     std::lock_guard lock(f->mu);
     if (f->append) off = static_cast<off_t>(f->content.size());
-    if (static_cast<uint64_t>(off) + size > kMaxControlFile) {
+    if (off < 0 || static_cast<uint64_t>(off) + size > kMaxControlFile) {
       return (void)fuse_reply_err(req, EFBIG);
     }
-    if (f->content.size() < static_cast<size_t>(off) + size) f->content.resize(off + size);
+    // Control files are text written front to back: a write past the end
+    // (a hole) is refused, so a 1-byte pwrite cannot make the daemon hold
+    // megabytes of zeros.
+    if (static_cast<size_t>(off) > f->content.size()) return (void)fuse_reply_err(req, EINVAL);
+    const size_t end = static_cast<size_t>(off) + size;
+    if (end > f->content.size()) {
+      if (!self.control_budget_.Grow(f->writer, end - f->content.size())) {
+        return (void)fuse_reply_err(req, EDQUOT);
+      }
+      f->content.resize(end);
+    }
     std::memcpy(f->content.data() + off, buf, size);
     f->dirty = true;
     fuse_reply_write(req, size);
@@ -539,7 +554,13 @@ class FilesystemImpl final : public Filesystem {
   static void FsyncDir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
 
   static void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-    Self(req).files_.Remove(fi->fh);
+    auto& self = Self(req);
+    if (std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
+        f != nullptr && f->kind == OpenFile::Kind::kVirtualWrite) {
+      std::lock_guard lock(f->mu);
+      self.control_budget_.Close(f->writer, f->content.size());
+    }
+    self.files_.Remove(fi->fh);
     fuse_reply_err(req, 0);
   }
 
@@ -694,6 +715,7 @@ class FilesystemImpl final : public Filesystem {
   std::once_flag ra_once_;
   const bool spill_enabled_;
   const unsigned max_read_;
+  ControlWriteBudget control_budget_;
   std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)
   fuse_lowlevel_ops ops_;
 };

@@ -26,6 +26,7 @@ struct OpenFile {
   std::mutex mu;            // kVirtualWrite: guards content
   bool dirty = false;       // kVirtualWrite: written since the last flush
   bool append = false;      // kVirtualWrite, kSpill: opened O_APPEND
+  uid_t writer = 0;         // kVirtualWrite: who opened it (ControlWriteBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };
 

@@ -1,5 +1,8 @@
 #include "epochfs/spill/scheduler.h"
 
+#include <string_view>
+#include <unordered_set>
+
 #include "epochfs/common/log.h"
 #include "epochfs/spill/schedule.h"
 
@@ -79,12 +82,11 @@ Result<SpillJobStatus> SpillScheduler::JobStatus(const std::string& job) const {
     files = it->second.schedule;
   }
   // Residency is asked of the store without our lock (it takes its own).
-  std::vector<std::string> seen;
+  // Each distinct path once, in schedule order: linear in the schedule.
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(files.size());
   for (const std::string& f : files) {
-    bool dup = false;
-    for (const std::string& s : seen) dup = dup || s == f;
-    if (dup) continue;
-    seen.push_back(f);
+    if (!seen.insert(f).second) continue;
     if (store_.Resident(f)) st.resident.push_back(f);
   }
   return st;

@@ -65,6 +65,14 @@ struct Config {
     uint32_t orphan_grace = 600;  // seconds
     bool operator==(const Jobs&) const = default;
   } jobs;
+  // Per-user bounds on what a user of a shared mount can make the daemon
+  // hold (docs/security.md). Root is not bounded.
+  struct Limits {
+    uint32_t jobs_per_user = 64;                  // registered jobs
+    uint32_t control_files_per_user = 64;         // control files open for writing
+    uint64_t control_bytes_per_user = 256ull << 20;  // bytes buffered in them
+    bool operator==(const Limits&) const = default;
+  } limits;
   struct Spill {
     // spill.path: directory on local SSD for MOUNTPOINT/.spill/; "" = no
     // spill area (the rest of the mount is read-only anyway).

@@ -42,12 +42,25 @@ struct ProcStat {
   uint64_t start_time = 0;  // field 22: clock ticks since boot
 };
 
+// Who a process belongs to (the Uid: line of /proc/<pid>/status).
+struct ProcOwner {
+  uid_t real = 0;
+  uid_t effective = 0;
+};
+
+// Any owner: AddPids without the ownership check (root's writes, the daemon's own
+// registrations of a request's caller).
+inline constexpr uid_t kAnyOwner = static_cast<uid_t>(-1);
+
 class ProcReader {
  public:
   virtual ~ProcReader() = default;
   // NotFound when the process does not exist (or vanished); IoError when its
   // stat cannot be read or parsed.
   virtual Result<ProcStat> Stat(pid_t pid) const = 0;
+  // Same errors. (Not the owner of /proc/<pid>: a process that dropped
+  // privileges is not dumpable, and its /proc files belong to root.)
+  virtual Result<ProcOwner> Owner(pid_t pid) const = 0;
 };
 
 // Reads `<proc_root>/<pid>/stat` (proc_root "/proc" in the daemon).
@@ -69,8 +82,11 @@ class Attributor {
   // same job is a no-op. A registered pid whose process has since exited (start
   // time changed) is replaced silently.
   Status AddPid(JobId job, pid_t pid);
-  // All of `pids` or none of them (same rules as AddPid).
-  Status AddPids(JobId job, const std::vector<pid_t>& pids);
+  // All of `pids` or none of them (same rules as AddPid). With `owner` other
+  // than kAnyOwner, every pid must also be a process whose real or effective
+  // uid is `owner` (NotPermitted otherwise): a user registers only their own
+  // processes.
+  Status AddPids(JobId job, const std::vector<pid_t>& pids, uid_t owner = kAnyOwner);
   // Forgets the job's pids and every cached attribution to it.
   void RemoveJob(JobId job);
   // Forgets `job`'s registered pids whose process has exited (pid gone or

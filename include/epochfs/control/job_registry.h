@@ -135,6 +135,7 @@ struct JobSnapshot {
 
 struct JobRegistryOptions {
   size_t max_jobs = 1024;
+  size_t max_jobs_per_user = 64;  // limits.jobs_per_user; root is not bounded
   uint32_t prefetch_factor = 2;  // read-ahead window: loaders × prefetch_factor batches
   AttributorOptions attributor;
 };
@@ -153,7 +154,7 @@ class JobRegistry {
   // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.
   // Exists (Code::kExists) for a taken name, an orphaned one too; NoSpace
-  // past max_jobs or when ids run out (ids are never reused within the
+  // past max_jobs, past max_jobs_per_user for a non-root owner, or when ids run out (ids are never reused within the
   // registry's life).
   Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.

@@ -78,6 +78,10 @@ batches = 25
 gain_max = 3.5
 [jobs]
 orphan_grace = 0
+[limits]
+jobs_per_user = 3
+control_files_per_user = 5
+control_bytes_per_user = "8MiB"
 [fuse]
 threads = 8
 max_background = 128
@@ -95,6 +99,9 @@ level = "debug"
   EXPECT_EQ(c.warmup.batches, 25u);
   EXPECT_DOUBLE_EQ(c.policy.gain_max, 3.5);
   EXPECT_EQ(c.jobs.orphan_grace, 0u);
+  EXPECT_EQ(c.limits.jobs_per_user, 3u);
+  EXPECT_EQ(c.limits.control_files_per_user, 5u);
+  EXPECT_EQ(c.limits.control_bytes_per_user, 8ull << 20);
   EXPECT_EQ(c.fuse.threads, 8u);
   EXPECT_EQ(c.fuse.max_background, 128u);
   EXPECT_DOUBLE_EQ(c.fuse.entry_timeout, 1.5);
@@ -494,7 +501,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 26u);
+  ASSERT_EQ(keys.size(), 29u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

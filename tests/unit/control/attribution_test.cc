@@ -188,6 +188,16 @@ TEST(RealProcReader, ReadsOwnStat) {
   EXPECT_EQ(proc->Stat(kMaxPid + 1).status().code(), Code::kNotFound);
 }
 
+TEST(RealProcReader, ReadsOwnOwner) {
+  auto proc = MakeProcReader();
+  Result<ProcOwner> o = proc->Owner(getpid());
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o.value().real, getuid());
+  EXPECT_EQ(o.value().effective, geteuid());
+  EXPECT_EQ(proc->Owner(0).status().code(), Code::kNotFound);
+  EXPECT_EQ(proc->Owner(kMaxPid + 1).status().code(), Code::kNotFound);
+}
+
 TEST(RealProcReader, ParsesCommWithSpacesAndParens) {
   char dir[] = "/tmp/epochfs_proc_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

@@ -89,7 +89,8 @@ constexpr const char* kConfig = "batch_size = 2\nepochs = 2\nroot = \"ds\"\nload
 class JobRegistryTest : public ::testing::Test {
  protected:
   JobRegistryTest() {
-    procs_.Spawn(1, 0, 1);
+    procs_.set_default_uid(kAlice);  // the tests' processes are Alice's
+    procs_.SpawnAs(0, 1, 0, 1);
     procs_.Spawn(100, 1, 100);   // job A's trainer
     procs_.Spawn(101, 100, 101); // its worker
     procs_.Spawn(200, 1, 200);   // job B's trainer
@@ -146,6 +147,39 @@ TEST_F(JobRegistryTest, RegisterRemoveAndIdsAreNeverReused) {
   EXPECT_EQ(reg_->Register("one-too-many", kAlice, 0).status().code(), Code::kNoSpace);
   EXPECT_EQ(reg_->JobNames().size(), 8u);
   EXPECT_EQ(reg_->JobNames().front(), "a");
+}
+
+TEST_F(JobRegistryTest, PidsOnlyOfTheWritersOwnProcesses) {
+  procs_.SpawnAs(kBob, 400, 1, 400);  // Bob's trainer
+  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->Register("b", kBob, 0).ok());
+  // Alice may not claim pid 1 (root's) or Bob's trainer; nothing is added.
+  EXPECT_EQ(reg_->WritePids("a", kAlice, "1\n", 0).code(), Code::kNotPermitted);
+  EXPECT_EQ(reg_->WritePids("a", kAlice, "100\n400\n", 0).code(), Code::kNotPermitted);
+  EXPECT_EQ(LastError("a"), "pids: pid 400: not a process of uid 1000");
+  EXPECT_TRUE(reg_->Snapshot("a").value().pids.empty());
+  // Bob's own registration still works (his pid was not taken).
+  EXPECT_TRUE(reg_->WritePids("b", kBob, "400\n", 0).ok());
+  EXPECT_EQ(reg_->Snapshot("b").value().pids, std::vector<pid_t>{400});
+  // Alice registers her own; root may register anyone's.
+  EXPECT_TRUE(reg_->WritePids("a", kAlice, "100\n", 0).ok());
+  EXPECT_TRUE(reg_->WritePids("a", 0, "1\n", 0).ok());
+}
+
+TEST_F(JobRegistryTest, JobsPerUserAreBounded) {
+  JobRegistryOptions o;
+  o.max_jobs = 8;
+  o.max_jobs_per_user = 2;
+  JobRegistry reg(sink_, std::make_unique<FakeProcReader>(&procs_), o);
+  EXPECT_TRUE(reg.Register("a1", kAlice, 0).ok());
+  EXPECT_TRUE(reg.Register("a2", kAlice, 0).ok());
+  EXPECT_EQ(reg.Register("a3", kAlice, 0).status().code(), Code::kNoSpace);
+  EXPECT_TRUE(reg.Register("b1", kBob, 0).ok());  // Bob is not starved by Alice
+  EXPECT_TRUE(reg.Register("r1", 0, 0).ok());     // root is not bounded
+  EXPECT_TRUE(reg.Register("r2", 0, 0).ok());
+  EXPECT_TRUE(reg.Register("r3", 0, 0).ok());
+  EXPECT_TRUE(reg.Remove("a1", kAlice).ok());
+  EXPECT_TRUE(reg.Register("a3", kAlice, 0).ok());
 }
 
 TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
@@ -301,12 +335,13 @@ TEST_F(JobRegistryTest, PidsFileRegistersListedAndWriterPids) {
   ASSERT_TRUE(reg_->WritePids("a", kAlice, "300\n", 200).ok());
   EXPECT_EQ(reg_->Snapshot("a").value().pids, (std::vector<pid_t>{200, 300}));
   EXPECT_EQ(reg_->OnAccess(300, 1000).job, reg_->Find("a").value());
+  // (Root writes b's pids: Bob may not name Alice's processes at all.)
   ASSERT_TRUE(reg_->Register("b", kBob, 0).ok());
-  EXPECT_FALSE(reg_->WritePids("b", kBob, "300\n", 0).ok());
+  EXPECT_FALSE(reg_->WritePids("b", 0, "300\n", 0).ok());
   EXPECT_CONTAINS(LastError("b"), "pids: pid 300 is registered to another job");
   ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
   EXPECT_EQ(reg_->OnAccess(300, 1000).job, kNoJob);
-  EXPECT_TRUE(reg_->WritePids("b", kBob, "300\n", 0).ok());
+  EXPECT_TRUE(reg_->WritePids("b", 0, "300\n", 0).ok());
 }
 
 TEST_F(JobRegistryTest, InferredEpochsReachTheSinkAndTheJobFinishes) {

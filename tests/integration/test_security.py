@@ -1,0 +1,380 @@
+#!/usr/bin/python3
+"""A mount shared by hostile users (allow_other).
+
+HostileBytesTest: hostile bytes into every control file.
+
+Every file of `.epochfs/jobs/NAME/` that accepts writes gets, from its owner
+and from a second user (nobody), input that no parser expects: random bytes,
+invalid UTF-8, NUL bytes, a 1 MiB line, only separators, an empty file, a
+sparse write at a large offset. Asserted after each write: the daemon is
+alive; `status` of the job and `.epochfs/stats` are valid JSON; every file of
+the dataset still reads back byte-exact; the other user's writes were refused
+and changed nothing.
+
+Also the crash of issue 12: a spill file whose name is not UTF-8, named in
+`spill_schedule` and made resident by `progress`, used to make the next read
+of `status` throw from the JSON writer and end the daemon. Its name must now
+come out with U+FFFD in place of the bad byte.
+
+UserLimitsTest: what one user can make the daemon hold is bounded per user
+(limits.*): jobs, control files open for writing, bytes buffered in them; a
+write that would leave a hole in a control file is refused; `pids` accepts
+only the writer's own processes (root: any), so no user can claim another's
+reads. Each limit is hit by `nobody` while root and the limit's other side
+stay unaffected.
+
+Standard library only; exit 77 (SKIP) without /dev/fuse or root.
+"""
+
+import errno
+import json
+import os
+import random
+import threading
+
+import epochfs_test as et
+
+NOBODY = 65534
+KiB = 1024
+CONTROL_FILES = ["config", "samples", "order/0", "order/1", "epoch", "progress", "pids",
+                 "spill_schedule"]
+
+
+def payloads():
+    rng = random.Random(12)
+    return {
+        "random": rng.randbytes(4096),
+        "invalid-utf8": b"\xff\xfe\xfd\n\xc3\x28\n\xa0\xa1\n\xe2\x28\xa1\n",
+        "nul": b"a\x00b\n\x00\x00\n1\x00\n",
+        "long-line": b"9" * (1 << 20) + b"\n",
+        "separators": b"\n\r\t \n\n,,;;==\n",
+        "empty": b"",
+        "toml-ish": b'batch_size = "\xff"\n[x\xff]\nroot = "\\u0000"\nepochs = 1e999\n',
+        "numbers": b"-1\n18446744073709551616\n0x10\n1e3\n+7\n",
+    }
+
+
+def write_ctl(path, data):
+    """One control-file write; the errno of whichever step failed, or 0."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    except OSError as e:
+        return e.errno
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view[:1 << 20])
+            view = view[n:]
+    except OSError as e:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        return e.errno
+    try:
+        os.close(fd)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def sparse_write(path, offset):
+    """A 1-byte pwrite at `offset`; the errno of the failing step, or 0."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as e:
+        return e.errno
+    err = 0
+    try:
+        os.pwrite(fd, b"1", offset)
+    except OSError as e:
+        err = e.errno
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = err or e.errno
+    return err
+
+
+class HostileBytesTest(et.MountTestCase):
+    maxDiff = None
+
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        os.chmod(self.tmp, 0o755)
+        os.chmod(self.lower, 0o755)
+        self.want = {}
+        for i in range(20):
+            rel = "d/f%02d.bin" % i
+            data = et.det_bytes(3 * KiB + i, i)
+            et.write_file(os.path.join(self.lower, rel), data)
+            self.want[rel] = data
+        os.chmod(os.path.join(self.lower, "d"), 0o755)
+        for rel in self.want:
+            os.chmod(os.path.join(self.lower, rel), 0o644)
+        spill = self.make_dir("spill")
+        self.d = self.mount(self.lower, opts=["cache.policy=epoch", "allow_other",
+                                              "spill.path=" + spill])
+
+    @staticmethod
+    def read_status(jd):
+        with open(os.path.join(jd, "status"), "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+
+    def check_alive(self, jd, what):
+        d = self.d
+        self.assertTrue(d.alive(), "%s: the daemon died; stderr:\n%s" % (what, d.stderr_text()))
+        st = d.stats()
+        self.assert_stats_sane(st)
+        status = self.read_status(jd)
+        for rel, data in self.want.items():
+            self.assertEqual(et.read_file_raw(d.path(rel)), data, "%s: %s" % (what, rel))
+        return status
+
+    def test_every_control_file_survives_hostile_bytes(self):
+        jd = self.d.path(".epochfs", "jobs", "victim")
+        os.mkdir(jd)
+        # A valid declaration first: what the hostile writes must not change.
+        self.assertEqual(write_ctl(os.path.join(jd, "config"), b"batch_size = 4\nepochs = 2\nroot = \"d\"\n"), 0)
+        self.assertEqual(write_ctl(os.path.join(jd, "samples"),
+                                   "".join("f%02d.bin\n" % i for i in range(20)).encode()), 0)
+        self.assertEqual(write_ctl(os.path.join(jd, "order", "0"),
+                                   " ".join(map(str, range(20))).encode() + b"\n"), 0)
+        declared = self.check_alive(jd, "valid declaration")
+        self.assertEqual(declared["samples"], 20)
+        self.assertEqual(declared["declared_epochs"], [0])
+
+        for name in CONTROL_FILES:
+            path = os.path.join(jd, *name.split("/"))
+            for kind, data in payloads().items():
+                what = "%s <- %s" % (name, kind)
+                # Another user: refused, and nothing changes.
+                # (`last_error` tells the owner that another user was refused.)
+                before = self.read_status(jd)
+                before.pop("last_error")
+
+                def attempt():
+                    err = write_ctl(path, data) or sparse_write(path, 0)
+                    if err:
+                        raise OSError(err, "refused")
+                err = et.as_user(NOBODY, NOBODY, attempt)
+                self.assertNotEqual(err, 0, "nobody could write %s" % what)
+                after = self.read_status(jd)
+                after.pop("last_error")
+                self.assertEqual(after, before, "nobody changed the job: " + what)
+                self.check_alive(jd, "nobody: " + what)
+                # The owner: accepted or refused, the daemon carries on.
+                write_ctl(path, data)
+                self.check_alive(jd, "owner: " + what)
+            for offset in (1 << 20, 1 << 30, (1 << 40) - 1):
+                sparse_write(path, offset)
+                self.check_alive(jd, "owner: %s <- 1 byte at %d" % (name, offset))
+
+    def test_a_spill_name_that_is_not_utf8_in_status(self):
+        jd = self.d.path(".epochfs", "jobs", "bytes")
+        os.mkdir(jd)
+        bad = b"act\xffl0"
+        data = et.det_bytes(300 * KiB, 7)
+        with open(os.path.join(os.fsencode(self.d.mnt), b".spill", bad), "wb") as f:
+            f.write(data)
+        self.assertEqual(write_ctl(os.path.join(jd, "spill_schedule"), bad + b"\n" + bad + b"\n"), 0)
+        self.assertEqual(write_ctl(os.path.join(jd, "progress"), b"0\n"), 0)
+        status = self.check_alive(jd, "non-UTF-8 spill name")
+        self.assertIn("spill", status)
+        text = json.dumps(status, ensure_ascii=False)
+        self.assertNotIn("\udcff", text)
+        with open(os.path.join(os.fsencode(self.d.mnt), b".spill", bad), "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertTrue(self.d.alive())
+        self.assertEqual(self.d.unmount(), 0)
+
+
+
+class LinearRepliesTest(et.MountTestCase):
+    """status of a job whose spill_schedule names 300,000 distinct paths: the
+    reply is built in time linear in the schedule (it was quadratic: about
+    4.5e10 string comparisons, many minutes on one FUSE thread). The bound
+    below is a liveness bound, a hundred times what linear needs."""
+
+    def test_status_of_a_long_spill_schedule(self):
+        lower = self.make_dir("lower")
+        spill = self.make_dir("spill")
+        d = self.mount(lower, opts=["spill.path=" + spill])
+        jd = d.path(".epochfs", "jobs", "long")
+        os.mkdir(jd)
+        n = 300000
+        self.assertEqual(write_ctl(os.path.join(jd, "spill_schedule"),
+                                   "".join("a/%07d\n" % i for i in range(n)).encode()), 0)
+        result = {}
+
+        def read():
+            with open(os.path.join(jd, "status"), "rb") as f:
+                result["status"] = json.loads(f.read())
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(60 * et.TIME_SCALE)
+        self.assertFalse(t.is_alive(), "status of a %d-step schedule took too long" % n)
+        self.assertEqual(result["status"]["spill"]["steps"], n)
+        self.assertTrue(d.alive())
+
+
+def in_child_as_nobody(fn):
+    """Runs fn() as nobody in a forked child; returns what it returned
+    (JSON-able), or raises AssertionError with the child's exception."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            out = {"ok": fn()}
+        except BaseException as e:  # reported to the parent
+            out = {"error": "%s: %s" % (type(e).__name__, e)}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    out = json.loads(data or b'{"error": "child died"}')
+    if "error" in out:
+        raise AssertionError("as nobody: " + out["error"])
+    return out["ok"]
+
+
+class UserLimitsTest(et.MountTestCase):
+    maxDiff = None
+
+    def setUp(self):
+        super().setUp()
+        self.lower = self.make_dir("lower")
+        os.chmod(self.tmp, 0o755)
+        os.chmod(self.lower, 0o755)
+        et.write_file(os.path.join(self.lower, "a.bin"), et.det_bytes(5000, 1))
+        os.chmod(os.path.join(self.lower, "a.bin"), 0o644)
+        self.d = self.mount(self.lower, opts=[
+            "cache.policy=epoch", "allow_other", "limits.jobs_per_user=3",
+            "limits.control_files_per_user=4", "limits.control_bytes_per_user=1MiB"])
+        self.jobs = self.d.path(".epochfs", "jobs")
+
+    def test_jobs_per_user(self):
+        jobs = self.jobs
+
+        def make():
+            out = []
+            for i in range(5):
+                try:
+                    os.mkdir(os.path.join(jobs, "n%d" % i))
+                    out.append(0)
+                except OSError as e:
+                    out.append(e.errno)
+            return out
+        self.assertEqual(in_child_as_nobody(make), [0, 0, 0, errno.ENOSPC, errno.ENOSPC])
+        for i in range(5):  # root is not bounded
+            os.mkdir(os.path.join(jobs, "r%d" % i))
+        self.assertEqual(sorted(os.listdir(jobs)),
+                         sorted(["n0", "n1", "n2"] + ["r%d" % i for i in range(5)]))
+        os.rmdir(os.path.join(jobs, "n0"))
+        self.assertEqual(in_child_as_nobody(lambda: os.mkdir(os.path.join(jobs, "n9"))), None)
+        self.assertTrue(self.d.alive())
+
+    def test_control_files_and_bytes_per_user(self):
+        jobs = self.jobs
+
+        def hold():
+            os.mkdir(os.path.join(jobs, "mine"))
+            paths = [os.path.join(jobs, "mine", n) for n in ("config", "samples", "order/0",
+                                                             "order/1", "epoch")]
+            fds, out = [], {}
+            for p in paths:
+                try:
+                    fds.append(os.open(p, os.O_WRONLY | os.O_TRUNC))
+                except OSError as e:
+                    out["open5"] = e.errno
+            out["opened"] = len(fds)
+            # 1 MiB for all open files together: 600 KiB fit once, not twice.
+            out["w1"] = os.write(fds[0], b"x" * (600 << 10))
+            try:
+                os.write(fds[1], b"y" * (600 << 10))
+            except OSError as e:
+                out["w2"] = e.errno
+            # A hole: refused whatever its size.
+            try:
+                os.pwrite(fds[2], b"1", 4096)
+            except OSError as e:
+                out["hole"] = e.errno
+            # Closing frees the file and its bytes for the next.
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the bad config is refused at close: EINVAL
+            fd = os.open(paths[1], os.O_WRONLY | os.O_TRUNC)
+            out["w3"] = os.write(fd, b"z" * (600 << 10))
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            return out
+        out = in_child_as_nobody(hold)
+        self.assertEqual(out, {"open5": errno.EMFILE, "opened": 4, "w1": 600 << 10,
+                               "w2": errno.EDQUOT, "hole": errno.EINVAL, "w3": 600 << 10})
+        # Root is not bounded by nobody's use, nor by its own.
+        os.mkdir(os.path.join(jobs, "root"))
+        fds = [os.open(os.path.join(jobs, "root", n), os.O_WRONLY | os.O_TRUNC)
+               for n in ("config", "samples", "order/0", "order/1", "epoch", "pids")]
+        os.write(fds[1], b"a.bin\n" * (300 << 10))
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.assertTrue(self.d.alive())
+
+    def test_pids_only_of_own_processes(self):
+        jobs = self.jobs
+        victim = os.fork()
+        if victim == 0:  # root's "trainer": sleeps until killed
+            time_to_live = 600
+            os.execvp("sleep", ["sleep", str(time_to_live)])
+        self.addCleanup(lambda: (os.kill(victim, 9), os.waitpid(victim, 0)))
+
+        def claim():
+            os.mkdir(os.path.join(jobs, "thief"))
+            out = {}
+            for pid in (1, victim):
+                try:
+                    with open(os.path.join(jobs, "thief", "pids"), "w") as f:
+                        f.write("%d\n" % pid)
+                    out[str(pid)] = 0
+                except OSError as e:
+                    out[str(pid)] = e.errno
+            with open(os.path.join(jobs, "thief", "pids")) as f:
+                out["pids"] = f.read().split()
+            with open(os.path.join(jobs, "thief", "pids"), "a") as f:
+                f.write("%d\n" % os.getpid())  # its own: accepted
+            return out
+        out = in_child_as_nobody(claim)
+        self.assertEqual(out["1"], errno.EPERM, out)
+        self.assertEqual(out[str(victim)], errno.EPERM, out)
+        self.assertNotIn("1", out["pids"])
+        self.assertNotIn(str(victim), out["pids"])
+        # The victim's own registration still works.
+        os.mkdir(os.path.join(jobs, "victim"))
+        with open(os.path.join(jobs, "victim", "pids"), "w") as f:
+            f.write("%d\n" % victim)
+        with open(os.path.join(jobs, "victim", "pids")) as f:
+            self.assertIn(str(victim), f.read().split())
+        self.assertTrue(self.d.alive())
+
+
+if __name__ == "__main__":
+    et.main()
