@@ -22,6 +22,9 @@ EPOCHFS_TEST_PACKAGES=(
   ccache
 )
 
+# The libFuzzer build (scripts/fuzz, and the 'fuzz' suite of scripts/test).
+EPOCHFS_FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev libclang-rt-14-dev)
+
 epochfs_install_packages() {
   local missing=() p
   for p in "$@"; do
@@ -72,4 +75,19 @@ for t in intro("--targets"):
         for f in t["filename"]:
             print(os.path.relpath(f, root))
 PY
+}
+
+# epochfs_build_fuzz [SECONDS]: the fuzz targets in build-fuzz, with clang-14,
+# ASan+UBSan, every library instrumented for coverage; SECONDS is how long
+# each target runs as a meson test (suite fuzz).
+epochfs_build_fuzz() {
+  local seconds=${1:-10}
+  if [ ! -f build-fuzz/build.ninja ]; then
+    CC=clang-14 CXX=clang++-14 meson setup build-fuzz "$EPOCHFS_ROOT" -Dtests=false -Dfuzz=true \
+      -Dfuzz_seconds="$seconds" -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=false \
+      -Dbuildtype=debugoptimized -Dcpp_args=-fsanitize=fuzzer-no-link >/dev/null || return 1
+  else
+    meson configure build-fuzz -Dfuzz_seconds="$seconds" >/dev/null || return 1
+  fi
+  EPOCHFS_SUITE=fuzz epochfs_build build-fuzz
 }

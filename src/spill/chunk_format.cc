@@ -88,9 +88,19 @@ ChunkHeaderKind DecodeChunkHeader(std::span<const uint8_t> block, ChunkHeader* h
     *why = "chunk header is truncated";
     return ChunkHeaderKind::kBad;
   }
+  // Absent only when everything read is zeros, as a slot never written reads:
+  // a zero header followed by other bytes is damage (a torn write, a zeroed
+  // sector; found by tests/fuzz/fuzz_chunk) and must not read as a chunk of
+  // zeros.
   bool zero = true;
-  for (size_t i = 0; i < kChunkHeaderBytes && zero; ++i) zero = p[i] == 0;
+  for (size_t i = 0; i < block.size() && zero; ++i) zero = p[i] == 0;
   if (zero) return ChunkHeaderKind::kAbsent;
+  bool header_zero = true;
+  for (size_t i = 0; i < kChunkHeaderBytes && header_zero; ++i) header_zero = p[i] == 0;
+  if (header_zero) {
+    *why = "chunk header is zero but its block is not";
+    return ChunkHeaderKind::kBad;
+  }
   if (Get32(p) != kChunkMagic || p[4] != kChunkVersion) {
     *why = "bad chunk header magic";
     return ChunkHeaderKind::kBad;

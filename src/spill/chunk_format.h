@@ -73,8 +73,10 @@ inline constexpr size_t kChunkHeaderBytes = 64;
 void EncodeChunkHeader(const ChunkHeader& h, std::span<uint8_t> block);
 
 enum class ChunkHeaderKind { kValid, kAbsent, kBad };
-// kAbsent: the block is all zeros (a slot never written). kBad: anything
-// else that is not a valid header (then *why says what is wrong).
+// `block` is the header block, or the whole slot as read (header block and
+// stored bytes). kAbsent: all of `block` is zeros (a slot never written).
+// kBad: anything else that is not a valid header, a zero header followed by
+// other bytes included (then *why says what is wrong).
 ChunkHeaderKind DecodeChunkHeader(std::span<const uint8_t> block, ChunkHeader* h,
                                   const char** why);
 

@@ -469,6 +469,33 @@ TEST(SpillStore, CorruptHeaderOfSecondChunk) {
   EXPECT_EQ(s->stats().checksum_errors, 1u);
 }
 
+// A slot whose header was zeroed (a torn write, a zeroed sector) but whose
+// bytes were not is damage, not a chunk never written: EIO, never zeros.
+// (Found by tests/fuzz/fuzz_chunk: only the 64 header bytes were looked at.)
+TEST(SpillStore, ZeroedHeaderOverDataIsCorruption) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  std::vector<uint8_t> d(3 * kChunk, 0x5A);
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "z");
+    ASSERT_TRUE(f->Write(0, d).ok());
+    ASSERT_TRUE(f->Sync().ok());
+  }
+  int fd = open((o.dir + "/z").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const std::vector<uint8_t> zeros(4096, 0);
+  const off_t hdr = 4096 + 1 * (4096 + kChunk);  // chunk 1's header block
+  ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), hdr), 4096);
+  close(fd);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "z", false);
+  std::vector<uint8_t> buf(kChunk);
+  EXPECT_EQ(f->Read(kChunk, buf).status().code(), Code::kCorruption);
+  ASSERT_EQ(f->Read(0, buf).value(), kChunk);  // the others are intact
+  EXPECT_EQ(buf, std::vector<uint8_t>(kChunk, 0x5A));
+}
+
 TEST(SpillStore, CorruptCompressedChunk) {
   std::vector<uint8_t> zeros(kChunk, 0), enc;
   if (ZvcEncode(zeros, &enc) == ZvcMode::kRaw) GTEST_SKIP() << "codec without compression";
