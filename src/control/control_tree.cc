@@ -76,6 +76,8 @@ Result<VNode> ControlTree::Stat(const std::string& path) const {
     if (!IsJobFile(p[2])) return NotFound(path);
     if (p[2] == "order") return VNode{true, false, owner, 0, 0755};
     if (p[2] == "status") return VNode{false, false, owner, 0, 0444};
+    // The schedule names the owner's spill files: readable by the owner and root only.
+    if (p[2] == "spill_schedule") return VNode{false, true, owner, 0, 0600};
     return VNode{false, true, owner, 0, 0666};
   }
   if (p.size() == 4 && p[2] == "order" && ParseOrderFileName(p[3]).ok()) {
@@ -167,7 +169,8 @@ Status ControlTree::WriteSpillFile(const std::string& name, const std::string& f
   Status s = Status::Ok();
   if (file == "spill_schedule") {
     auto files = ParseSpillSchedule(content);
-    if (files.ok()) spill_->SetSchedule(name, std::move(files).value());
+    auto snap = registry_.Snapshot(name);
+    if (files.ok() && snap.ok()) spill_->SetSchedule(name, snap.value().owner, std::move(files).value());
     s = files.status();
   } else {
     auto step = ParseProgress(content);

@@ -43,8 +43,8 @@ void SpillArea::Close() {
   store_.reset();
 }
 
-void SpillArea::SetSchedule(const std::string& job, std::vector<std::string> files) {
-  if (scheduler_) scheduler_->SetSchedule(job, std::move(files));
+void SpillArea::SetSchedule(const std::string& job, uid_t owner, std::vector<std::string> files) {
+  if (scheduler_) scheduler_->SetSchedule(job, owner, std::move(files));
 }
 
 Status SpillArea::Progress(const std::string& job, uint64_t step) {

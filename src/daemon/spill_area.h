@@ -33,7 +33,7 @@ class SpillArea final : public control::SpillControl {
   spill::SpillStore* store() const { return store_.get(); }
 
   // control::SpillControl
-  void SetSchedule(const std::string& job, std::vector<std::string> files) override;
+  void SetSchedule(const std::string& job, uid_t owner, std::vector<std::string> files) override;
   Status Progress(const std::string& job, uint64_t step) override;
   std::string ScheduleText(const std::string& job) const override;
   std::optional<control::SpillStatus> JobStatus(const std::string& job) const override;

@@ -31,7 +31,14 @@ void SpillScheduler::Stop() {
   idle_cv_.notify_all();
 }
 
-void SpillScheduler::SetSchedule(const std::string& job, std::vector<std::string> files) {
+bool SpillScheduler::Owns(uid_t owner, const std::string& rel) const {
+  if (owner == 0) return true;
+  Result<SpillAttr> a = store_.Stat(rel);
+  return a.ok() && !a.value().is_dir && a.value().uid == owner;
+}
+
+void SpillScheduler::SetSchedule(const std::string& job, uid_t owner,
+                                 std::vector<std::string> files) {
   {
     std::lock_guard lock(mu_);
     if (files.empty()) {
@@ -40,6 +47,7 @@ void SpillScheduler::SetSchedule(const std::string& job, std::vector<std::string
     }
     Job& j = jobs_[job];
     j.schedule = std::move(files);
+    j.owner = owner;
     j.status = SpillJobStatus{};
     j.status.steps = j.schedule.size();
     ++j.generation;
@@ -74,12 +82,14 @@ void SpillScheduler::DropJob(const std::string& job) {
 Result<SpillJobStatus> SpillScheduler::JobStatus(const std::string& job) const {
   std::vector<std::string> files;
   SpillJobStatus st;
+  uid_t owner = 0;
   {
     std::lock_guard lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return NotFound("no spill schedule");
     st = it->second.status;
     files = it->second.schedule;
+    owner = it->second.owner;
   }
   // Residency is asked of the store without our lock (it takes its own).
   // Each distinct path once, in schedule order: linear in the schedule.
@@ -87,7 +97,7 @@ Result<SpillJobStatus> SpillScheduler::JobStatus(const std::string& job) const {
   seen.reserve(files.size());
   for (const std::string& f : files) {
     if (!seen.insert(f).second) continue;
-    if (store_.Resident(f)) st.resident.push_back(f);
+    if (store_.Resident(f) && Owns(owner, f)) st.resident.push_back(f);
   }
   return st;
 }
@@ -124,15 +134,18 @@ void SpillScheduler::Loop() {
 
 void SpillScheduler::Apply(const Report& r) {
   SchedulePlan plan;
+  uid_t owner = 0;
   {
     std::lock_guard lock(mu_);
     auto it = jobs_.find(r.job);
     if (it == jobs_.end() || it->second.generation != r.generation) return;  // stale
     plan = PlanAfterStep(it->second.schedule, r.finished, opt_.num_prefetch, opt_.num_writeout);
+    owner = it->second.owner;
   }
   uint64_t wrote = 0, fetched = 0, missing = 0;
   // Write out first: it makes room in staging for what comes next.
   for (const std::string& f : plan.writeout) {
+    if (!Owns(owner, f)) continue;  // another user's file: not ours to move
     const bool was_resident = store_.Resident(f);
     Status s = store_.WriteOut(f);  // also writes back a partly staged file
     if (s.ok()) {
@@ -142,6 +155,10 @@ void SpillScheduler::Apply(const Report& r) {
     }
   }
   for (const std::string& f : plan.prefetch) {
+    if (!Owns(owner, f)) {  // missing, or another user's: the same to this job
+      ++missing;
+      continue;
+    }
     Status s = store_.Prefetch(f);
     if (s.ok()) {
       ++fetched;

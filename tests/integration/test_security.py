@@ -220,16 +220,20 @@ class LinearRepliesTest(et.MountTestCase):
 
 
 def in_child_as_nobody(fn):
-    """Runs fn() as nobody in a forked child; returns what it returned
-    (JSON-able), or raises AssertionError with the child's exception."""
+    return in_child_as(NOBODY, fn)
+
+
+def in_child_as(uid, fn):
+    """Runs fn() as uid (group the same) in a forked child; returns what it
+    returned (JSON-able), or raises AssertionError with the child's exception."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
             os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
+            os.setgid(uid)
+            os.setuid(uid)
             out = {"ok": fn()}
         except BaseException as e:  # reported to the parent
             out = {"error": "%s: %s" % (type(e).__name__, e)}
@@ -246,7 +250,7 @@ def in_child_as_nobody(fn):
     os.waitpid(pid, 0)
     out = json.loads(data or b'{"error": "child died"}')
     if "error" in out:
-        raise AssertionError("as nobody: " + out["error"])
+        raise AssertionError("as uid %d: %s" % (uid, out["error"]))
     return out["ok"]
 
 
@@ -374,6 +378,67 @@ class UserLimitsTest(et.MountTestCase):
         with open(os.path.join(jobs, "victim", "pids")) as f:
             self.assertIn(str(victim), f.read().split())
         self.assertTrue(self.d.alive())
+
+
+
+class SpillPrivacyTest(et.MountTestCase):
+    """A spill schedule acts only on its job owner's files: another user's
+    file named in it is neither loaded, written out nor listed as resident,
+    and the schedule itself is readable by its owner and root only."""
+
+    ALICE, BOB = 23456, 23457
+
+    def test_a_schedule_cannot_touch_or_show_another_users_files(self):
+        lower = self.make_dir("lower")
+        spill = self.make_dir("spill")
+        os.chmod(self.tmp, 0o755)
+        d = self.mount(lower, opts=["allow_other", "spill.path=" + spill, "spill.staging=64MiB"])
+        sp = d.path(".spill")
+        jobs = d.path(".epochfs", "jobs")
+        data = et.det_bytes(600 * KiB, 5)
+
+        def alice():
+            with open(os.path.join(sp, "secret"), "wb") as f:
+                f.write(data)
+                os.fsync(f.fileno())
+            os.mkdir(os.path.join(jobs, "alice"))
+            with open(os.path.join(jobs, "alice", "spill_schedule"), "w") as f:
+                f.write("secret\nsecret\n")
+            with open(os.path.join(jobs, "alice", "progress"), "w") as f:
+                f.write("0\n")
+            with open(os.path.join(jobs, "alice", "status")) as f:
+                return json.load(f)["spill"]["resident"]
+        self.assertEqual(in_child_as(self.ALICE, alice), ["secret"])
+
+        def bob():
+            out = {}
+            os.mkdir(os.path.join(jobs, "bob"))
+            with open(os.path.join(jobs, "bob", "spill_schedule"), "w") as f:
+                f.write("secret\nother\nsecret\n")
+            for step in (0, 1, 2):
+                with open(os.path.join(jobs, "bob", "progress"), "w") as f:
+                    f.write("%d\n" % step)
+            with open(os.path.join(jobs, "bob", "status")) as f:
+                out["spill"] = json.load(f)["spill"]
+            try:
+                with open(os.path.join(jobs, "alice", "spill_schedule")) as f:
+                    out["alice_schedule"] = f.read()
+            except OSError as e:
+                out["alice_schedule"] = e.errno
+            return out
+        out = in_child_as(self.BOB, bob)
+        self.assertEqual(out["spill"]["resident"], [], out)
+        self.assertEqual(out["spill"]["prefetches"], 0, out)
+        self.assertEqual(out["spill"]["writeouts"], 0, out)
+        self.assertEqual(out["alice_schedule"], errno.EACCES, out)
+        # Alice's file is as she left it, still resident by her schedule.
+        def alice_again():
+            with open(os.path.join(jobs, "alice", "status")) as f:
+                res = json.load(f)["spill"]["resident"]
+            with open(os.path.join(sp, "secret"), "rb") as f:
+                return [res, f.read() == data]
+        self.assertEqual(in_child_as(self.ALICE, alice_again), [["secret"], True])
+        self.assertTrue(d.alive())
 
 
 if __name__ == "__main__":

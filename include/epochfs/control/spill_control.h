@@ -8,6 +8,8 @@
 // Thread safety: implementations are thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,13 +27,16 @@ struct SpillStatus {
   uint64_t prefetches = 0;
   uint64_t writeouts = 0;
   uint64_t missing = 0;
-  std::vector<std::string> resident;  // schedule files wholly in RAM staging
+  std::vector<std::string> resident;  // the owner's schedule files wholly in RAM staging
 };
 
 class SpillControl {
  public:
   virtual ~SpillControl() = default;
-  virtual void SetSchedule(const std::string& job, std::vector<std::string> files) = 0;
+  // `owner`: the job's owner. The schedule acts only on files that belong to
+  // the owner (root's jobs: any file), and only those show in JobStatus.
+  virtual void SetSchedule(const std::string& job, uid_t owner,
+                           std::vector<std::string> files) = 0;
   virtual Status Progress(const std::string& job, uint64_t step) = 0;
   virtual std::string ScheduleText(const std::string& job) const = 0;
   virtual std::optional<SpillStatus> JobStatus(const std::string& job) const = 0;

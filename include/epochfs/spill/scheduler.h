@@ -61,7 +61,10 @@ class SpillScheduler {
   void Stop();
 
   // Replaces `job`'s schedule (empty: forget it) and queues its first prefetch.
-  void SetSchedule(const std::string& job, std::vector<std::string> files);
+  // Only files that belong to `owner` are prefetched, written out or listed as
+  // resident (owner 0: any file); the others count as missing, untouched, so
+  // that a schedule cannot move or reveal another user's files.
+  void SetSchedule(const std::string& job, uid_t owner, std::vector<std::string> files);
   // `job` finished step `step`. InvalidArgument without a schedule or for a
   // step outside it; nothing is queued then.
   Status Progress(const std::string& job, uint64_t step);
@@ -77,9 +80,12 @@ class SpillScheduler {
  private:
   struct Job {
     std::vector<std::string> schedule;
+    uid_t owner = 0;
     SpillJobStatus status;
     uint64_t generation = 0;  // bumped by SetSchedule: stale reports are dropped
   };
+  // May the scheduler touch `rel` for a job of `owner`? (A store lookup.)
+  bool Owns(uid_t owner, const std::string& rel) const;
   struct Report {
     std::string job;
     int64_t finished;

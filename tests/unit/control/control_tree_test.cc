@@ -222,7 +222,8 @@ TEST_F(ControlTreeTest, RmdirEndsTheJob) {
 // The spill files: routed to the SpillControl only when the mount has one.
 class RecordingSpill : public SpillControl {
  public:
-  void SetSchedule(const std::string& job, std::vector<std::string> files) override {
+  void SetSchedule(const std::string& job, uid_t owner, std::vector<std::string> files) override {
+    owners[job] = owner;
     schedules[job] = std::move(files);
   }
   Status Progress(const std::string& job, uint64_t step) override {
@@ -254,6 +255,7 @@ class RecordingSpill : public SpillControl {
     dropped.push_back(job);
   }
   std::map<std::string, std::vector<std::string>> schedules;
+  std::map<std::string, uid_t> owners;
   std::map<std::string, uint64_t> progress;
   std::vector<std::string> dropped;
 };
