@@ -170,7 +170,9 @@ Status ControlTree::WriteSpillFile(const std::string& name, const std::string& f
   if (file == "spill_schedule") {
     auto files = ParseSpillSchedule(content);
     auto snap = registry_.Snapshot(name);
-    if (files.ok() && snap.ok()) spill_->SetSchedule(name, snap.value().owner, std::move(files).value());
+    if (files.ok() && snap.ok()) {
+      spill_->SetSchedule(name, snap.value().owner, std::move(files).value());
+    }
     s = files.status();
   } else {
     auto step = ParseProgress(content);

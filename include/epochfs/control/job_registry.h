@@ -154,8 +154,8 @@ class JobRegistry {
   // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.
   // Exists (Code::kExists) for a taken name, an orphaned one too; NoSpace
-  // past max_jobs, past max_jobs_per_user for a non-root owner, or when ids run out (ids are never reused within the
-  // registry's life).
+  // past max_jobs, past max_jobs_per_user for a non-root owner, or when ids
+  // run out (ids are never reused within the registry's life).
   Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
   Status Remove(std::string_view name, uid_t caller);
