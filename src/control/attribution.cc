@@ -13,30 +13,42 @@
 namespace epochfs::control {
 namespace {
 
-class RealProcReader final : public ProcReader {
- public:
-  explicit RealProcReader(std::string root) : root_(std::move(root)) {}
-
-  Result<ProcStat> Stat(pid_t pid) const override {
-    if (pid <= 0) return NotFound("pid " + std::to_string(pid));
-    const std::string path = root_ + "/" + std::to_string(pid) + "/stat";
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) {
-      int e = errno;
-      if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
-      return IoError(path + ": " + std::strerror(e));
-    }
-    char buf[1024];
-    ssize_t n;
-    do {
-      n = ::read(fd.get(), buf, sizeof(buf) - 1);
-    } while (n < 0 && errno == EINTR);
+// Reads /proc/<pid>/<file> (`path`) into buf (up to size - 1 bytes): NotFound
+// when the process does not exist or vanished, IoError otherwise.
+Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* buf,
+                                      size_t size) {
+  if (pid <= 0) return NotFound("pid " + std::to_string(pid));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    int e = errno;
+    if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
+    return IoError(path + ": " + std::strerror(e));
+  }
+  size_t len = 0;
+  while (len < size - 1) {
+    ssize_t n = ::read(fd.get(), buf + len, size - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int e = errno;
       if (e == ESRCH) return NotFound("no process " + std::to_string(pid));
       return IoError(path + ": " + std::strerror(e));
     }
-    std::string_view s(buf, static_cast<size_t>(n));
+    if (n == 0) break;
+    len += static_cast<size_t>(n);
+  }
+  return std::string_view(buf, len);
+}
+
+class RealProcReader final : public ProcReader {
+ public:
+  explicit RealProcReader(std::string root) : root_(std::move(root)) {}
+
+  Result<ProcStat> Stat(pid_t pid) const override {
+    const std::string path = root_ + "/" + std::to_string(pid) + "/stat";
+    char buf[1024];
+    Result<std::string_view> text = ReadProcFile(pid, path, buf, sizeof(buf));
+    if (!text.ok()) return text.status();
+    std::string_view s = text.value();
     // "pid (comm) state ppid ... starttime(22) ...": comm may hold spaces and
     // parentheses, so fields are counted after the last ')'.
     size_t paren = s.rfind(')');
@@ -73,27 +85,11 @@ class RealProcReader final : public ProcReader {
   }
 
   Result<ProcOwner> Owner(pid_t pid) const override {
-    if (pid <= 0) return NotFound("pid " + std::to_string(pid));
     const std::string path = root_ + "/" + std::to_string(pid) + "/status";
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) {
-      int e = errno;
-      if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
-      return IoError(path + ": " + std::strerror(e));
-    }
     char buf[4096];
-    size_t len = 0;
-    for (;;) {
-      ssize_t n = ::read(fd.get(), buf + len, sizeof(buf) - 1 - len);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int e = errno;
-        if (e == ESRCH) return NotFound("no process " + std::to_string(pid));
-        return IoError(path + ": " + std::strerror(e));
-      }
-      if (n == 0 || (len += static_cast<size_t>(n)) == sizeof(buf) - 1) break;
-    }
-    std::string_view s(buf, len);
+    Result<std::string_view> text = ReadProcFile(pid, path, buf, sizeof(buf));
+    if (!text.ok()) return text.status();
+    std::string_view s = text.value();
     // "Uid:\t<real>\t<effective>\t<saved>\t<fs>\n"
     size_t at = s.find("\nUid:");
     if (at == std::string_view::npos) return IoError(path + ": no Uid line");

@@ -33,57 +33,41 @@ inline void LogEscapedException(const char* op, const char* what) noexcept {
   }
 }
 
-template <auto Fn>
+// kReply: the callback answers with fuse_reply_* (EIO on an exception);
+// otherwise it takes no answer but fuse_reply_none (FORGET, BATCH_FORGET).
+template <auto Fn, bool kReply>
 struct Guarded;
 
-// Callbacks that answer their request with a fuse_reply_* call.
-template <typename... Args, void (*Fn)(fuse_req_t, Args...)>
-struct Guarded<Fn> {
+template <typename... Args, void (*Fn)(fuse_req_t, Args...), bool kReply>
+struct Guarded<Fn, kReply> {
   static void Call(fuse_req_t req, Args... args) noexcept {
     try {
       Fn(req, args...);
+      return;
     } catch (const std::exception& e) {
       LogEscapedException(name, e.what());
-      fuse_reply_err(req, EIO);
     } catch (...) {
       LogEscapedException(name, "unknown exception");
-      fuse_reply_err(req, EIO);
     }
-  }
-  // Set by the op table (for the log line).
-  static inline const char* name = "callback";
-};
-
-// FORGET and BATCH_FORGET take no answer but fuse_reply_none.
-template <auto Fn>
-struct GuardedNoReply;
-
-template <typename... Args, void (*Fn)(fuse_req_t, Args...)>
-struct GuardedNoReply<Fn> {
-  static void Call(fuse_req_t req, Args... args) noexcept {
-    try {
-      Fn(req, args...);
-    } catch (const std::exception& e) {
-      LogEscapedException(name, e.what());
-      fuse_reply_none(req);
-    } catch (...) {
-      LogEscapedException(name, "unknown exception");
+    if constexpr (kReply) {
+      fuse_reply_err(req, EIO);
+    } else {
       fuse_reply_none(req);
     }
   }
-  static inline const char* name = "forget";
+  static inline const char* name = "callback";  // set by Guard (for the log line)
 };
 
 // The guarded form of callback Fn, for the op table; `name` names it in the log.
 template <auto Fn>
 auto Guard(const char* name) {
-  Guarded<Fn>::name = name;
-  return &Guarded<Fn>::Call;
+  Guarded<Fn, true>::name = name;
+  return &Guarded<Fn, true>::Call;
 }
 template <auto Fn>
 auto GuardNoReply(const char* name) {
-  GuardedNoReply<Fn>::name = name;
-  return &GuardedNoReply<Fn>::Call;
+  Guarded<Fn, false>::name = name;
+  return &Guarded<Fn, false>::Call;
 }
 
 }  // namespace epochfs::fs
