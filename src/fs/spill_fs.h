@@ -1,5 +1,5 @@
 // SpillFs: the FUSE ops of the writable spill area MOUNTPOINT/.spill/
-// (DESIGN.md §6, epochfs(8) SPILL AREA), over a spill::SpillStore.
+// (epochfs(8) SPILL AREA), over a spill::SpillStore.
 //
 // The Filesystem routes every request on a spill node (NodeKind::kSpill; the
 // area's root is path "") here. Files and directories live in the store;

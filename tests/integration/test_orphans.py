@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Orphaned jobs and their re-attach, with real processes (DESIGN §7, seed 004).
+"""Orphaned jobs and their re-attach, with real processes (seed 004; epochfs-control(7)).
 
 A job is a process (forked by the test) that registers itself with mkdir and
 forks loader processes (attributed by ancestry) which read its declared orders

@@ -23,7 +23,7 @@
 // with identical content (a restarted job re-declares itself), an order only
 // until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
 //
-// Re-attach (DESIGN §7): a job is orphaned when it has registered pids and
+// Re-attach: a job is orphaned when it has registered pids and
 // none of them runs any more (marked by ReapOrphans; a job that has begun an
 // epoch is also found so by a write before the next reaper tick). Its name
 // stays taken: mkdir of it fails with Exists (the kernel answers EEXIST
@@ -192,7 +192,7 @@ class JobRegistry {
   // tracking. May call JobSink::OnEpochBegin.
   AccessInfo OnAccess(pid_t pid, cache::ObjectId object);
 
-  // Orphans (DESIGN §7): a job whose registered processes have all exited
+  // Orphans: a job whose registered processes have all exited
   // without rmdir is marked orphaned at `now_ns` (it keeps its cache, so that
   // a restarted job of the same name, which re-registers a live pid, resumes
   // warm); one orphaned for at least `grace_ns` is removed as by rmdir. A job

@@ -1,4 +1,4 @@
-// SpillStore: the writable spill area's files, kept on local SSD (DESIGN.md §6).
+// SpillStore: the writable spill area's files, kept on local SSD.
 //
 // A spill file `rel` (a relative path under the mount's .spill/, already
 // validated by the caller: no "..", no empty or absolute components) is one
