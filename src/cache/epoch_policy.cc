@@ -255,6 +255,7 @@ class EpochPolicy final : public Policy {
     if (j->started) {
       if (epoch == j->epoch) {
         j->cur_order = &stored;  // was implicit until now
+        NarrowCur(*j);
       } else if (epoch == j->epoch + 1) {
         j->next_order = &stored;
         ResetCounters(*j);
@@ -730,6 +731,29 @@ class EpochPolicy final : public Policy {
       used += o.size;
     }
     return used;
+  }
+
+  // The current epoch ran without an order (every sample) and now has one:
+  // what `cur` holds outside it goes back to the shared region (an implicit
+  // `cur` fills only by adopting shared objects), and only reads of samples
+  // in the order count as consumed, so the epoch neither keeps samples it will
+  // not read nor ends before its order is read. O(N + cur).
+  void NarrowCur(Job& j) {
+    std::vector<uint32_t> out;
+    for (uint32_t x : j.lists[static_cast<int>(Region::kCur)]) {
+      if (!j.InCur(x)) out.push_back(x);
+    }
+    for (uint32_t x : out) {
+      const ObjectId id = j.samples[x].object;
+      pool_ += Unhold(j, x);
+      Obj& o = objects_.at(id);
+      if (o.refs == 0 && params_.share_idle) {
+        pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
+        Reshare(id, o);
+      }
+    }
+    j.consumed = 0;
+    for (uint32_t x : j.cur_order->idx) j.consumed += j.seen[x] == j.epoch + 1 ? 1 : 0;
   }
 
   // Sample x (not held) enters region r with s bytes.

@@ -62,6 +62,12 @@ Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order
   for (size_t i = 0; i < order.size(); ++i) o.pos[order[i]] = static_cast<uint32_t>(i);
   o.size = order.size();
   orders_[epoch] = std::move(o);
+  if (cur_ && epoch == *cur_) {
+    // The current epoch ran without an order: only reads of samples in it
+    // count, or reads outside the order would end the epoch early.
+    cur_count_ = 0;
+    for (uint32_t idx : order) cur_count_ += last_[idx] == epoch ? 1 : 0;
+  }
   return Status::Ok();
 }
 

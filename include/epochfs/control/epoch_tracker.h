@@ -68,7 +68,9 @@ class EpochTracker {
   // InvalidArgument: the epoch has ended (older than the current one), its
   // order is already declared and `order` differs while the epoch is open, or
   // too many orders are pending. Re-declaring a future epoch replaces it;
-  // re-declaring the same order is a no-op.
+  // re-declaring the same order is a no-op. Declaring the order of the current
+  // epoch (begun without one) counts as consumed only the samples of `order`
+  // already read in it.
   Status SetOrder(uint32_t epoch, const std::vector<uint32_t>& order);
   // The checks of SetOrder alone: OK exactly when SetOrder would succeed.
   Status CheckOrder(uint32_t epoch, const std::vector<uint32_t>& order) const;

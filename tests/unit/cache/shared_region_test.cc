@@ -314,6 +314,43 @@ TEST_F(Shared, WarmupEndedByTheNextEpochAdoptsIntoCur) {
   EXPECT_TRUE(h.policy().CheckInvariants().ok());
 }
 
+// The epoch began without an order (`epoch` written before `order/K`), so `cur`
+// adopted every shared sample; then K's order is declared as a subset. What
+// `cur` holds outside the order goes back to the shared region, and reads
+// outside the order do not count towards the epoch's end.
+TEST_F(Shared, AnOrderDeclaredAfterItsEpochBeganNarrowsCur) {
+  Harness h(Make(2000));
+  AddJob(h, 1, ComputeFor(4));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(16)).ok());
+  h.BeginEpoch(1, 0, 0);
+  for (uint32_t x = 0; x < 10; ++x) h.Read(1, x, (x + 1) * 100);
+  h.BeginEpoch(1, 1, 1000);  // no order for epoch 1 yet: implicit
+  ASSERT_EQ(Snap(h.policy(), 1).state, JobState::kCaching);
+  // The reservation reclaimed the two oldest shared objects (samples 0, 1);
+  // the unused quota adopts samples 2..9 into `cur`.
+  ASSERT_EQ(Snap(h.policy(), 1).cur_bytes, 800u);
+  for (uint32_t x = 2; x < 10; ++x) ASSERT_EQ(h.policy().Where(1, x), Region::kCur);
+  for (uint32_t x = 12; x < 16; ++x) EXPECT_FALSE(h.Read(1, x, 1000 + x));
+  EXPECT_EQ(Snap(h.policy(), 1).batch, 1u) << "4 of 16 implicit samples read";
+  const std::vector<uint32_t> order = {0, 1, 2, 3, 4, 5, 10, 11};
+  ASSERT_TRUE(h.policy().SetOrder(1, 1, order).ok());
+  ASSERT_TRUE(h.policy().CheckInvariants().ok()) << h.policy().CheckInvariants().ToString();
+  EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 400u);
+  EXPECT_EQ(Snap(h.policy(), 1).batch, 0u) << "reads outside the order are not progress";
+  EXPECT_EQ(Snap(h.policy(), 1).epoch_samples, 8u);
+  for (uint32_t x = 6; x < 10; ++x) {
+    EXPECT_EQ(h.policy().Where(1, x), Region::kNone);
+    EXPECT_TRUE(h.resident(Obj(1, x))) << "back in the shared region, not evicted";
+  }
+  ExpectBudget(h.policy());
+  for (uint32_t x : order) {
+    EXPECT_EQ(h.Read(1, x, 1100 + x), x >= 2 && x <= 5) << "sample " << x;
+    EXPECT_EQ(Snap(h.policy(), 1).epoch, 1u);
+  }
+  EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 0u);
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
+}
+
 // t_s is a load time: a warm-up read served from the shared region counts the
 // load time recorded when the object was loaded.
 TEST_F(Shared, WarmupHitsOnSharedObjectsMeasureTheirRecordedLoadTime) {

@@ -223,6 +223,27 @@ TEST(EpochTracker, ExplicitMarkersOverride) {
   EXPECT_EQ(t.OnAccess(1).epoch, 7u);
 }
 
+// `epoch` K written before `order/K`: reads while K had no order count for
+// every sample; once K's order is declared (a subset), only reads of samples
+// in it count, so the epoch is not complete before its order is read.
+TEST(EpochTracker, AnOrderDeclaredAfterItsEpochBeganCountsOnlyItsSamples) {
+  EpochTracker t(8, Opts(1, 1, 1));
+  ASSERT_TRUE(t.MarkEpoch(0).value());
+  for (uint32_t x : {4, 5, 6, 7}) EXPECT_EQ(t.OnAccess(x).epoch, 0u);  // outside the order below
+  EXPECT_EQ(t.consumed_in_current(), 4u);
+  ASSERT_TRUE(t.SetOrder(0, {0, 1, 2, 3, 4}).ok());
+  EXPECT_EQ(t.consumed_in_current(), 1u) << "only sample 4 is in the order";
+  EXPECT_FALSE(t.current_complete());
+  for (uint32_t x : {0, 1, 2}) {
+    TrackedAccess a = t.OnAccess(x);
+    EXPECT_EQ(a.epoch, 0u);
+    EXPECT_FALSE(a.completed.has_value()) << "sample " << x;
+  }
+  TrackedAccess last = t.OnAccess(3);
+  EXPECT_EQ(last.completed, std::optional<uint32_t>(0));
+  EXPECT_TRUE(t.current_complete());
+}
+
 TEST(EpochTracker, FirstAccessStartsTheLowestDeclaredEpoch) {
   EpochTracker t(4, Opts(1, 1, 1));
   ASSERT_TRUE(t.SetOrder(5, {0, 1}).ok());
