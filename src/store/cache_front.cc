@@ -24,30 +24,30 @@ CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy
 
 Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   if (ObjectRef hit = ram_.Find(req.id)) {
-    if (hit->version == req.version) {
-      c_.hits.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard lock(policy_mu_);
-      cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
-      ApplyLocked(policy_->OnHit(a), nullptr);
-      return hit;
-    }
+    if (hit->version == req.version) return ServeHit(req, std::move(hit));
     Invalidate(req.id);
   }
 
   std::promise<Result<ObjectRef>> promise;
   std::shared_future<Result<ObjectRef>> fut;
   bool leader = false;
+  ObjectRef landed;
   {
     std::lock_guard lock(flights_mu_);
     auto it = flights_.find(req.id);
     if (it != flights_.end()) {
       fut = it->second;
+    } else if (ObjectRef now = ram_.Find(req.id); now && now->version == req.version) {
+      // A load finished between the Find above and here (it inserts before it
+      // drops its flight): this is a hit, not a second load.
+      landed = std::move(now);
     } else {
       fut = promise.get_future().share();
       flights_.emplace(req.id, fut);
       leader = true;
     }
   }
+  if (landed) return ServeHit(req, std::move(landed));
   if (!leader) {
     c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     return fut.get();
@@ -59,6 +59,22 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   }
   promise.set_value(r);
   return r;
+}
+
+Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
+  c_.hits.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(policy_mu_);
+  cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
+  // The store changes only under policy_mu_: look again. Evicted since the
+  // caller's Find, the policy has forgotten the object, so this read is a miss
+  // for it (of bytes already in hand, which it may admit again); otherwise the
+  // policy would be told of a hit on an object it does not know.
+  if (ram_.Find(req.id)) {
+    ApplyLocked(policy_->OnHit(a), nullptr);
+  } else {
+    ApplyLocked(policy_->OnMiss(a, 0), hit);
+  }
+  return hit;
 }
 
 Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
@@ -95,6 +111,13 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
   }
   std::lock_guard lock(policy_mu_);
   cache::Access a{req.id, ref->data.size(), req.job, req.sample, now};
+  if (ObjectRef resident = ram_.Find(req.id)) {
+    // Another reader put it back meanwhile (see Get): the policy knows it as
+    // resident, and admitting it again would fail in the store and make the
+    // policy forget an object the store keeps.
+    ApplyLocked(policy_->OnHit(a), nullptr);
+    return resident->version == ref->version ? resident : ref;
+  }
   ApplyLocked(policy_->OnMiss(a, now - start), ref);
   return ref;
 }

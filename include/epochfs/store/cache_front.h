@@ -7,8 +7,13 @@
 // admission). Objects too large to cache (see max_object_bytes()) are not
 // loaded here: the caller streams them from Lower.
 //
+// The RAM store and the policy agree: the store changes only under policy_mu_
+// (every insert and erase follows a Decision or a drop the policy hears of),
+// and a lookup made without that lock is checked again under it, so a racing
+// eviction or load never leaves bytes in RAM that the policy has forgotten.
+//
 // Thread safety: thread-safe. Lock order: flights_mu_ is never held while
-// taking policy_mu_; policy_mu_ may be held while taking a RamStore shard lock.
+// taking policy_mu_; either may be held while taking a RamStore shard lock.
 // Errors: those of Lower (NotFound, PermissionDenied, IoError).
 #pragma once
 
@@ -92,6 +97,8 @@ class CacheFront {
   std::string policy_name() const { return policy_->name(); }
 
  private:
+  // A resident object of the requested version, found without policy_mu_.
+  Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit);
   Result<ObjectRef> Load(const GetRequest& req);
   // REQUIRES: policy_mu_ held.
   void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);

@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "epochfs/cache/epoch_policy.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/ram_store.h"
@@ -124,9 +125,10 @@ struct Front {
   TempDir dir;
   std::unique_ptr<Lower> lower;
   std::unique_ptr<CacheFront> cache;
-  explicit Front(uint64_t budget) {
+  explicit Front(uint64_t budget, std::unique_ptr<cache::Policy> policy = nullptr) {
     lower = std::move(Lower::Open(dir.path())).value();
-    cache = std::make_unique<CacheFront>(*lower, cache::MakeLruPolicy(budget), budget);
+    if (!policy) policy = cache::MakeLruPolicy(budget);
+    cache = std::make_unique<CacheFront>(*lower, std::move(policy), budget);
   }
   GetRequest Req(const std::string& rel, cache::ObjectId id) {
     struct stat st;
@@ -173,6 +175,57 @@ TEST(CacheFront, ConcurrentReadersOfOneMissingFileCauseOneLowerRead) {
   EXPECT_EQ(c.hits + c.coalesced, static_cast<uint64_t>(kThreads - 1));
   EXPECT_EQ(c.bytes_read_lower, uint64_t{8} << 20);
 }
+
+// Concurrent readers under a budget that keeps evicting: whatever the
+// interleaving of lookups, loads and evictions, the RAM store holds exactly
+// what the policy counts as resident (no object the policy forgot stays in
+// RAM, no object the policy counts is missing), and every read is exact.
+// Both policies: LRU, and the epoch policy's shared region (no job).
+class StoreAndPolicy : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StoreAndPolicy, AgreeUnderConcurrentReadsAndEvictions) {
+  constexpr int kFiles = 12, kThreads = 8, kReads = 20000;
+  cache::EpochPolicyParams params;
+  params.budget_bytes = 6'000;
+  Front f(6'000, std::string(GetParam()) == "lru" ? cache::MakeLruPolicy(6'000)
+                                                  : cache::MakeEpochPolicy(params));
+  std::vector<std::string> want;
+  std::vector<GetRequest> reqs;
+  for (int i = 0; i < kFiles; ++i) {
+    want.push_back(f.dir.Write("f" + std::to_string(i), 1000 + i, i));
+    reqs.push_back(f.Req("f" + std::to_string(i), static_cast<cache::ObjectId>(i + 1)));
+  }
+  std::barrier start(kThreads);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      start.arrive_and_wait();
+      for (int n = 0; n < kReads; ++n) {
+        // Mostly a few hot files (hits racing with evictions), some cold.
+        const int i = rng() % 4 == 0 ? static_cast<int>(rng() % kFiles) : static_cast<int>(rng() % 3);
+        auto r = f.cache->Get(reqs[i]);
+        if (!r.ok() || !std::equal(want[i].begin(), want[i].end(), r.value()->data.begin(),
+                                   r.value()->data.end())) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  uint64_t resident = 0;
+  f.cache->ReadPolicy([&](const cache::Policy& p) { resident = p.resident_bytes(); });
+  EXPECT_EQ(f.cache->ram().used(), resident);
+  EXPECT_LE(f.cache->ram().used(), 6'000u);
+  // Every file once more, alone: the store and the policy still agree.
+  for (int i = 0; i < kFiles; ++i) ASSERT_TRUE(f.cache->Get(reqs[i]).ok());
+  f.cache->ReadPolicy([&](const cache::Policy& p) { resident = p.resident_bytes(); });
+  EXPECT_EQ(f.cache->ram().used(), resident);
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheFront, StoreAndPolicy, ::testing::Values("lru", "epoch"));
 
 TEST(CacheFront, SmallBudgetEvictsAndStaysWithinBudget) {
   Front f(10'000);
