@@ -471,7 +471,7 @@ void JobRegistry::ApplyTracked(Job* job, const TrackedAccess& t) {
   if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobState::kDone;
 }
 
-AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object) {
+AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader) {
   const JobId via_process = attributor_.Lookup(pid);  // before mu_: reads /proc
   AccessInfo info;
   std::lock_guard<std::mutex> lock(mu_);
@@ -488,6 +488,8 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object) {
       if (j->state == JobState::kDone || !j->tracker) continue;
       auto s = j->object_to_sample.find(object);
       if (s != j->object_to_sample.end() && j->tracker->InPendingOrders(s->second)) {
+        if (reader != kAnyOwner && reader != j->owner) continue;  // another user
+        if (pid != 0 && attributor_.Alive(j->id).alive > 0) continue;  // not its process
         ++matches;
         job = j.get();
       }

@@ -109,9 +109,10 @@ std::optional<control::JobFigures> PolicyJobSink::Figures(cache::JobId id) const
   return f;
 }
 
-fs::Attributor::Attribution RegistryAttributor::Attribute(pid_t pid, cache::ObjectId object) {
+fs::Attributor::Attribution RegistryAttributor::Attribute(pid_t pid, uid_t uid,
+                                                         cache::ObjectId object) {
   if (registry_.empty()) return {};
-  control::AccessInfo info = registry_.OnAccess(pid, object);
+  control::AccessInfo info = registry_.OnAccess(pid, object, uid);
   return {info.job, info.sample};
 }
 

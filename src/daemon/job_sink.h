@@ -45,7 +45,7 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
 class RegistryAttributor final : public fs::Attributor {
  public:
   explicit RegistryAttributor(control::JobRegistry& registry) : registry_(registry) {}
-  Attribution Attribute(pid_t pid, cache::ObjectId object) override;
+  Attribution Attribute(pid_t pid, uid_t uid, cache::ObjectId object) override;
 
  private:
   control::JobRegistry& registry_;

@@ -394,7 +394,8 @@ class FilesystemImpl final : public Filesystem {
 
     // Every read-open is attributed (job progress and epochs are tracked from
     // it), cached or not.
-    const Attributor::Attribution who = self.attributor_.Attribute(fuse_req_ctx(req)->pid, id);
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    const Attributor::Attribution who = self.attributor_.Attribute(ctx->pid, ctx->uid, id);
     auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {

@@ -186,11 +186,16 @@ class JobRegistry {
   // orphaned job is re-attached first (its dead pids forgotten).
   Status WritePids(std::string_view name, uid_t caller, std::string_view text, pid_t writer_pid);
 
-  // One dataset read-open by process `pid` (FUSE ctx pid, 0 allowed) of
-  // `object`: attribution (registered pids and descendants; else the single
-  // active job whose held orders include the object; else none), then epoch
-  // tracking. May call JobSink::OnEpochBegin.
-  AccessInfo OnAccess(pid_t pid, cache::ObjectId object);
+  // One dataset read-open by process `pid` (FUSE ctx pid, 0 allowed) of user
+  // `reader` (kAnyOwner: not known) of `object`: attribution (registered pids
+  // and descendants; else, by orders, the single active job whose held orders
+  // include the object, among the jobs the reader may be: owned by `reader`,
+  // and, unless pid is 0 (another pid namespace), jobs none of whose
+  // registered processes is alive, since a reader outside a running job's
+  // processes is someone else (a backup, md5sum); else none), then epoch
+  // tracking. Only attributed reads advance a job's epochs. Reads /proc. May
+  // call JobSink::OnEpochBegin.
+  AccessInfo OnAccess(pid_t pid, cache::ObjectId object, uid_t reader = kAnyOwner);
 
   // Orphans: a job whose registered processes have all exited
   // without rmdir is marked orphaned at `now_ns` (it keeps its cache, so that

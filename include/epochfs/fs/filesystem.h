@@ -34,9 +34,9 @@ class Attributor {
     int64_t sample = -1;
   };
   // Called once per read-open of a cacheable dataset file by process `pid`
-  // (0 when FUSE cannot tell). Thread-safe.
-  virtual Attribution Attribute(pid_t pid, cache::ObjectId object) {
-    (void)pid, (void)object;
+  // (0 when FUSE cannot tell) of user `uid`. Thread-safe.
+  virtual Attribution Attribute(pid_t pid, uid_t uid, cache::ObjectId object) {
+    (void)pid, (void)uid, (void)object;
     return {};
   }
 };

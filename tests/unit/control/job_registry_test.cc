@@ -308,7 +308,10 @@ TEST_F(JobRegistryTest, AttributionByProcessThenByOrders) {
   EXPECT_EQ(i.job, b);
   EXPECT_EQ(i.source, AttributionSource::kOrders);
   EXPECT_EQ(i.sample, 2);
+  // A known process outside a's running processes is someone else.
   i = reg_->OnAccess(300, 1000);
+  EXPECT_EQ(i.job, kNoJob);
+  i = reg_->OnAccess(0, 1000);
   EXPECT_EQ(i.job, a);
   EXPECT_EQ(i.source, AttributionSource::kOrders);
   // "shared" is sample 4 in both lists but in neither's orders → nobody.
@@ -327,6 +330,29 @@ TEST_F(JobRegistryTest, AttributionByProcessThenByOrders) {
   EXPECT_EQ(i.sample, -1);
   EXPECT_FALSE(i.epoch.has_value());
   EXPECT_EQ(reg_->Snapshot("a").value().accesses, 4u);
+}
+
+// A backup or md5sum of a running job's files, by its owner or another user,
+// and any reader of another user: not the job, so its epoch does not move.
+// Once the job's processes are gone (a shell recipe whose mkdir exited), its
+// owner's readers are attributed by orders again; another user's never.
+TEST_F(JobRegistryTest, UnregisteredReadersDoNotAdvanceARunningJob) {
+  JobId a = SetUpJob("a", 100);
+  for (cache::ObjectId o : {1000, 1001, 1002, 1003}) {
+    EXPECT_EQ(reg_->OnAccess(300, o, kAlice).job, kNoJob) << "alice's md5sum";
+    EXPECT_EQ(reg_->OnAccess(0, o, kBob).job, kNoJob) << "bob, from another namespace";
+    EXPECT_EQ(reg_->OnAccess(300, o, 0).job, kNoJob) << "root's backup";
+  }
+  for (cache::ObjectId o : {1000, 1001, 1002, 1003}) reg_->OnAccess(300, o, kAlice);
+  EXPECT_FALSE(reg_->Snapshot("a").value().epoch.has_value()) << "no epoch began";
+  EXPECT_EQ(reg_->Snapshot("a").value().accesses, 0u);
+  EXPECT_EQ(reg_->OnAccess(101, 1000, kAlice).epoch, std::optional<uint32_t>(0));
+  procs_.Exit(100);
+  procs_.Exit(101);
+  EXPECT_EQ(reg_->OnAccess(300, 1001, kBob).job, kNoJob);
+  AccessInfo i = reg_->OnAccess(300, 1001, kAlice);
+  EXPECT_EQ(i.job, a);
+  EXPECT_EQ(i.source, AttributionSource::kOrders);
 }
 
 TEST_F(JobRegistryTest, PidsFileRegistersListedAndWriterPids) {
