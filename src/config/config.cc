@@ -202,6 +202,14 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetBytes(v, 1ull << 20, &c->limits.control_bytes_per_user);
      }},
+    {"limits.spill_files_per_user", OptKind::kInteger, "integer 1..65536",
+     [](Config* c, const Raw& v) {
+       return SetU32(v, 1, 65536, &c->limits.spill_files_per_user);
+     }},
+    {"limits.spill_schedule_steps", OptKind::kInteger, "integer 1..16777216",
+     [](Config* c, const Raw& v) {
+       return SetU32(v, 1, 1u << 24, &c->limits.spill_schedule_steps);
+     }},
     {"spill.path", OptKind::kString, "a directory path (\"\" = no spill area)",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);

@@ -170,10 +170,16 @@ Status ControlTree::WriteSpillFile(const std::string& name, const std::string& f
   if (file == "spill_schedule") {
     auto files = ParseSpillSchedule(content);
     auto snap = registry_.Snapshot(name);
-    if (files.ok() && snap.ok()) {
-      spill_->SetSchedule(name, snap.value().owner, std::move(files).value());
+    if (files.ok() && who.uid != 0 && files.value().size() > max_schedule_steps_) {
+      s = InvalidArgument(std::to_string(files.value().size()) + " steps; at most " +
+                          std::to_string(max_schedule_steps_) +
+                          " per schedule (limits.spill_schedule_steps)");
+    } else {
+      if (files.ok() && snap.ok()) {
+        spill_->SetSchedule(name, snap.value().owner, std::move(files).value());
+      }
+      s = files.status();
     }
-    s = files.status();
   } else {
     auto step = ParseProgress(content);
     s = step.ok() ? spill_->Progress(name, step.value()) : step.status();

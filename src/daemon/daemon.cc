@@ -27,6 +27,7 @@
 #include "mount_point.h"
 #include "orphan_reaper.h"
 #include "spill_area.h"
+#include "unmount_watcher.h"
 
 namespace epochfs {
 namespace {
@@ -234,7 +235,7 @@ Status RunDaemon(const DaemonArgs& in) {
   control::ControlTree control(
       registry, sink,
       [&cache, &spill, &governor] { return StatsJson(cache, spill.get(), governor.get()); },
-      spill.get());
+      spill.get(), cfg.limits.spill_schedule_steps);
   RegistryAttributor attributor(registry);
   fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr,
                     max_read.value()};
@@ -244,13 +245,24 @@ Status RunDaemon(const DaemonArgs& in) {
   fs::MountOptions mo;
   mo.mountpoint = args.mountpoint;
   mo.fsname = args.lower;
-  mo.fuse_opts = args.fuse_opts;
+  // auto_unmount is epochfs' own (unmount_watcher.h), not libfuse's.
+  bool auto_unmount = false;
+  for (const std::string& o : args.fuse_opts) {
+    if (o == "auto_unmount") {
+      auto_unmount = true;
+    } else {
+      mo.fuse_opts.push_back(o);
+    }
+  }
   if (cfg.fuse.allow_other) mo.fuse_opts.push_back("allow_other");
   mo.debug = args.debug;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   mo.threads = cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
   auto session = fs::Session::Mount(*filesystem.value(), mo);
   if (!session.ok()) return session.status();
+  if (auto_unmount) {
+    if (Status s = StartUnmountWatcher(args.mountpoint); !s.ok()) return s;
+  }
   const bool background = !args.foreground && !args.debug;
   // In the background, the command's exit status waits for ProbeMount.
   Background bg;

@@ -56,6 +56,7 @@ std::vector<MountEntry> ReadMountInfo(const std::string& path) {
     while (f >> field && field != "-") {
     }
     MountEntry e;
+    e.id = id;
     e.mount_point = Unescape(point);
     e.devno = devno;
     f >> e.fstype >> e.source;

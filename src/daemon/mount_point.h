@@ -20,6 +20,7 @@
 namespace epochfs {
 
 struct MountEntry {
+  std::string id;           // the mount's unique id (first field)
   std::string mount_point;  // unescaped (\040 is a space)
   std::string fstype;       // "ext4", "fuse.epochfs", ...
   std::string source;

@@ -18,7 +18,7 @@
 
 #include "epochfs/common/log.h"
 #include "callback_guard.h"
-#include "control_write_budget.h"
+#include "user_budget.h"
 #include "errno_map.h"
 #include "handle_table.h"
 #include "open_file.h"
@@ -60,7 +60,8 @@ class FilesystemImpl final : public Filesystem {
         start_time_(::time(nullptr)),
         spill_enabled_(p.spill),
         max_read_(p.max_read),
-        control_budget_(cfg_.limits.control_files_per_user, cfg_.limits.control_bytes_per_user) {
+        control_budget_(cfg_.limits.control_files_per_user, cfg_.limits.control_bytes_per_user),
+        spill_budget_(cfg_.limits.spill_files_per_user) {
     FillOps();
     if (cfg_.fuse.kernel_cache) {
       cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
@@ -94,7 +95,7 @@ class FilesystemImpl final : public Filesystem {
   }
   void SetSpillStore(spill::SpillStore* store) override {
     if (spill_enabled_ && store != nullptr && !spill_) {
-      spill_ = std::make_unique<SpillFs>(*store, inodes_, files_, dirs_);
+      spill_ = std::make_unique<SpillFs>(*store, inodes_, files_, dirs_, spill_budget_);
     }
   }
   void SetReadahead(const std::string& ra_file, unsigned kib) override {
@@ -560,6 +561,8 @@ class FilesystemImpl final : public Filesystem {
         f != nullptr && f->kind == OpenFile::Kind::kVirtualWrite) {
       std::lock_guard lock(f->mu);
       self.control_budget_.Close(f->writer, f->content.size());
+    } else if (f != nullptr && f->kind == OpenFile::Kind::kSpill) {
+      self.spill_budget_.Close(f->writer, 0);
     }
     self.files_.Remove(fi->fh);
     fuse_reply_err(req, 0);
@@ -716,7 +719,8 @@ class FilesystemImpl final : public Filesystem {
   std::once_flag ra_once_;
   const bool spill_enabled_;
   const unsigned max_read_;
-  ControlWriteBudget control_budget_;
+  UserBudget control_budget_;
+  UserBudget spill_budget_;  // spill files open, per user
   std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)
   fuse_lowlevel_ops ops_;
 };

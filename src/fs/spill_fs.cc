@@ -199,10 +199,16 @@ void SpillFs::Open(fuse_req_t req, const NodeView& v, fuse_file_info* fi) {
   if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
   if (a.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
   const bool trunc = (fi->flags & O_TRUNC) != 0 && (fi->flags & O_ACCMODE) != O_RDONLY;
+  const uid_t uid = fuse_req_ctx(req)->uid;
+  if (!budget_.Open(uid)) return (void)fuse_reply_err(req, EMFILE);
   auto file = store_.OpenFile(v.path, false, false, trunc, 0, 0, 0);
-  if (!file.ok()) return (void)fuse_reply_err(req, ToErrno(file.status()));
+  if (!file.ok()) {
+    budget_.Close(uid, 0);
+    return (void)fuse_reply_err(req, ToErrno(file.status()));
+  }
   auto of = std::make_shared<OpenFile>();
   of->kind = OpenFile::Kind::kSpill;
+  of->writer = uid;
   of->spill = std::move(file).value();
   of->append = (fi->flags & O_APPEND) != 0;
   fi->fh = files_.Add(std::move(of));
@@ -225,13 +231,17 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
     if (existing.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
   }
   const bool trunc = (fi->flags & O_TRUNC) != 0;
+  if (!budget_.Open(c->uid)) return (void)fuse_reply_err(req, EMFILE);
   auto file = store_.OpenFile(path, true, (fi->flags & O_EXCL) != 0, trunc,
                               S_IFREG | (mode & kOwnerBits), c->uid, c->gid);
-  if (!file.ok()) return (void)fuse_reply_err(req, ToErrno(file.status()));
-  auto a = store_.Stat(path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
+  auto a = file.ok() ? store_.Stat(path) : Result<spill::SpillAttr>(file.status());
+  if (!a.ok()) {
+    budget_.Close(c->uid, 0);
+    return (void)fuse_reply_err(req, ToErrno(a.status()));
+  }
   auto of = std::make_shared<OpenFile>();
   of->kind = OpenFile::Kind::kSpill;
+  of->writer = c->uid;
   of->spill = std::move(file).value();
   of->append = (fi->flags & O_APPEND) != 0;
   NodeView v = inodes_.Ref(NodeKind::kSpill, path, {});
@@ -245,6 +255,7 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
   if (fuse_reply_create(req, &e, fi) != 0) {
     // The caller went away: undo the handle and the lookup.
     files_.Remove(fi->fh);
+    budget_.Close(c->uid, 0);
     inodes_.Forget(v.ino, 1);
   }
 }

@@ -26,6 +26,7 @@
 #include "handle_table.h"
 #include "inode_table.h"
 #include "open_file.h"
+#include "user_budget.h"
 
 namespace epochfs::fs {
 
@@ -35,9 +36,11 @@ inline constexpr const char* kSpillDirName = ".spill";
 class SpillFs {
  public:
   // REQUIRES: every reference outlives the SpillFs.
+  // `budget`: spill files open per user (EMFILE past it); the Filesystem
+  // closes a handle's share at release.
   SpillFs(spill::SpillStore& store, InodeTable& inodes, HandleTable<OpenFile>& files,
-          HandleTable<OpenDir>& dirs)
-      : store_(store), inodes_(inodes), files_(files), dirs_(dirs) {}
+          HandleTable<OpenDir>& dirs, UserBudget& budget)
+      : store_(store), inodes_(inodes), files_(files), dirs_(dirs), budget_(budget) {}
 
   // The area's root node, looked up from the mount root (takes one lookup).
   void LookupRoot(fuse_req_t req);
@@ -73,6 +76,7 @@ class SpillFs {
   InodeTable& inodes_;
   HandleTable<OpenFile>& files_;
   HandleTable<OpenDir>& dirs_;
+  UserBudget& budget_;
 };
 
 }  // namespace epochfs::fs

@@ -321,12 +321,30 @@ class UserLimitsTest(et.MountTestCase):
                     os.close(fd)
                 except OSError:
                     pass  # the bad config is refused at close: EINVAL
-            fd = os.open(paths[1], os.O_WRONLY | os.O_TRUNC)
-            out["w3"] = os.write(fd, b"z" * (600 << 10))
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            # The kernel sends RELEASE after close() returns, asynchronously:
+            # the share comes back soon after, not at once.
+            def again():
+                try:
+                    fd = os.open(paths[1], os.O_WRONLY | os.O_TRUNC)
+                except OSError as e:
+                    return (e.errno, None)
+                try:
+                    return (0, os.write(fd, b"z" * (600 << 10)))
+                except OSError as e:
+                    return (e.errno, None)
+                finally:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            last = {}
+
+            def freed():
+                last["r"] = again()
+                return last["r"][0] == 0
+            et.wait_for(freed, et.EXIT_TIMEOUT)
+            err, written = last["r"]
+            out["w3"] = written if err == 0 else err
             return out
         out = in_child_as_nobody(hold)
         self.assertEqual(out, {"open5": errno.EMFILE, "opened": 4, "w1": 600 << 10,
@@ -379,6 +397,83 @@ class UserLimitsTest(et.MountTestCase):
             self.assertIn(str(victim), f.read().split())
         self.assertTrue(self.d.alive())
 
+
+
+class SpillLimitsTest(et.MountTestCase):
+    """Per-user bounds of the spill area: open spill files (a descriptor each
+    in the daemon; limits.spill_files_per_user, EMFILE) and the steps of one
+    spill_schedule (limits.spill_schedule_steps, EINVAL with the reason in
+    last_error). Root is bounded by neither."""
+
+    def setUp(self):
+        super().setUp()
+        lower = self.make_dir("lower")
+        spill = self.make_dir("spill")
+        os.chmod(self.tmp, 0o755)  # nobody reaches the mount
+        self.d = self.mount(lower, opts=["allow_other", "spill.path=" + spill,
+                                         "limits.spill_files_per_user=3",
+                                         "limits.spill_schedule_steps=5"])
+
+    def test_open_spill_files_per_user(self):
+        sp = self.d.path(".spill")
+
+        def hold():
+            out = {"opened": 0}
+            fds = []
+            for i in range(5):
+                try:
+                    fds.append(os.open(os.path.join(sp, "n%d" % i), os.O_CREAT | os.O_RDWR, 0o600))
+                    out["opened"] += 1
+                except OSError as e:
+                    out.setdefault("refused", e.errno)
+            for fd in fds:
+                os.close(fd)
+
+            # RELEASE reaches the daemon after close() returns: the share
+            # comes back soon after, not at once.
+            def again():
+                try:
+                    os.close(os.open(os.path.join(sp, "n4"), os.O_CREAT | os.O_RDWR, 0o600))
+                    return True
+                except OSError:
+                    return False
+            out["after_close"] = bool(et.wait_for(again, et.EXIT_TIMEOUT))
+            return out
+        self.assertEqual(in_child_as_nobody(hold),
+                         {"opened": 3, "refused": errno.EMFILE, "after_close": True})
+        fds = [os.open(os.path.join(sp, "r%d" % i), os.O_CREAT | os.O_RDWR, 0o600)
+               for i in range(6)]  # root: unbounded
+        for fd in fds:
+            os.close(fd)
+        self.assertTrue(self.d.alive())
+
+    def test_schedule_steps_per_job(self):
+        jobs = self.d.path(".epochfs/jobs")
+
+        def write(text):
+            os.mkdir(os.path.join(jobs, "mine"))
+            out = {}
+            for name, body in (("long", text * 6), ("fits", text * 5)):
+                try:
+                    with open(os.path.join(jobs, "mine", "spill_schedule"), "w") as f:
+                        f.write(body)
+                    out[name] = 0
+                except OSError as e:
+                    out[name] = e.errno
+                if name == "long":
+                    with open(os.path.join(jobs, "mine", "status")) as f:
+                        out["error"] = json.load(f)["last_error"]
+            with open(os.path.join(jobs, "mine", "spill_schedule")) as f:
+                out["kept"] = len(f.read().split())
+            return out
+        out = in_child_as_nobody(lambda: write("a\n"))
+        self.assertEqual(out["long"], errno.EINVAL, out)
+        self.assertIn("at most 5 per schedule (limits.spill_schedule_steps)", out["error"])
+        self.assertEqual(out["fits"], 0, out)
+        self.assertEqual(out["kept"], 5, out)
+        os.mkdir(os.path.join(jobs, "root"))
+        with open(os.path.join(jobs, "root", "spill_schedule"), "w") as f:
+            f.write("b\n" * 50)
 
 
 class SpillPrivacyTest(et.MountTestCase):

@@ -71,6 +71,8 @@ struct Config {
     uint32_t jobs_per_user = 64;                  // registered jobs
     uint32_t control_files_per_user = 64;         // control files open for writing
     uint64_t control_bytes_per_user = 256ull << 20;  // bytes buffered in them
+    uint32_t spill_files_per_user = 256;          // spill files open (a descriptor each)
+    uint32_t spill_schedule_steps = 65536;        // steps of one job's spill_schedule
     bool operator==(const Limits&) const = default;
   } limits;
   struct Spill {

@@ -19,6 +19,7 @@
 // Thread safety: thread-safe (the registry and the callbacks are).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -36,9 +37,15 @@ class ControlTree : public ControlPlane {
   using StatsFn = std::function<std::string()>;
   // REQUIRES: `registry`, `policy` and `spill` (when not null: the mount has
   // a spill area) outlive the tree.
+  // A spill_schedule written by a user other than root holds at most
+  // `max_schedule_steps` steps (limits.spill_schedule_steps; EINVAL past it).
   ControlTree(JobRegistry& registry, const PolicyView& policy, StatsFn stats,
-              SpillControl* spill = nullptr)
-      : registry_(registry), policy_(policy), stats_(std::move(stats)), spill_(spill) {}
+              SpillControl* spill = nullptr, size_t max_schedule_steps = SIZE_MAX)
+      : registry_(registry),
+        policy_(policy),
+        stats_(std::move(stats)),
+        spill_(spill),
+        max_schedule_steps_(max_schedule_steps) {}
 
   Result<VNode> Stat(const std::string& path) const override;
   Result<std::vector<std::string>> List(const std::string& path) const override;
@@ -60,6 +67,7 @@ class ControlTree : public ControlPlane {
   const PolicyView& policy_;
   StatsFn stats_;
   SpillControl* spill_;
+  const size_t max_schedule_steps_;
 };
 
 }  // namespace epochfs::control

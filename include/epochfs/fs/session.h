@@ -21,7 +21,7 @@ namespace epochfs::fs {
 struct MountOptions {
   std::string mountpoint;
   std::string fsname;                 // shown in /proc/mounts
-  std::vector<std::string> fuse_opts;  // e.g. "allow_other", "auto_unmount"
+  std::vector<std::string> fuse_opts;  // e.g. "allow_other", "max_read=N"
   bool debug = false;                 // libfuse request tracing
   unsigned threads = 4;               // max worker threads
   unsigned read_ahead_kb = 1024;      // kernel readahead of the mount (0: leave it)

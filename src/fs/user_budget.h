@@ -1,10 +1,13 @@
-// ControlWriteBudget: per-user bounds on control files open for writing.
+// UserBudget: per-user bounds on files held open through the mount and the
+// bytes the daemon buffers for them.
 //
-// A control write is buffered in the daemon until close (the control plane
-// takes whole files). Without bounds, one user holding many descriptors, each
-// with a large buffer, would make the daemon hold any amount of memory. Each
-// uid other than root may hold at most `max_files` control files open for
-// writing and `max_bytes` buffered in them together (limits.* in the config).
+// Two instances: control files open for writing (a control write is buffered
+// in the daemon until close, as the control plane takes whole files), and
+// spill files (each holds a descriptor on the SSD). Without bounds, one user
+// holding many descriptors would make the daemon hold any amount of memory or
+// run out of descriptors for everyone. Each uid other than root may hold at
+// most `max_files` files open and `max_bytes` buffered in them together
+// (limits.* in the config).
 // Thread safety: all members are thread-safe.
 #pragma once
 
@@ -16,9 +19,9 @@
 
 namespace epochfs::fs {
 
-class ControlWriteBudget {
+class UserBudget {
  public:
-  ControlWriteBudget(uint32_t max_files, uint64_t max_bytes)
+  UserBudget(uint32_t max_files, uint64_t max_bytes = UINT64_MAX)
       : max_files_(max_files), max_bytes_(max_bytes) {}
 
   // One more file open for writing by `uid`; false (EMFILE) past max_files.
