@@ -59,7 +59,7 @@ bool ControlTree::IsJobFile(const std::string& f) const {
   return spill_ != nullptr && IsSpillFile(f);
 }
 
-Result<VNode> ControlTree::Stat(const std::string& path) const {
+Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) const {
   if (path.empty()) return VNode{true, false, 0, 0, 0};
   std::vector<std::string> p = Split(path);
   if (p.size() == 1) {
@@ -71,28 +71,31 @@ Result<VNode> ControlTree::Stat(const std::string& path) const {
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return NotFound(path);
   const uid_t owner = snap.value().owner;
-  if (p.size() == 2) return VNode{true, false, owner, 0, 0755};
+  // Another user's job is not there for the caller; its directory and files
+  // are the owner's alone (the kernel checks the modes: default_permissions).
+  if (who.uid != 0 && who.uid != owner) return NotFound(path);
+  if (p.size() == 2) return VNode{true, false, owner, 0, 0700};
   if (p.size() == 3) {
     if (!IsJobFile(p[2])) return NotFound(path);
-    if (p[2] == "order") return VNode{true, false, owner, 0, 0755};
-    if (p[2] == "status") return VNode{false, false, owner, 0, 0444};
-    // The schedule names the owner's spill files: readable by the owner and root only.
-    if (p[2] == "spill_schedule") return VNode{false, true, owner, 0, 0600};
-    return VNode{false, true, owner, 0, 0666};
+    if (p[2] == "order") return VNode{true, false, owner, 0, 0700};
+    if (p[2] == "status") return VNode{false, false, owner, 0, 0400};
+    return VNode{false, true, owner, 0, 0600};
   }
   if (p.size() == 4 && p[2] == "order" && ParseOrderFileName(p[3]).ok()) {
-    return VNode{false, true, owner, 0, 0666};
+    return VNode{false, true, owner, 0, 0600};
   }
   return NotFound(path);
 }
 
-Result<std::vector<std::string>> ControlTree::List(const std::string& path) const {
+Result<std::vector<std::string>> ControlTree::List(const std::string& path,
+                                                  const Caller& who) const {
   if (path.empty()) return std::vector<std::string>{"jobs", "stats", "version"};
-  if (path == "jobs") return registry_.JobNames();
+  if (path == "jobs") return registry_.JobNames(who.uid == 0 ? kAnyOwner : who.uid);
   std::vector<std::string> p = Split(path);
   if (p[0] != "jobs" || p.size() > 3) return NotFound(path);
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return NotFound(path);
+  if (who.uid != 0 && who.uid != snap.value().owner) return NotFound(path);
   if (p.size() == 2) {
     std::vector<std::string> files(std::begin(kJobFiles), std::end(kJobFiles));
     if (spill_ != nullptr) files.insert(files.end(), std::begin(kSpillFiles), std::end(kSpillFiles));
@@ -105,14 +108,15 @@ Result<std::vector<std::string>> ControlTree::List(const std::string& path) cons
   return names;
 }
 
-Result<std::string> ControlTree::Read(const std::string& path) const {
+Result<std::string> ControlTree::Read(const std::string& path, const Caller& who) const {
   if (path == "version") {
     return std::string("epochfs ") + EPOCHFS_VERSION + "\nprotocol " +
            std::to_string(kProtocolVersion) + "\n";
   }
-  if (path == "stats") return stats_() + "\n";
+  if (path == "stats") return StatsFor(who) + "\n";
   std::vector<std::string> p = Split(path);
   if (p.size() < 3 || p[0] != "jobs") return NotFound(path);
+  if (Status s = Stat(path, who).status(); !s.ok()) return s;
   if (p[2] == "status" && p.size() == 3) return StatusJson(p[1]);
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return snap.status();
@@ -133,8 +137,26 @@ Result<std::string> ControlTree::Read(const std::string& path) const {
   }
   // samples and order/K are write-only in substance: reading gives nothing
   // (a million-line sample list is not kept as text).
-  if (Stat(path).ok()) return std::string();
+  if (Stat(path, who).ok()) return std::string();
   return NotFound(path);
+}
+
+std::string ControlTree::StatsFor(const Caller& who) const {
+  std::string text = stats_();
+  if (who.uid == 0) return text;
+  // The per-job rows of the caller's own jobs only; the aggregates stay.
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("jobs") || !j["jobs"].is_array()) return text;
+  std::vector<std::string> own = registry_.JobNames(who.uid);
+  nlohmann::json kept = nlohmann::json::array();
+  for (auto& row : j["jobs"]) {
+    if (row.contains("name") && row["name"].is_string() &&
+        std::binary_search(own.begin(), own.end(), row["name"].get<std::string>())) {
+      kept.push_back(std::move(row));
+    }
+  }
+  j["jobs"] = std::move(kept);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Status ControlTree::CheckWrite(const std::string& path, const Caller& who) {

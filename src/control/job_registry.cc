@@ -513,11 +513,13 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader
   return info;
 }
 
-std::vector<std::string> JobRegistry::JobNames() const {
+std::vector<std::string> JobRegistry::JobNames(uid_t owner) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
   out.reserve(jobs_.size());
-  for (const auto& [name, j] : jobs_) out.push_back(name);
+  for (const auto& [name, j] : jobs_) {
+    if (owner == kAnyOwner || j->owner == owner) out.push_back(name);
+  }
   return out;
 }
 

@@ -141,11 +141,11 @@ class FilesystemImpl final : public Filesystem {
   }
 
   // Resolves `name` in directory `parent` and takes one lookup on the child.
-  Result<NodeView> LookupChild(const NodeView& parent, const char* name) {
+  Result<NodeView> LookupChild(fuse_req_t req, const NodeView& parent, const char* name) {
     if (!ValidName(name)) return InvalidArgument("bad name");
     if (parent.kind == NodeKind::kVirtual) {
       std::string path = Join(parent.path, name);
-      auto vn = control_.Stat(path);
+      auto vn = control_.Stat(path, CallerOf(req));
       if (!vn.ok()) return vn.status();
       NodeView v = inodes_.Ref(NodeKind::kVirtual, path, {});
       v.st = VirtualAttr(v.ino, vn.value());
@@ -192,7 +192,7 @@ class FilesystemImpl final : public Filesystem {
       return self.spill_->LookupRoot(req);
     }
     if (std::strlen(name) > NAME_MAX) return (void)fuse_reply_err(req, ENAMETOOLONG);
-    auto child = self.LookupChild(*p, name);
+    auto child = self.LookupChild(req, *p, name);
     if (!child.ok()) {
       if (child.status().code() == Code::kNotFound && p->kind == NodeKind::kLower) {
         // Negative entry: the dataset is immutable, remember the absence.
@@ -223,7 +223,7 @@ class FilesystemImpl final : public Filesystem {
     if (!v) return (void)fuse_reply_err(req, ESTALE);
     if (v->kind == NodeKind::kSpill) return self.spill_->GetAttr(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) {
-      auto vn = self.control_.Stat(v->path);
+      auto vn = self.control_.Stat(v->path, CallerOf(req));
       if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
       struct stat st = self.VirtualAttr(ino, vn.value());
       return (void)fuse_reply_attr(req, &st, 0.0);
@@ -270,11 +270,12 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kSpill) return self.spill_->OpenDirectory(req, *v, fi);
     auto dir = std::make_shared<OpenDir>();
     if (v->kind == NodeKind::kVirtual) {
-      auto names = self.control_.List(v->path);
+      const control::Caller who = CallerOf(req);
+      auto names = self.control_.List(v->path, who);
       if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
       for (const std::string& n : names.value()) {
         std::string path = Join(v->path, n);
-        auto vn = self.control_.Stat(path);
+        auto vn = self.control_.Stat(path, who);
         if (!vn.ok()) continue;
         dir->entries.push_back({n, self.VirtualAttr(0, vn.value()), NodeKind::kVirtual, path});
       }
@@ -426,13 +427,13 @@ class FilesystemImpl final : public Filesystem {
   }
 
   void OpenVirtual(fuse_req_t req, const NodeView& v, fuse_file_info* fi, int acc) {
-    auto vn = control_.Stat(v.path);
+    auto vn = control_.Stat(v.path, CallerOf(req));
     if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
     if (vn.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
     auto file = std::make_shared<OpenFile>();
     file->path = v.path;
     if (acc == O_RDONLY) {
-      auto content = control_.Read(v.path);
+      auto content = control_.Read(v.path, CallerOf(req));
       if (!content.ok()) return (void)fuse_reply_err(req, ToErrno(content.status()));
       file->kind = OpenFile::Kind::kVirtualRead;
       file->content = std::move(content).value();
@@ -603,7 +604,7 @@ class FilesystemImpl final : public Filesystem {
     if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
     Status s = self.control_.Mkdir(Join(dir.path, name), CallerOf(req));
     if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
-    auto child = self.LookupChild(dir, name);
+    auto child = self.LookupChild(req, dir, name);
     if (!child.ok()) return (void)fuse_reply_err(req, ToErrno(child.status()));
     self.ReplyEntry(req, child.value(), 0.0);
   }

@@ -525,7 +525,7 @@ class SpillPrivacyTest(et.MountTestCase):
         self.assertEqual(out["spill"]["resident"], [], out)
         self.assertEqual(out["spill"]["prefetches"], 0, out)
         self.assertEqual(out["spill"]["writeouts"], 0, out)
-        self.assertEqual(out["alice_schedule"], errno.EACCES, out)
+        self.assertEqual(out["alice_schedule"], errno.ENOENT, out)  # alice's job is invisible
         # Alice's file is as she left it, still resident by her schedule.
         def alice_again():
             with open(os.path.join(jobs, "alice", "status")) as f:

@@ -38,12 +38,15 @@ class ControlPlane {
  public:
   virtual ~ControlPlane() = default;
 
+  // What `who` sees: another user's jobs are not there for them (NotFound,
+  // not listed, not in stats); root (the default Caller) sees everything.
   // NotFound when `path` does not exist.
-  virtual Result<VNode> Stat(const std::string& path) const = 0;
+  virtual Result<VNode> Stat(const std::string& path, const Caller& who = {}) const = 0;
   // Names in directory `path`.
-  virtual Result<std::vector<std::string>> List(const std::string& path) const = 0;
+  virtual Result<std::vector<std::string>> List(const std::string& path,
+                                                const Caller& who = {}) const = 0;
   // The current contents of file `path` (a snapshot, taken at open).
-  virtual Result<std::string> Read(const std::string& path) const = 0;
+  virtual Result<std::string> Read(const std::string& path, const Caller& who = {}) const = 0;
   // May `who` open file `path` for writing? Called at open, so that a refused
   // writer fails there (NotPermitted → EPERM) rather than at close.
   virtual Status CheckWrite(const std::string& path, const Caller& who) {

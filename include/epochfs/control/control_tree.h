@@ -47,9 +47,10 @@ class ControlTree : public ControlPlane {
         spill_(spill),
         max_schedule_steps_(max_schedule_steps) {}
 
-  Result<VNode> Stat(const std::string& path) const override;
-  Result<std::vector<std::string>> List(const std::string& path) const override;
-  Result<std::string> Read(const std::string& path) const override;
+  Result<VNode> Stat(const std::string& path, const Caller& who = {}) const override;
+  Result<std::vector<std::string>> List(const std::string& path,
+                                        const Caller& who = {}) const override;
+  Result<std::string> Read(const std::string& path, const Caller& who = {}) const override;
   Status CheckWrite(const std::string& path, const Caller& who) override;
   Status Write(const std::string& path, const std::string& content, const Caller& who) override;
   Status Mkdir(const std::string& path, const Caller& who) override;
@@ -60,6 +61,8 @@ class ControlTree : public ControlPlane {
 
  private:
   bool IsJobFile(const std::string& f) const;
+  // The stats JSON as `who` may see it: only their own jobs' rows (root: all).
+  std::string StatsFor(const Caller& who) const;
   Status WriteSpillFile(const std::string& name, const std::string& file,
                         const std::string& content, const Caller& who);
 

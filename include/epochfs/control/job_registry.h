@@ -205,7 +205,8 @@ class JobRegistry {
   // removed. Called periodically by the daemon.
   std::vector<std::string> ReapOrphans(uint64_t now_ns, uint64_t grace_ns);
 
-  std::vector<std::string> JobNames() const;  // sorted
+  // Sorted; only the jobs of `owner` unless it is kAnyOwner.
+  std::vector<std::string> JobNames(uid_t owner = kAnyOwner) const;
   Result<JobSnapshot> Snapshot(std::string_view name) const;
   Result<JobId> Find(std::string_view name) const;
 

@@ -54,7 +54,9 @@ class ControlTreeTest : public ::testing::Test {
  protected:
   ControlTreeTest()
       : registry_(sink_, std::make_unique<testing::FakeProcReader>(&procs_)),
-        tree_(registry_, view_, [] { return std::string("{\"stats\":1}"); }) {}
+        tree_(registry_, view_, [] {
+          return std::string(R"({"stats":1,"jobs":[{"name":"j"},{"name":"zz"}]})");
+        }) {}
 
   nlohmann::json JobStatus(const std::string& job) {
     auto text = tree_.Read("jobs/" + job + "/status");
@@ -76,7 +78,7 @@ class ControlTreeTest : public ::testing::Test {
 
 TEST_F(ControlTreeTest, RootAndJobsDirectory) {
   EXPECT_EQ(tree_.List("").value(), (std::vector<std::string>{"jobs", "stats", "version"}));
-  EXPECT_EQ(tree_.Read("stats").value(), "{\"stats\":1}\n");
+  EXPECT_EQ(tree_.Read("stats").value(), R"({"stats":1,"jobs":[{"name":"j"},{"name":"zz"}]})" "\n");
   EXPECT_NE(tree_.Read("version").value().find("protocol 1\n"), std::string::npos);
   VNode jobs = tree_.Stat("jobs").value();
   EXPECT_TRUE(jobs.is_dir);
@@ -96,11 +98,13 @@ TEST_F(ControlTreeTest, MkdirRegistersAndShowsTheJobFiles) {
   VNode dir = tree_.Stat("jobs/train").value();
   EXPECT_TRUE(dir.is_dir);
   EXPECT_EQ(dir.uid, kAlice);
+  EXPECT_EQ(dir.perm, 0700u);
   VNode config = tree_.Stat("jobs/train/config").value();
   EXPECT_TRUE(config.writable);
-  EXPECT_EQ(config.perm, 0666u);
+  EXPECT_EQ(config.perm, 0600u);
   VNode status = tree_.Stat("jobs/train/status").value();
   EXPECT_FALSE(status.writable);
+  EXPECT_EQ(status.perm, 0400u);
   // Any valid order/K exists before it is written; invalid names do not.
   EXPECT_TRUE(tree_.Stat("jobs/train/order/7").ok());
   EXPECT_EQ(tree_.Stat("jobs/train/order/07").status().code(), Code::kNotFound);
@@ -151,6 +155,28 @@ TEST_F(ControlTreeTest, OtherUsersAreRefusedAtOpenAndTheOwnerIsTold) {
   EXPECT_EQ(tree_.Write("jobs/j/order/0", "0 1", kBobCall).code(), Code::kNotPermitted);
   EXPECT_EQ(tree_.Rmdir("jobs/j", kBobCall).code(), Code::kNotPermitted);
   EXPECT_TRUE(JobStatus("j")["declared_epochs"].empty());
+}
+
+// Another user's job is not there for a caller: not listed, NotFound at every
+// path under it, its row missing from stats; the owner and root see it.
+TEST_F(ControlTreeTest, AnotherUsersJobsAreInvisible) {
+  Configure("j");
+  EXPECT_EQ(tree_.List("jobs", kBobCall).value(), std::vector<std::string>{});
+  EXPECT_EQ(tree_.List("jobs", kAliceCall).value(), std::vector<std::string>{"j"});
+  EXPECT_EQ(tree_.List("jobs", Caller{0, 0, 0}).value(), std::vector<std::string>{"j"});
+  for (const char* path : {"jobs/j", "jobs/j/status", "jobs/j/config", "jobs/j/order",
+                           "jobs/j/order/0"}) {
+    EXPECT_EQ(tree_.Stat(path, kBobCall).status().code(), Code::kNotFound) << path;
+    EXPECT_EQ(tree_.Read(path, kBobCall).status().code(), Code::kNotFound) << path;
+    EXPECT_TRUE(tree_.Stat(path, kAliceCall).ok()) << path;
+  }
+  EXPECT_EQ(tree_.List("jobs/j", kBobCall).status().code(), Code::kNotFound);
+  auto rows = [&](const Caller& who) {
+    return nlohmann::json::parse(tree_.Read("stats", who).value())["jobs"].size();
+  };
+  EXPECT_EQ(rows(kBobCall), 0u);
+  EXPECT_EQ(rows(kAliceCall), 1u);
+  EXPECT_EQ(rows(Caller{0, 0, 0}), 2u) << "root: every row";
 }
 
 TEST_F(ControlTreeTest, StatusTakesThePolicyFiguresWhenThePolicyRunsTheJob) {
