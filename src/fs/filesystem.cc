@@ -87,6 +87,7 @@ class FilesystemImpl final : public Filesystem {
     const fuse_ino_t parent_ino = inodes_.Peek(NodeKind::kVirtual, parent);
     if (parent_ino == 0) return;  // the kernel has no entry under it
     const fuse_ino_t ino = inodes_.Peek(NodeKind::kVirtual, control_path);
+    inodes_.DetachTree(NodeKind::kVirtual, control_path);
     int rc = ino != 0 ? fuse_lowlevel_notify_delete(se, parent_ino, ino, name.data(), name.size())
                       : fuse_lowlevel_notify_inval_entry(se, parent_ino, name.data(), name.size());
     if (rc != 0 && rc != -ENOENT) {
@@ -144,6 +145,7 @@ class FilesystemImpl final : public Filesystem {
   Result<NodeView> LookupChild(fuse_req_t req, const NodeView& parent, const char* name) {
     if (!ValidName(name)) return InvalidArgument("bad name");
     if (parent.kind == NodeKind::kVirtual) {
+      if (parent.detached) return NotFound("removed");
       std::string path = Join(parent.path, name);
       auto vn = control_.Stat(path, CallerOf(req));
       if (!vn.ok()) return vn.status();
@@ -223,6 +225,7 @@ class FilesystemImpl final : public Filesystem {
     if (!v) return (void)fuse_reply_err(req, ESTALE);
     if (v->kind == NodeKind::kSpill) return self.spill_->GetAttr(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) {
+      if (v->detached) return (void)fuse_reply_err(req, ENOENT);
       auto vn = self.control_.Stat(v->path, CallerOf(req));
       if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
       struct stat st = self.VirtualAttr(ino, vn.value());
@@ -270,6 +273,7 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kSpill) return self.spill_->OpenDirectory(req, *v, fi);
     auto dir = std::make_shared<OpenDir>();
     if (v->kind == NodeKind::kVirtual) {
+      if (v->detached) return (void)fuse_reply_err(req, ENOENT);
       const control::Caller who = CallerOf(req);
       auto names = self.control_.List(v->path, who);
       if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
@@ -427,6 +431,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   void OpenVirtual(fuse_req_t req, const NodeView& v, fuse_file_info* fi, int acc) {
+    if (v.detached) return (void)fuse_reply_err(req, ENOENT);
     auto vn = control_.Stat(v.path, CallerOf(req));
     if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
     if (vn.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
@@ -584,6 +589,7 @@ class FilesystemImpl final : public Filesystem {
     auto p = inodes_.Get(parent);
     if (!p) return ESTALE;
     if (p->kind != NodeKind::kVirtual) return EROFS;
+    if (p->detached) return ENOENT;
     if (!ValidName(name)) return EINVAL;
     *dir = std::move(*p);
     return 0;
@@ -614,7 +620,10 @@ class FilesystemImpl final : public Filesystem {
     if (auto sp = self.SpillParent(parent)) return self.spill_->Rmdir(req, *sp, name);
     NodeView dir;
     if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
-    fuse_reply_err(req, ToErrno(self.control_.Rmdir(Join(dir.path, name), CallerOf(req))));
+    const std::string path = Join(dir.path, name);
+    Status s = self.control_.Rmdir(path, CallerOf(req));
+    if (s.ok()) self.inodes_.DetachTree(NodeKind::kVirtual, path);
+    fuse_reply_err(req, ToErrno(s));
   }
 
   // Every other modifying operation: the dataset is read-only.

@@ -71,6 +71,20 @@ void InodeTable::Detach(NodeKind kind, const std::string& path) {
   by_key_.erase(it);
 }
 
+void InodeTable::DetachTree(NodeKind kind, const std::string& path) {
+  std::unique_lock lock(mu_);
+  const std::string self = Key(kind, path);
+  const std::string below = self + "/";
+  for (auto it = by_key_.begin(); it != by_key_.end();) {
+    if (it->first == self || it->first.compare(0, below.size(), below) == 0) {
+      nodes_.at(it->second).view.detached = true;
+      it = by_key_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void InodeTable::Rename(NodeKind kind, const std::string& from, const std::string& to) {
   std::unique_lock lock(mu_);
   if (auto old = by_key_.find(Key(kind, to)); old != by_key_.end()) {

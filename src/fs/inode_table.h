@@ -55,6 +55,10 @@ class InodeTable {
   void Rename(NodeKind kind, const std::string& from, const std::string& to);
   // The node at (kind, path), if any, no longer names that path.
   void Detach(NodeKind kind, const std::string& path);
+  // The same for `path` and every node below it (a removed job directory: a
+  // new one of the same name gets new inode numbers, so that the kernel never
+  // takes it for the dead directory a process may still hold). O(nodes).
+  void DetachTree(NodeKind kind, const std::string& path);
   // Drops `n` lookups; the node is removed when none remain.
   void Forget(fuse_ino_t ino, uint64_t n);
 

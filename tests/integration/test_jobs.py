@@ -24,6 +24,7 @@ import errno
 import json
 import os
 import random
+import subprocess
 import time
 import traceback
 
@@ -739,6 +740,42 @@ class OrphanTest(et.MountTestCase):
         self.assertEqual(stats["pool"] + stats["shared"], stats["budget"], stats)
         self.assertIsNone(budget_violation(stats))
 
+
+
+class NameReuseTest(et.MountTestCase):
+    """A job name is free again after rmdir, whatever still refers to the old
+    directory (a shell's working directory, an open control file): the new
+    job is a new directory with its own files, not the dead one."""
+
+    def test_a_name_is_reused_while_the_old_directory_is_held(self):
+        lower = self.make_dir("lower")
+        files = build_dataset(lower, "ds", 4, 1000, 2000, seed=3)
+        d = self.mount(lower)
+        jp = d.path(".epochfs", "jobs", "x")
+        cfg = 'batch_size = 2\nepochs = 2\nroot = "ds"\n'
+        os.mkdir(jp)
+        ctl_write(os.path.join(jp, "config"), cfg)
+        old_ino = os.stat(jp).st_ino
+        holder = subprocess.Popen(["sleep", "600"], cwd=jp)
+        self.addCleanup(lambda: (holder.kill(), holder.wait()))
+        fd = os.open(os.path.join(jp, "status"), os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        os.rmdir(jp)
+        self.assertFalse(os.path.exists(jp))
+        os.mkdir(jp)
+        self.assertNotEqual(os.stat(jp).st_ino, old_ino)
+        self.assertEqual(sorted(os.listdir(jp)),
+                         ["config", "epoch", "order", "pids", "samples", "status"])
+        self.assertEqual(et.read_file(os.path.join(jp, "config")), b"")  # a new job
+        ctl_write(os.path.join(jp, "config"), cfg)
+        ctl_write(os.path.join(jp, "samples"), "".join(r + "\n" for r, _ in files))
+        self.assertEqual(read_json(os.path.join(jp, "status"))["last_error"], "")
+        # The old directory, still the holder's cwd, is gone.
+        try:
+            self.assertEqual(os.listdir("/proc/%d/cwd" % holder.pid), [])
+        except FileNotFoundError:
+            pass
+        self.assertTrue(d.alive())
 
 if __name__ == "__main__":
     et.main()
