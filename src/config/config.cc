@@ -202,6 +202,13 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetBytes(v, 1ull << 20, &c->limits.control_bytes_per_user);
      }},
+    {"limits.samples_per_user", OptKind::kInteger, "integer 1..4294967295",
+     [](Config* c, const Raw& v) {
+       uint32_t n = 0;
+       if (!SetU32(v, 1, kMaxU32, &n)) return false;
+       c->limits.samples_per_user = n;
+       return true;
+     }},
     {"limits.spill_files_per_user", OptKind::kInteger, "integer 1..65536",
      [](Config* c, const Raw& v) {
        return SetU32(v, 1, 65536, &c->limits.spill_files_per_user);

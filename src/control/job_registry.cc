@@ -301,6 +301,20 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
       *out = Fail(job, "samples", parsed.status());
       return true;
     }
+    if (job->owner != 0) {
+      uint64_t held = 0;  // by the owner's other jobs
+      for (const auto& [n, j] : jobs_) {
+        if (j.get() != job && j->owner == job->owner) held += j->sample_count;
+      }
+      if (held + parsed.value().size() > opt_.max_samples_per_user) {
+        *out = Fail(job, "samples",
+                    NoSpace(std::to_string(parsed.value().size()) + " samples; uid " +
+                            std::to_string(job->owner) + "'s jobs hold " + std::to_string(held) +
+                            " of at most " + std::to_string(opt_.max_samples_per_user) +
+                            " (limits.samples_per_user)"));
+        return true;
+      }
+    }
     if (job->tracker) {
       if (job->sample_count == parsed.value().size() && job->samples_hash == fp) {
         job->reattach_pending = false;  // the restarted job is the same job

@@ -231,6 +231,7 @@ Status RunDaemon(const DaemonArgs& in) {
   PolicyJobSink sink(*lower.value(), cache);
   control::JobRegistryOptions registry_opts;
   registry_opts.max_jobs_per_user = cfg.limits.jobs_per_user;
+  registry_opts.max_samples_per_user = cfg.limits.samples_per_user;
   control::JobRegistry registry(sink, control::MakeProcReader(), registry_opts);
   control::ControlTree control(
       registry, sink,

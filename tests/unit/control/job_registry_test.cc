@@ -182,6 +182,33 @@ TEST_F(JobRegistryTest, JobsPerUserAreBounded) {
   EXPECT_TRUE(reg.Register("a3", kAlice, 0).ok());
 }
 
+// What one user's jobs hold after their samples writes is bounded too, not
+// only what is buffered while a write is open.
+TEST_F(JobRegistryTest, SamplesPerUserAreBounded) {
+  JobRegistryOptions o;
+  o.max_samples_per_user = 6;
+  JobRegistry reg(sink_, std::make_unique<FakeProcReader>(&procs_), o);
+  for (const char* job : {"a1", "a2", "b1", "r1"}) {
+    const uid_t owner = job[0] == 'a' ? kAlice : job[0] == 'b' ? kBob : 0;
+    ASSERT_TRUE(reg.Register(job, owner, 0).ok());
+    ASSERT_TRUE(reg.WriteConfig(job, owner, kConfig).ok());
+  }
+  EXPECT_TRUE(reg.WriteSamples("a1", kAlice, "f0\nf1\nf2\nf3\n").ok());
+  EXPECT_TRUE(reg.WriteSamples("a1", kAlice, "f0\nf1\nf2\nf3\n").ok()) << "a repeat";
+  Status s = reg.WriteSamples("a2", kAlice, "f4\nf5\nf6\n");
+  EXPECT_EQ(s.code(), Code::kNoSpace);
+  EXPECT_CONTAINS(s.message(), "limits.samples_per_user");
+  EXPECT_CONTAINS(reg.Snapshot("a2").value().last_error, "samples:");
+  EXPECT_TRUE(reg.WriteSamples("a2", kAlice, "f4\nf5\n").ok()) << "exactly at the bound";
+  EXPECT_TRUE(reg.WriteSamples("b1", kBob, "f0\nf1\nf2\nf3\nf4\nf5\n").ok()) << "per user";
+  EXPECT_TRUE(reg.WriteSamples("r1", 0, "f0\nf1\nf2\nf3\nf4\nf5\nf6\nf7\n").ok())
+      << "root is not bounded";
+  ASSERT_TRUE(reg.Remove("a1", kAlice).ok());
+  ASSERT_TRUE(reg.Register("a3", kAlice, 0).ok());
+  ASSERT_TRUE(reg.WriteConfig("a3", kAlice, kConfig).ok());
+  EXPECT_TRUE(reg.WriteSamples("a3", kAlice, "f0\nf1\nf2\nf3\n").ok()) << "freed by rmdir";
+}
+
 TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
   ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
   EXPECT_EQ(reg_->CheckWrite("a", kBob, "config").code(), Code::kNotPermitted);
