@@ -209,6 +209,10 @@ const KeyDesc kKeys[] = {
        c->limits.samples_per_user = n;
        return true;
      }},
+    {"limits.lower_files_per_user", OptKind::kInteger, "integer 1..65536",
+     [](Config* c, const Raw& v) {
+       return SetU32(v, 1, 65536, &c->limits.lower_files_per_user);
+     }},
     {"limits.spill_files_per_user", OptKind::kInteger, "integer 1..65536",
      [](Config* c, const Raw& v) {
        return SetU32(v, 1, 65536, &c->limits.spill_files_per_user);

@@ -1,6 +1,7 @@
 #include "epochfs/daemon/daemon.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -192,7 +193,22 @@ Status ProbeMount(const std::string& mountpoint) {
   return Status::Ok();
 }
 
+// Descriptors: the daemon holds one per open spill file and per streamed
+// dataset file (bounded per user by limits.*); the soft limit goes up to the
+// hard one so that those bounds, not the default 1024, decide.
+static void RaiseDescriptorLimit() {
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t before = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    log::Debug("descriptor limit raised from " + std::to_string(before) + " to " +
+               std::to_string(rl.rlim_cur));
+  }
+}
+
 Status RunDaemon(const DaemonArgs& in) {
+  RaiseDescriptorLimit();
   DaemonArgs args = in;
   const Config& cfg = args.config;
   if (Status s = CanonicalPaths(&args.lower, &args.mountpoint); !s.ok()) return s;

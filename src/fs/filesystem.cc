@@ -61,7 +61,8 @@ class FilesystemImpl final : public Filesystem {
         spill_enabled_(p.spill),
         max_read_(p.max_read),
         control_budget_(cfg_.limits.control_files_per_user, cfg_.limits.control_bytes_per_user),
-        spill_budget_(cfg_.limits.spill_files_per_user) {
+        spill_budget_(cfg_.limits.spill_files_per_user),
+        lower_budget_(cfg_.limits.lower_files_per_user) {
     FillOps();
     if (cfg_.fuse.kernel_cache) {
       cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
@@ -405,10 +406,15 @@ class FilesystemImpl final : public Filesystem {
     auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
+      if (!self.lower_budget_.Open(ctx->uid)) return (void)fuse_reply_err(req, EMFILE);
       auto fd = self.lower_.OpenFile(v->path);
-      if (!fd.ok()) return (void)fuse_reply_err(req, ToErrno(fd.status()));
+      if (!fd.ok()) {
+        self.lower_budget_.Close(ctx->uid, 0);
+        return (void)fuse_reply_err(req, ToErrno(fd.status()));
+      }
       file->kind = OpenFile::Kind::kStream;
       file->fd = std::move(fd).value();
+      file->writer = ctx->uid;
     } else {
       store::GetRequest g{id, v->path, store::VersionOf(st), who.job, who.sample};
       auto obj = self.cache_.Get(g);
@@ -569,6 +575,8 @@ class FilesystemImpl final : public Filesystem {
       self.control_budget_.Close(f->writer, f->content.size());
     } else if (f != nullptr && f->kind == OpenFile::Kind::kSpill) {
       self.spill_budget_.Close(f->writer, 0);
+    } else if (f != nullptr && f->kind == OpenFile::Kind::kStream) {
+      self.lower_budget_.Close(f->writer, 0);
     }
     self.files_.Remove(fi->fh);
     fuse_reply_err(req, 0);
@@ -731,6 +739,7 @@ class FilesystemImpl final : public Filesystem {
   const unsigned max_read_;
   UserBudget control_budget_;
   UserBudget spill_budget_;  // spill files open, per user
+  UserBudget lower_budget_;  // streamed dataset files open (a lower descriptor each), per user
   std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)
   fuse_lowlevel_ops ops_;
 };

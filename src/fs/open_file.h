@@ -26,7 +26,7 @@ struct OpenFile {
   std::mutex mu;            // kVirtualWrite: guards content
   bool dirty = false;       // kVirtualWrite: written since the last flush
   bool append = false;      // kVirtualWrite, kSpill: opened O_APPEND
-  uid_t writer = 0;         // kVirtualWrite, kSpill: who opened it (UserBudget)
+  uid_t writer = 0;         // kVirtualWrite, kSpill, kStream: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };
 

@@ -476,6 +476,58 @@ class SpillLimitsTest(et.MountTestCase):
             f.write("b\n" * 50)
 
 
+class LowerFilesLimitTest(et.MountTestCase):
+    """Dataset files too large for the cache are streamed from LOWER, a
+    descriptor each in the daemon: at most limits.lower_files_per_user open
+    per user (EMFILE past it), root unbounded, the bytes exact."""
+
+    def test_streamed_files_per_user(self):
+        lower = self.make_dir("lower")
+        os.chmod(self.tmp, 0o755)
+        os.chmod(lower, 0o755)
+        data = {}
+        for i in range(4):
+            data[i] = et.det_bytes(400 * KiB, 30 + i)  # > 1 MiB / 4: streamed
+            et.write_file(os.path.join(lower, "big%d" % i), data[i])
+            os.chmod(os.path.join(lower, "big%d" % i), 0o644)
+        d = self.mount(lower, opts=["allow_other", "cache.memory=1MiB",
+                                    "limits.lower_files_per_user=2"])
+
+        def hold():
+            out = {"exact": 0}
+            fds = []
+            for i in range(3):
+                try:
+                    fds.append((i, os.open(d.path("big%d" % i), os.O_RDONLY)))
+                except OSError as e:
+                    out["refused"] = e.errno
+            for i, fd in fds:
+                got = b""
+                while True:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        break
+                    got += chunk
+                out["exact"] += got == data[i]
+                os.close(fd)
+
+            def again():
+                try:
+                    os.close(os.open(d.path("big3"), os.O_RDONLY))
+                    return True
+                except OSError:
+                    return False
+            out["after_close"] = bool(et.wait_for(again, et.EXIT_TIMEOUT))
+            return out
+        self.assertEqual(in_child_as_nobody(hold),
+                         {"exact": 2, "refused": errno.EMFILE, "after_close": True})
+        fds = [os.open(d.path("big%d" % i), os.O_RDONLY) for i in range(4)]  # root
+        for fd in fds:
+            os.close(fd)
+        self.assertGreater(d.stats()["bytes_read_lower"], 0)
+        self.assertTrue(d.alive())
+
+
 class SpillPrivacyTest(et.MountTestCase):
     """A spill schedule acts only on its job owner's files: another user's
     file named in it is neither loaded, written out nor listed as resident,
