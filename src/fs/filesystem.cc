@@ -415,12 +415,26 @@ class FilesystemImpl final : public Filesystem {
       file->kind = OpenFile::Kind::kStream;
       file->fd = std::move(fd).value();
       file->writer = ctx->uid;
+      struct stat now;
+      if (::fstat(file->fd.get(), &now) == 0 && store::VersionOf(now) != store::VersionOf(st)) {
+        self.lower_budget_.Close(ctx->uid, 0);
+        return (void)fuse_reply_err(req, ESTALE);  // see below
+      }
     } else {
       store::GetRequest g{id, v->path, store::VersionOf(st), who.job, who.sample};
       auto obj = self.cache_.Get(g);
       if (!obj.ok()) return (void)fuse_reply_err(req, ToErrno(obj.status()));
       file->kind = OpenFile::Kind::kObject;
       file->object = std::move(obj).value();
+      // The lower file changed since the kernel took its attributes (under
+      // "immutable" it holds them for fuse.attr_timeout): its size there is
+      // wrong, and a read would be cut at the old size or padded. ESTALE makes
+      // the kernel look the name up again (the VFS retries an open once with
+      // LOOKUP_REVAL), which takes the new attributes; the retried open then
+      // serves the new bytes. A file that keeps changing gets ESTALE.
+      if (file->object->version != store::VersionOf(st)) {
+        return (void)fuse_reply_err(req, ESTALE);
+      }
       // The kernel's pages of this inode (if any) came from an earlier open of
       // the same version: keep them. Only resident objects are remembered, so
       // that dropping an object from RAM also drops its kernel copy.

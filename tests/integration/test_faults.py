@@ -313,6 +313,27 @@ class ConsistencyTest(et.MountTestCase):
         self.assertTrue(d.alive())
 
 
+    def test_immutable_grown_file_is_never_served_cut(self):
+        # The kernel holds the old size (attributes cached for a day under
+        # "immutable"); the file is not in the cache. The open sees the lower
+        # file changed, the kernel looks the name up again, and the reader
+        # gets the whole new file: never the old size's prefix of it.
+        d = self.mount(self.lower, opts=["cache.consistency=immutable", "cache.policy=lru",
+                                         "cache.memory=64MiB", "fuse.attr_timeout=86400",
+                                         "fuse.entry_timeout=86400"])
+        self.assertEqual(os.stat(d.path("sample.bin")).st_size, len(self.a))
+        grown = self.a + et.det_bytes(5000, 8)
+        with open(self.p, "ab") as f:
+            f.write(grown[len(self.a):])
+        self.assertEqual(et.read_file_raw(d.path("sample.bin")), grown)
+        self.assertEqual(os.stat(d.path("sample.bin")).st_size, len(grown))
+        # Changed again while cached: the cached version whole (what
+        # "immutable" trusts), or the new bytes whole; never a mix.
+        short = et.det_bytes(4000, 9)
+        self.replace_lower(short, 3)
+        self.assertIn(et.read_file_raw(d.path("sample.bin")), (grown, short))
+        self.assertTrue(d.alive())
+
 class BudgetTest(et.MountTestCase):
     def setUp(self):
         super().setUp()
