@@ -74,7 +74,7 @@ struct Config {
     uint32_t spill_files_per_user = 256;          // spill files open (a descriptor each)
     uint32_t lower_files_per_user = 256;          // streamed dataset files open (a descriptor each)
     uint32_t spill_schedule_steps = 65536;        // steps of one job's spill_schedule
-    uint64_t samples_per_user = uint64_t{1} << 24;  // samples of one user's jobs together
+    uint64_t samples_per_user = uint64_t{1} << 23;  // samples of one user's jobs together
     bool operator==(const Limits&) const = default;
   } limits;
   struct Spill {

@@ -137,8 +137,8 @@ struct JobRegistryOptions {
   size_t max_jobs = 1024;
   size_t max_jobs_per_user = 64;  // limits.jobs_per_user; root is not bounded
   // limits.samples_per_user: samples one user's jobs hold together (each costs
-  // the daemon about 100 bytes while its job lives); root is not bounded.
-  uint64_t max_samples_per_user = uint64_t{1} << 24;
+  // the daemon up to about 200 bytes while its job lives); root is not bounded.
+  uint64_t max_samples_per_user = uint64_t{1} << 23;
   uint32_t prefetch_factor = 2;  // read-ahead window: loaders × prefetch_factor batches
   AttributorOptions attributor;
 };
