@@ -49,7 +49,9 @@ Status StartUnmountWatcher(const std::string& mountpoint) {
   const std::string id = TopMountId(mountpoint);
   if (id.empty()) return IoError("auto_unmount: " + mountpoint + " is not in mountinfo");
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return IoError(std::string("auto_unmount: pipe: ") + std::strerror(errno));
+  if (::pipe2(p, O_CLOEXEC) != 0) {
+    return IoError(std::string("auto_unmount: pipe: ") + std::strerror(errno));
+  }
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(p[0]);

@@ -72,7 +72,8 @@ struct Config {
     uint32_t control_files_per_user = 64;         // control files open for writing
     uint64_t control_bytes_per_user = 256ull << 20;  // bytes buffered in them
     uint32_t spill_files_per_user = 256;          // spill files open (a descriptor each)
-    uint32_t lower_files_per_user = 256;          // streamed dataset files open (a descriptor each)
+    uint32_t lower_files_per_user = 256;          // streamed dataset files open (a descriptor
+                                                  // each)
     uint32_t spill_schedule_steps = 65536;        // steps of one job's spill_schedule
     uint64_t samples_per_user = uint64_t{1} << 23;  // samples of one user's jobs together
     bool operator==(const Limits&) const = default;
