@@ -76,14 +76,31 @@ int main(int argc, char** argv) {
     return Fail(std::string(e.what()) + " (see epochfs --help)");
   }
 
+  // -o config=FILE (what fstab can say) is --config FILE; the file is read
+  // first and every other -o key overrides it, wherever it stands.
+  std::vector<std::string> options;
+  for (const std::string& group : opts) {
+    for (const std::string& opt : SplitOptions(group)) {
+      if (opt.rfind("config=", 0) != 0) {
+        options.push_back(opt);
+        continue;
+      }
+      const std::string file = opt.substr(7);
+      if (file.empty()) return Fail("-o config=: needs a file (config=/etc/epochfs.toml)");
+      if (!config_file.empty() && config_file != file) {
+        return Fail("two config files: " + config_file + " and " + file);
+      }
+      config_file = file;
+    }
+  }
   epochfs::Config cfg;
   if (!config_file.empty()) {
     auto loaded = epochfs::LoadConfigFile(config_file);
     if (!loaded.ok()) return Fail(loaded.status().message());
     cfg = loaded.value();
   }
-  for (const std::string& group : opts) {
-    for (const std::string& opt : SplitOptions(group)) {
+  {
+    for (const std::string& opt : options) {
       const size_t eq = opt.find('=');
       const std::string key = opt.substr(0, eq);
       // Dotted names are config keys: a misspelt one gets the loader's

@@ -142,6 +142,18 @@ class OptionsTest(LowerMixin, et.MountTestCase):
         d = self.mount(lower, mnt=d.mnt, opts=["cache.memory=16MiB"], extra=["--config", conf])
         self.assertEqual(d.stats()["budget"], 16 * MiB)
         self.check_lower_visible(d.mnt)
+        self.assertEqual(d.unmount(), 0)
+        # -o config=FILE, as fstab says it: the same file, overridden by the
+        # other -o keys wherever they stand.
+        d = self.mount(lower, mnt=d.mnt, opts=["cache.memory=12MiB,config=" + conf])
+        st = d.stats()
+        self.assertEqual((st["budget"], st["policy"]), (12 * MiB, "lru"))
+        self.assertEqual(d.unmount(), 0)
+        r = subprocess.run([et.epochfs_bin(), lower, d.mnt, "-f", "-o", "config=" + conf,
+                            "--config", conf + ".other"], capture_output=True, text=True,
+                           timeout=et.EXIT_TIMEOUT)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("two config files", r.stderr)
 
     def test_memory_units(self):
         lower = self.make_lower()
