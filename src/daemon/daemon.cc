@@ -33,15 +33,17 @@
 namespace epochfs {
 namespace {
 
-uint64_t ReadMemAvailable() {
+// A "Key: N kB" line of /proc/meminfo, in bytes; 0 when absent.
+uint64_t ReadMemInfo(const char* format) {
   std::ifstream in("/proc/meminfo");
   std::string line;
   while (std::getline(in, line)) {
     unsigned long long kb = 0;
-    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kb) == 1) return kb * 1024;
+    if (std::sscanf(line.c_str(), format, &kb) == 1) return kb * 1024;
   }
   return 0;
 }
+uint64_t ReadMemAvailable() { return ReadMemInfo("MemAvailable: %llu kB"); }
 
 uint64_t ReadCgroupLimit() {
   for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
@@ -68,7 +70,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
 }
 
 std::string StatsJson(store::CacheFront& cf, const SpillArea* spill,
-                      const MemoryGovernor* governor) {
+                      const MemoryGovernor* governor, const std::vector<std::string>& fixed) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
   j["version"] = EPOCHFS_VERSION;
@@ -89,6 +91,7 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill,
   j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
   nlohmann::json jobs = nlohmann::json::array();
   nlohmann::json warnings = nlohmann::json::array();
+  for (const std::string& w : fixed) warnings.push_back(w);
   cf.ReadPolicy([&](const cache::Policy& p) {
     j["pool"] = p.pool_bytes();
     j["shared"] = p.shared_bytes();
@@ -236,6 +239,24 @@ Status RunDaemon(const DaemonArgs& in) {
       budget = AutoBudget();
     }
   }
+  // A fixed budget the machine cannot hold is allowed (memory may be added
+  // to a VM, a cgroup limit raised) but said, once in the log and always in
+  // stats.
+  std::vector<std::string> fixed_warnings;
+  if (!cfg.cache.memory_auto) {
+    const uint64_t total = ReadMemInfo("MemTotal: %llu kB");
+    const uint64_t limit = ReadCgroupLimit();
+    const uint64_t room = limit != 0 && (total == 0 || limit < total) ? limit : total;
+    if (room != 0 && budget > room) {
+      fixed_warnings.push_back(
+          "cache.memory (" + std::to_string(budget) + " bytes) is more than the " +
+          (room == limit ? "memory cgroup's limit" : "machine's memory") + " (" +
+          std::to_string(room) +
+          " bytes): the cache will be swapped out or OOM-killed; use a smaller budget or "
+          "cache.memory = \"auto\"");
+      log::Warn(fixed_warnings.back());
+    }
+  }
   store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
   // The spill area: checked now (a bad spill.path fails the mount), opened
   // after daemonizing (its threads would not survive the fork).
@@ -251,7 +272,9 @@ Status RunDaemon(const DaemonArgs& in) {
   control::JobRegistry registry(sink, control::MakeProcReader(), registry_opts);
   control::ControlTree control(
       registry, sink,
-      [&cache, &spill, &governor] { return StatsJson(cache, spill.get(), governor.get()); },
+      [&cache, &spill, &governor, &fixed_warnings] {
+        return StatsJson(cache, spill.get(), governor.get(), fixed_warnings);
+      },
       spill.get(), cfg.limits.spill_schedule_steps);
   RegistryAttributor attributor(registry);
   fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr,

@@ -155,6 +155,16 @@ class OptionsTest(LowerMixin, et.MountTestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("two config files", r.stderr)
 
+    def test_a_budget_larger_than_memory_is_said(self):
+        d = self.mount(self.make_lower(), opts=["cache.memory=64TiB"])
+        warnings = d.stats()["warnings"]
+        self.assertTrue(any("is more than the" in w and "cache.memory" in w for w in warnings),
+                        warnings)
+        self.assertIn("is more than the", d.stderr_text())
+        self.check_lower_visible(d.mnt)
+        d2 = self.mount(self.make_lower(), opts=["cache.memory=8MiB"])
+        self.assertEqual(d2.stats()["warnings"], [])
+
     def test_memory_units(self):
         lower = self.make_lower()
         mnt = self.make_mountpoint()
