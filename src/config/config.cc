@@ -217,6 +217,9 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetU32(v, 1, 65536, &c->limits.spill_files_per_user);
      }},
+    {"limits.spill_bytes_per_user", OptKind::kString,
+     R"(bytes ("16GiB", integer; 0 = no bound) or a share of the spill area ("50%"))",
+     [](Config* c, const Raw& v) { return SetAmount(v, &c->limits.spill_bytes_per_user); }},
     {"limits.spill_schedule_steps", OptKind::kInteger, "integer 1..16777216",
      [](Config* c, const Raw& v) {
        return SetU32(v, 1, 1u << 24, &c->limits.spill_schedule_steps);

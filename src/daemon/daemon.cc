@@ -262,7 +262,7 @@ Status RunDaemon(const DaemonArgs& in) {
   // after daemonizing (its threads would not survive the fork).
   std::unique_ptr<SpillArea> spill;
   if (!cfg.spill.path.empty()) {
-    spill = std::make_unique<SpillArea>(cfg.spill);
+    spill = std::make_unique<SpillArea>(cfg.spill, cfg.limits.spill_bytes_per_user);
     if (Status s = spill->Check(); !s.ok()) return s;
   }
   PolicyJobSink sink(*lower.value(), cache);

@@ -1,10 +1,30 @@
 #include "spill_area.h"
 
+#include <sys/statvfs.h>
+
+#include <filesystem>
+
 #include "epochfs/common/log.h"
 
 namespace epochfs {
+namespace {
 
-SpillArea::SpillArea(const Config::Spill& cfg) : cfg_(cfg) {}
+// Size of the filesystem holding `dir` (or its nearest existing ancestor:
+// the store creates `dir`); 0 if unknown.
+uint64_t FilesystemBytes(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  for (;;) {
+    struct statvfs v {};
+    if (::statvfs(p.c_str(), &v) == 0) return uint64_t{v.f_blocks} * v.f_frsize;
+    if (!p.has_relative_path()) return 0;
+    p = p.parent_path();
+  }
+}
+
+}  // namespace
+
+SpillArea::SpillArea(const Config::Spill& cfg, MemoryAmount per_user)
+    : cfg_(cfg), per_user_(per_user) {}
 
 SpillArea::~SpillArea() { Close(); }
 
@@ -12,6 +32,8 @@ spill::SpillOptions SpillArea::Options() const {
   spill::SpillOptions o;
   o.dir = cfg_.path;
   o.max_bytes = cfg_.max_bytes;
+  o.max_bytes_per_user = per_user_.Of(cfg_.max_bytes != 0 ? cfg_.max_bytes : FilesystemBytes(cfg_.path));
+  if (per_user_.is_percent && o.max_bytes_per_user == 0) o.max_bytes_per_user = 1;  // unknown size: refuse
   o.compress = cfg_.compress;
   o.staging_bytes = cfg_.staging;
   o.queue_depth = cfg_.queue_depth;

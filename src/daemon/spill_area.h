@@ -23,7 +23,9 @@ namespace epochfs {
 
 class SpillArea final : public control::SpillControl {
  public:
-  explicit SpillArea(const Config::Spill& cfg);
+  // `per_user`: limits.spill_bytes_per_user; a percentage is of spill.max_bytes,
+  // or of the size of the filesystem holding spill.path when there is no quota.
+  SpillArea(const Config::Spill& cfg, MemoryAmount per_user);
   ~SpillArea() override;
 
   Status Check();
@@ -43,6 +45,7 @@ class SpillArea final : public control::SpillControl {
   spill::SpillOptions Options() const;
 
   const Config::Spill cfg_;
+  const MemoryAmount per_user_;
   std::unique_ptr<spill::SpillStore> store_;
   std::unique_ptr<spill::SpillScheduler> scheduler_;
 };

@@ -86,7 +86,7 @@ SpillFileImpl::~SpillFileImpl() {
   std::unique_lock lock(c_.mu);
   c_.Drop(lock, this, 0);
   for (uint32_t d : disk) c_.ForgetStored(d);
-  if (unlinked) c_.RemoveFile(size_);
+  if (unlinked) c_.RemoveFile(uid_, size_);
 }
 
 void SpillFileImpl::SetSize(uint64_t size) {
@@ -140,7 +140,7 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
   const uint64_t end = offset + in.size();
   const uint64_t old = size_;
   if (end > old) {
-    Status q = c_.Reserve(end - old);
+    Status q = c_.Reserve(uid_, end - old);
     if (!q.ok()) return q;
     SetSize(end);
   }
@@ -180,7 +180,7 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
     // Keep what was written; give back the rest of the reservation.
     const uint64_t keep = std::max(old, written_end);
     if (keep < end) {
-      c_.ReleaseBytes(end - keep);
+      c_.ReleaseBytes(uid_, end - keep);
       size_ = keep;
       size_atomic_.store(keep, std::memory_order_release);
       disk.resize(ChunkCount(keep, cb));
@@ -221,7 +221,7 @@ Status SpillFileImpl::Truncate(uint64_t size) {
   if (size == old) return Status::Ok();
   if (size > old) {
     // Bytes past the old end are zeros already (in staging and on disk).
-    Status q = c_.Reserve(size - old);
+    Status q = c_.Reserve(uid_, size - old);
     if (!q.ok()) return q;
     SetSize(size);
   } else {
@@ -241,7 +241,7 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     }
     for (uint64_t c = keep; c < disk.size(); ++c) c_.ForgetStored(disk[c]);
     disk.resize(keep);
-    c_.ReleaseBytes(old - size);
+    c_.ReleaseBytes(uid_, old - size);
     size_ = size;
     size_atomic_.store(size, std::memory_order_release);
     lock.unlock();
@@ -385,7 +385,10 @@ Status SpillFileImpl::SetOwner(uid_t uid, gid_t gid) {
   if (c_.is_root() && ::fchown(fd_.get(), uid, gid) != 0) return Errno("spill chown");
   {
     std::lock_guard lock(c_.mu);
-    if (uid != static_cast<uid_t>(-1)) uid_ = uid;
+    if (uid != static_cast<uid_t>(-1)) {
+      c_.MoveBytes(uid_, uid, size_);
+      uid_ = uid;
+    }
     if (gid != static_cast<gid_t>(-1)) gid_ = gid;
     header_dirty_ = true;
   }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "chunk_format.h"
@@ -81,11 +82,35 @@ class StoreCore {
   uint32_t depth() const { return depth_; }
   uint32_t staging_capacity() const { return staging_->capacity(); }
 
-  // Quota: reserves `delta` more logical bytes; NoSpace when over max_bytes.
-  Status Reserve(uint64_t delta);
-  void ReleaseBytes(uint64_t delta) { logical_ -= delta; }
-  void AddFile(uint64_t size) { ++files_; logical_ += size; }
-  void RemoveFile(uint64_t size) { --files_; logical_ -= size; }
+  // Quota: reserves `delta` more logical bytes for a file of `uid`; NoSpace
+  // when over max_bytes, or over max_bytes_per_user for a uid other than 0.
+  // All REQUIRE mu held.
+  Status Reserve(uint32_t uid, uint64_t delta);
+  void ReleaseBytes(uint32_t uid, uint64_t delta) {
+    logical_ -= delta;
+    Unown(uid, delta);
+  }
+  void AddFile(uint32_t uid, uint64_t size) {
+    ++files_;
+    logical_ += size;
+    if (size != 0) user_bytes_[uid] += size;
+  }
+  void RemoveFile(uint32_t uid, uint64_t size) {
+    --files_;
+    logical_ -= size;
+    Unown(uid, size);
+  }
+  // A file of `size` bytes changed owner (chown: no check).
+  void MoveBytes(uint32_t from, uint32_t to, uint64_t size) {
+    if (from == to || size == 0) return;
+    Unown(from, size);
+    user_bytes_[to] += size;
+  }
+  // Logical bytes of the files `uid` owns.
+  uint64_t UserBytes(uint32_t uid) const {
+    auto it = user_bytes_.find(uid);
+    return it == user_bytes_.end() ? 0 : it->second;
+  }
   void ForgetStored(uint32_t stored) {
     if (stored != UINT32_MAX) stats_.stored_bytes -= std::min<uint64_t>(stored, stats_.stored_bytes);
   }
@@ -121,7 +146,15 @@ class StoreCore {
   uint32_t decode_buf_ = 0;               // scratch buffer of the I/O thread
   uint32_t writes_inflight_ = 0;          // guarded by mu
   Status writeback_error_;                // guarded by mu: the last write-back failed
+  void Unown(uint32_t uid, uint64_t size) {
+    auto it = user_bytes_.find(uid);
+    if (it == user_bytes_.end()) return;
+    it->second -= std::min(size, it->second);
+    if (it->second == 0) user_bytes_.erase(it);
+  }
+
   uint64_t logical_ = 0;                  // guarded by mu
+  std::unordered_map<uint32_t, uint64_t> user_bytes_;  // guarded by mu: logical bytes per owner
   uint64_t files_ = 0;                    // guarded by mu
   SpillStats stats_;                      // guarded by mu (counters part)
 };

@@ -97,7 +97,12 @@ class SpillStoreImpl final : public SpillStore {
                                                     bool exclusive, uint32_t mode, uid_t uid,
                                                     gid_t gid);
   // Logical size in the header of a file that is not open (0 if unreadable).
-  uint64_t HeaderSize(const std::string& rel);
+  // The logical size and owner a file's header records ({0, 0} if unreadable).
+  struct Owned {
+    uint64_t size = 0;
+    uint32_t uid = 0;
+  };
+  Owned HeaderOwned(const std::string& rel);
   void TrimLocked();
   Result<DirAttr> ReadDirAttr(const std::string& rel, const struct stat& st);
   Status WriteDirAttr(const std::string& rel, const DirAttr& a);
@@ -167,9 +172,9 @@ Status SpillStoreImpl::Scan(const std::string& dir) {
     if (S_ISDIR(st.st_mode)) {
       subdirs.push_back(rel);
     } else if (S_ISREG(st.st_mode)) {
-      const uint64_t size = HeaderSize(rel);
+      const Owned o = HeaderOwned(rel);
       std::lock_guard lock(core_->mu);
-      core_->AddFile(size);
+      core_->AddFile(o.uid, o.size);
     }
   }
   ::closedir(d);
@@ -180,17 +185,17 @@ Status SpillStoreImpl::Scan(const std::string& dir) {
   return Status::Ok();
 }
 
-uint64_t SpillStoreImpl::HeaderSize(const std::string& rel) {
+SpillStoreImpl::Owned SpillStoreImpl::HeaderOwned(const std::string& rel) {
   UniqueFd fd(::openat(root(), rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return 0;
+  if (!fd.valid()) return {};
   FileHeader h;
   bool empty = false;
   Status s = ReadHeaderBlock(fd.get(), &h, &empty);
   if (!s.ok()) {
     log::Warn("spill: " + rel + ": " + s.ToString());
-    return 0;
+    return {};
   }
-  return empty ? 0 : h.size;
+  return empty ? Owned{} : Owned{h.size, h.uid};
 }
 
 Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::string& rel,
@@ -234,7 +239,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
       return s;
     }
     std::lock_guard lock(core_->mu);
-    core_->AddFile(0);
+    core_->AddFile(uid, 0);
   } else {
     struct stat st {};
     if (::fstat(fd, &st) != 0) return FromErrno(errno, "spill fstat " + rel);
@@ -402,7 +407,7 @@ Status SpillStoreImpl::Unlink(const std::string& rel) {
     }
     if (S_ISDIR(st.st_mode)) return IsDirectory("spill unlink " + rel + ": is a directory");
     auto it = files_.find(rel);
-    const uint64_t size = it == files_.end() ? HeaderSize(rel) : 0;
+    const Owned o = it == files_.end() ? HeaderOwned(rel) : Owned{};
     if (::unlinkat(root(), rel.c_str(), 0) != 0) return FromErrno(errno, "spill unlink " + rel);
     if (it != files_.end()) {
       f = std::move(it->second);
@@ -411,7 +416,7 @@ Status SpillStoreImpl::Unlink(const std::string& rel) {
       f->MarkUnlinked();
     } else {
       std::lock_guard lock(core_->mu);
-      core_->RemoveFile(size);
+      core_->RemoveFile(o.uid, o.size);
     }
   }
   // `f` goes here: if nobody else holds it, its bytes leave the quota now.
@@ -433,7 +438,7 @@ Status SpillStoreImpl::Rename(const std::string& from, const std::string& to, bo
     }
     const bool replaces_file = to_exists && S_ISREG(stt.st_mode);
     auto to_it = files_.find(to);
-    const uint64_t to_size = replaces_file && to_it == files_.end() ? HeaderSize(to) : 0;
+    const Owned to_old = replaces_file && to_it == files_.end() ? HeaderOwned(to) : Owned{};
     if (::renameat2(root(), from.c_str(), root(), to.c_str(), noreplace ? RENAME_NOREPLACE : 0) != 0) {
       return FromErrno(errno, "spill rename " + from + " -> " + to);
     }
@@ -444,7 +449,7 @@ Status SpillStoreImpl::Rename(const std::string& from, const std::string& to, bo
         files_.erase(to_it);
         replaced->MarkUnlinked();
       } else {
-        core_->RemoveFile(to_size);
+        core_->RemoveFile(to_old.uid, to_old.size);
       }
     }
     // Open files follow: `from` itself, or everything under the directory `from`.

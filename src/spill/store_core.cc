@@ -57,11 +57,18 @@ StoreCore::~StoreCore() {
   engine_.reset();  // waits for every op in flight (none: files are gone)
 }
 
-Status StoreCore::Reserve(uint64_t delta) {
+Status StoreCore::Reserve(uint32_t uid, uint64_t delta) {
   if (opt_.max_bytes != 0 && (logical_ > opt_.max_bytes || delta > opt_.max_bytes - logical_)) {
     return NoSpace("spill quota of " + std::to_string(opt_.max_bytes) + " bytes exceeded");
   }
+  const uint64_t mine = UserBytes(uid);
+  const uint64_t cap = opt_.max_bytes_per_user;
+  if (uid != 0 && cap != 0 && (mine > cap || delta > cap - mine)) {
+    return NoSpace("spill quota of " + std::to_string(cap) + " bytes per user exceeded by uid " +
+                   std::to_string(uid));
+  }
   logical_ += delta;
+  if (delta != 0) user_bytes_[uid] += delta;
   return Status::Ok();
 }
 

@@ -403,7 +403,8 @@ class SpillLimitsTest(et.MountTestCase):
     """Per-user bounds of the spill area: open spill files (a descriptor each
     in the daemon; limits.spill_files_per_user, EMFILE) and the steps of one
     spill_schedule (limits.spill_schedule_steps, EINVAL with the reason in
-    last_error). Root is bounded by neither."""
+    last_error), the bytes of a user's spill files together
+    (limits.spill_bytes_per_user, ENOSPC). Root is bounded by none."""
 
     def setUp(self):
         super().setUp()
@@ -412,7 +413,47 @@ class SpillLimitsTest(et.MountTestCase):
         os.chmod(self.tmp, 0o755)  # nobody reaches the mount
         self.d = self.mount(lower, opts=["allow_other", "spill.path=" + spill,
                                          "limits.spill_files_per_user=3",
-                                         "limits.spill_schedule_steps=5"])
+                                         "limits.spill_schedule_steps=5",
+                                         "limits.spill_bytes_per_user=1MiB"])
+
+    def test_spill_bytes_per_user(self):
+        sp = self.d.path(".spill")
+        mib = 1 << 20
+
+        def fill():
+            out = {}
+            with open(os.path.join(sp, "a"), "wb") as f:
+                f.write(b"\1" * (mib - 4096))
+            with open(os.path.join(sp, "b"), "wb", buffering=0) as f:
+                f.write(b"\2" * 4096)  # exactly the bound
+                try:
+                    f.write(b"\3")
+                    out["past"] = 0
+                except OSError as e:
+                    out["past"] = e.errno
+            try:
+                os.truncate(os.path.join(sp, "a"), mib)
+                out["truncate"] = 0
+            except OSError as e:
+                out["truncate"] = e.errno
+            out["sizes"] = [os.path.getsize(os.path.join(sp, n)) for n in ("a", "b")]
+            os.unlink(os.path.join(sp, "a"))  # gives the room back
+            with open(os.path.join(sp, "c"), "wb") as f:
+                f.write(b"\4" * (mib - 4096))
+            return out
+        self.assertEqual(in_child_as_nobody(fill),
+                         {"past": errno.ENOSPC, "truncate": errno.ENOSPC,
+                          "sizes": [mib - 4096, 4096]})
+        # Another user is not charged for nobody's bytes, nor is root.
+        def other():
+            with open(os.path.join(sp, "o"), "wb") as f:
+                return f.write(b"o" * mib)
+        self.assertEqual(in_child_as(NOBODY - 1, other), mib)
+        with open(os.path.join(sp, "root"), "wb") as f:
+            f.write(b"r" * (3 * mib))
+        with open(os.path.join(sp, "c"), "rb") as f:
+            self.assertEqual(f.read(), b"\4" * (mib - 4096))
+        self.assertTrue(self.d.alive())
 
     def test_open_spill_files_per_user(self):
         sp = self.d.path(".spill")

@@ -20,8 +20,10 @@ namespace epochfs {
 
 enum class Consistency { kImmutable, kOpen };
 
-// A memory size in bytes or as a percentage of the memory the daemon may use
-// (the smaller of MemTotal and its cgroup's limit): "512MiB", 1048576, "5%".
+// An amount in bytes or as a percentage of a whole: "512MiB", 1048576, "5%".
+// For cache.memory* the whole is the memory the daemon may use (the smaller of
+// MemTotal and its cgroup's limit); for limits.spill_bytes_per_user it is the
+// spill area's size.
 struct MemoryAmount {
   uint64_t bytes = 0;
   double percent = 0.0;     // 0 < percent <= 100 when is_percent
@@ -76,6 +78,9 @@ struct Config {
                                                   // each)
     uint32_t spill_schedule_steps = 65536;        // steps of one job's spill_schedule
     uint64_t samples_per_user = uint64_t{1} << 23;  // samples of one user's jobs together
+    // Logical bytes of one user's spill files together: bytes, or a share of
+    // spill.max_bytes (of the spill filesystem's size when that is 0).
+    MemoryAmount spill_bytes_per_user = MemoryAmount::Percent(50.0);
     bool operator==(const Limits&) const = default;
   } limits;
   struct Spill {

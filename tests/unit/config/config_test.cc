@@ -82,6 +82,7 @@ orphan_grace = 0
 jobs_per_user = 3
 control_files_per_user = 5
 control_bytes_per_user = "8MiB"
+spill_bytes_per_user = "25%"
 [fuse]
 threads = 8
 max_background = 128
@@ -102,6 +103,7 @@ level = "debug"
   EXPECT_EQ(c.limits.jobs_per_user, 3u);
   EXPECT_EQ(c.limits.control_files_per_user, 5u);
   EXPECT_EQ(c.limits.control_bytes_per_user, 8ull << 20);
+  EXPECT_EQ(c.limits.spill_bytes_per_user, MemoryAmount::Percent(25.0));
   EXPECT_EQ(c.fuse.threads, 8u);
   EXPECT_EQ(c.fuse.max_background, 128u);
   EXPECT_DOUBLE_EQ(c.fuse.entry_timeout, 1.5);
@@ -501,7 +503,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 33u);
+  ASSERT_EQ(keys.size(), 34u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

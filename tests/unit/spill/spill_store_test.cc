@@ -569,6 +569,66 @@ TEST(SpillStore, Quota) {
   EXPECT_TRUE(h->Truncate(100000).ok());
 }
 
+// limits.spill_bytes_per_user: each uid other than 0 is bounded on its own,
+// whatever the others hold; unlink, truncate and chown move the sums, and a
+// reopened store rebuilds them from the headers.
+TEST(SpillStore, QuotaPerUser) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  o.max_bytes_per_user = 100000;
+  auto s = MustOpen(o);
+  auto open_as = [&](const std::string& rel, uid_t uid) {
+    auto r = s->OpenFile(rel, true, false, false, 0600, uid, uid);
+    EXPECT_TRUE(r.ok()) << rel << ": " << r.status().ToString();
+    return r.ok() ? r.value() : nullptr;
+  };
+  std::vector<uint8_t> d(60000, 7);
+  auto a1 = open_as("a1", 1000);
+  auto a2 = open_as("a2", 1000);
+  ASSERT_TRUE(a1->Write(0, d).ok());
+  EXPECT_EQ(a2->Write(0, d).status().code(), Code::kNoSpace);  // 120000 > 100000
+  EXPECT_EQ(a2->size(), 0u);
+  EXPECT_EQ(a2->Truncate(40001).code(), Code::kNoSpace);
+  ASSERT_TRUE(a2->Truncate(40000).ok());                        // exactly the bound
+  EXPECT_EQ(a2->Write(40000, std::span<const uint8_t>(d.data(), 1)).status().code(),
+            Code::kNoSpace);
+  // Another user, and root, are not charged for uid 1000's bytes.
+  auto b = open_as("b", 1001);
+  ASSERT_TRUE(b->Write(0, d).ok());
+  auto r = open_as("r", 0);
+  ASSERT_TRUE(r->Write(0, std::vector<uint8_t>(250000, 1)).ok());
+  EXPECT_EQ(s->stats().logical_bytes, 60000u + 40000u + 60000u + 250000u);
+  // Shrinking gives room back.
+  ASSERT_TRUE(a1->Truncate(10000).ok());
+  ASSERT_TRUE(a2->Write(40000, std::span<const uint8_t>(d.data(), 50000)).ok());
+  EXPECT_EQ(a2->Write(90000, std::span<const uint8_t>(d.data(), 1)).status().code(),
+            Code::kNoSpace);
+  // A chown (root's) moves the file's bytes to its new owner.
+  ASSERT_TRUE(a2->Sync().ok());
+  a2.reset();
+  ASSERT_TRUE(s->Chown("a2", 1001, 1001).ok());
+  ASSERT_TRUE(a1->Write(10000, std::span<const uint8_t>(d.data(), 60000)).ok());
+  EXPECT_EQ(b->Write(60000, std::span<const uint8_t>(d.data(), 1)).status().code(),
+            Code::kNoSpace);  // 60000 + 90000 of uid 1001
+  // Reopened: the sums come back from the headers.
+  for (auto* f : {&a1, &b, &r}) {
+    ASSERT_TRUE((*f)->Sync().ok());
+    f->reset();
+  }
+  s.reset();
+  s = MustOpen(o);
+  auto a3 = open_as("a3", 1000);
+  EXPECT_EQ(a3->Write(0, std::span<const uint8_t>(d.data(), 30001)).status().code(),
+            Code::kNoSpace);  // uid 1000 holds 70000
+  ASSERT_TRUE(a3->Write(0, std::span<const uint8_t>(d.data(), 30000)).ok());
+  // Unlinking a closed file gives its owner's bytes back.
+  ASSERT_TRUE(s->Unlink("a1").ok());
+  ASSERT_TRUE(a3->Write(30000, std::span<const uint8_t>(d.data(), 60000)).ok());
+  ASSERT_TRUE(s->Unlink("a2").ok());
+  auto b2 = open_as("b2", 1001);
+  ASSERT_TRUE(b2->Write(0, std::span<const uint8_t>(d.data(), 40000)).ok());
+}
+
 TEST(SpillStore, OwnershipAndMode) {
   TempDir t;
   auto o = SmallOptions(t.path());
