@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "epochfs/control/control_parse.h"
+#include "epochfs/common/user_key.h"
 
 namespace epochfs::control {
 namespace {
@@ -59,6 +60,13 @@ bool ControlTree::IsJobFile(const std::string& f) const {
   return spill_ != nullptr && IsSpillFile(f);
 }
 
+std::string ControlTree::Resolve(const std::string& path, const Caller& who) const {
+  if (who.uid == 0 || path.rfind("jobs/", 0) != 0 || path.find('/', 5) != std::string::npos) {
+    return path;
+  }
+  return "jobs/" + UserKey(std::string_view(path).substr(5), who.uid);
+}
+
 Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) const {
   if (path.empty()) return VNode{true, false, 0, 0, 0};
   std::vector<std::string> p = Split(path);
@@ -90,7 +98,11 @@ Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) cons
 Result<std::vector<std::string>> ControlTree::List(const std::string& path,
                                                   const Caller& who) const {
   if (path.empty()) return std::vector<std::string>{"jobs", "stats", "version"};
-  if (path == "jobs") return registry_.JobNames(who.uid == 0 ? kAnyOwner : who.uid);
+  if (path == "jobs") {
+    std::vector<std::string> keys = registry_.JobNames(who.uid == 0 ? kAnyOwner : who.uid);
+    for (std::string& k : keys) k = std::string(VisibleName(k, who.uid));
+    return keys;
+  }
   std::vector<std::string> p = Split(path);
   if (p[0] != "jobs" || p.size() > 3) return NotFound(path);
   auto snap = registry_.Snapshot(p[1]);
@@ -117,7 +129,7 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
   std::vector<std::string> p = Split(path);
   if (p.size() < 3 || p[0] != "jobs") return NotFound(path);
   if (Status s = Stat(path, who).status(); !s.ok()) return s;
-  if (p[2] == "status" && p.size() == 3) return StatusJson(p[1]);
+  if (p[2] == "status" && p.size() == 3) return StatusJson(p[1], who);
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return snap.status();
   const JobSnapshot& s = snap.value();
@@ -152,6 +164,7 @@ std::string ControlTree::StatsFor(const Caller& who) const {
   for (auto& row : j["jobs"]) {
     if (row.contains("name") && row["name"].is_string() &&
         std::binary_search(own.begin(), own.end(), row["name"].get<std::string>())) {
+      row["name"] = std::string(VisibleName(row["name"].get<std::string>(), who.uid));
       kept.push_back(std::move(row));
     }
   }
@@ -213,6 +226,9 @@ Status ControlTree::WriteSpillFile(const std::string& name, const std::string& f
 Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
   std::vector<std::string> p = Split(path);
   if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be created");
+  // A user's key is NAME@UID (Resolve); root's is NAME: either way the name
+  // part must be a name ('@' is not allowed in one).
+  if (Status s = JobRegistry::ValidateName(VisibleName(p[1], who.uid)); !s.ok()) return s;
   auto id = registry_.Register(p[1], who.uid, who.pid);
   return id.status();
 }
@@ -225,12 +241,12 @@ Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
   return s;
 }
 
-Result<std::string> ControlTree::StatusJson(const std::string& name) const {
+Result<std::string> ControlTree::StatusJson(const std::string& name, const Caller& who) const {
   auto snap = registry_.Snapshot(name);
   if (!snap.ok()) return snap.status();
   const JobSnapshot& s = snap.value();
   nlohmann::json j;
-  j["name"] = s.name;
+  j["name"] = std::string(VisibleName(s.name, who.uid));
   j["id"] = s.id;
   j["owner"] = s.owner;
   j["state"] = JobStateName(s.state);

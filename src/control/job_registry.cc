@@ -63,6 +63,17 @@ JobRegistry::JobRegistry(JobSink& sink, std::unique_ptr<ProcReader> proc,
 
 JobRegistry::~JobRegistry() = default;
 
+Status JobRegistry::ValidateKey(std::string_view key) {
+  const size_t at = key.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string_view uid = key.substr(at + 1);
+    bool digits = !uid.empty() && uid.size() <= 10;
+    for (char c : uid) digits = digits && c >= '0' && c <= '9';
+    if (digits) key = key.substr(0, at);
+  }
+  return ValidateName(key);
+}
+
 Status JobRegistry::ValidateName(std::string_view name) {
   if (name.empty() || name.size() > 64) {
     return InvalidArgument("job name must be 1 to 64 characters, got " +
@@ -81,7 +92,7 @@ Status JobRegistry::ValidateName(std::string_view name) {
 }
 
 Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t creator_pid) {
-  if (Status s = ValidateName(name); !s.ok()) return s;
+  if (Status s = ValidateKey(name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.find(name) != jobs_.end()) return Exists("job '" + std::string(name) + "' exists");
   if (jobs_.size() >= opt_.max_jobs) {

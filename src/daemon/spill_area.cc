@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "epochfs/common/log.h"
+#include "epochfs/common/user_key.h"
 
 namespace epochfs {
 namespace {
@@ -65,8 +66,12 @@ void SpillArea::Close() {
   store_.reset();
 }
 
+// A schedule names files as its owner sees them under .spill/; the store
+// keys the top of the area per user (common/user_key.h).
 void SpillArea::SetSchedule(const std::string& job, uid_t owner, std::vector<std::string> files) {
-  if (scheduler_) scheduler_->SetSchedule(job, owner, std::move(files));
+  if (!scheduler_) return;
+  for (std::string& f : files) f = UserKeyPath(f, owner);
+  scheduler_->SetSchedule(job, owner, std::move(files));
 }
 
 Status SpillArea::Progress(const std::string& job, uint64_t step) {
@@ -75,7 +80,20 @@ Status SpillArea::Progress(const std::string& job, uint64_t step) {
 }
 
 std::string SpillArea::ScheduleText(const std::string& job) const {
-  return scheduler_ ? scheduler_->ScheduleText(job) : std::string();
+  if (!scheduler_) return std::string();
+  auto st = scheduler_->JobStatus(job);
+  const std::string text = scheduler_->ScheduleText(job);
+  if (!st.ok()) return text;
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    out += VisiblePath(std::string_view(text).substr(at, nl - at), st.value().owner);
+    out += '\n';
+    at = nl + 1;
+  }
+  return out;
 }
 
 std::optional<control::SpillStatus> SpillArea::JobStatus(const std::string& job) const {
@@ -91,7 +109,7 @@ std::optional<control::SpillStatus> SpillArea::JobStatus(const std::string& job)
   out.prefetches = s.prefetches;
   out.writeouts = s.writeouts;
   out.missing = s.missing;
-  out.resident = s.resident;
+  for (const std::string& f : s.resident) out.resident.push_back(VisiblePath(f, s.owner));
   return out;
 }
 

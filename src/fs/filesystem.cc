@@ -94,6 +94,11 @@ class FilesystemImpl final : public Filesystem {
     if (rc != 0 && rc != -ENOENT) {
       log::Debug("cannot drop the kernel's entry " + control_path + ": " + std::strerror(-rc));
     }
+    // A user's job NAME@UID is NAME in the kernel's entries of that user's
+    // lookups (common/user_key.h): drop that entry too.
+    if (const size_t at = name.rfind('@'); at != std::string::npos && at > 0) {
+      fuse_lowlevel_notify_inval_entry(se, parent_ino, name.data(), at);
+    }
   }
   void SetSpillStore(spill::SpillStore* store) override {
     if (spill_enabled_ && store != nullptr && !spill_) {
@@ -147,8 +152,9 @@ class FilesystemImpl final : public Filesystem {
     if (!ValidName(name)) return InvalidArgument("bad name");
     if (parent.kind == NodeKind::kVirtual) {
       if (parent.detached) return NotFound("removed");
-      std::string path = Join(parent.path, name);
-      auto vn = control_.Stat(path, CallerOf(req));
+      const control::Caller who = CallerOf(req);
+      std::string path = control_.Resolve(Join(parent.path, name), who);
+      auto vn = control_.Stat(path, who);
       if (!vn.ok()) return vn.status();
       NodeView v = inodes_.Ref(NodeKind::kVirtual, path, {});
       v.st = VirtualAttr(v.ino, vn.value());
@@ -279,7 +285,7 @@ class FilesystemImpl final : public Filesystem {
       auto names = self.control_.List(v->path, who);
       if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
       for (const std::string& n : names.value()) {
-        std::string path = Join(v->path, n);
+        std::string path = self.control_.Resolve(Join(v->path, n), who);
         auto vn = self.control_.Stat(path, who);
         if (!vn.ok()) continue;
         dir->entries.push_back({n, self.VirtualAttr(0, vn.value()), NodeKind::kVirtual, path});
@@ -630,7 +636,8 @@ class FilesystemImpl final : public Filesystem {
     if (auto sp = self.SpillParent(parent)) return self.spill_->Mkdir(req, *sp, name, mode);
     NodeView dir;
     if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
-    Status s = self.control_.Mkdir(Join(dir.path, name), CallerOf(req));
+    const control::Caller who = CallerOf(req);
+    Status s = self.control_.Mkdir(self.control_.Resolve(Join(dir.path, name), who), who);
     if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
     auto child = self.LookupChild(req, dir, name);
     if (!child.ok()) return (void)fuse_reply_err(req, ToErrno(child.status()));
@@ -642,8 +649,9 @@ class FilesystemImpl final : public Filesystem {
     if (auto sp = self.SpillParent(parent)) return self.spill_->Rmdir(req, *sp, name);
     NodeView dir;
     if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
-    const std::string path = Join(dir.path, name);
-    Status s = self.control_.Rmdir(path, CallerOf(req));
+    const control::Caller who = CallerOf(req);
+    const std::string path = self.control_.Resolve(Join(dir.path, name), who);
+    Status s = self.control_.Rmdir(path, who);
     if (s.ok()) self.inodes_.DetachTree(NodeKind::kVirtual, path);
     fuse_reply_err(req, ToErrno(s));
   }

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "epochfs/common/user_key.h"
 #include "errno_map.h"
 
 namespace epochfs::fs {
@@ -24,9 +25,13 @@ bool ValidSpillName(const char* name) {
   return std::strchr(name, '/') == nullptr;
 }
 
-std::string Join(const std::string& dir, const char* name) {
-  return dir.empty() ? std::string(name) : dir + "/" + name;
+// The store path of `name` in `dir` as the caller `uid` names it: names at
+// the top of the area are per user (common/user_key.h).
+std::string Join(const std::string& dir, const char* name, uid_t uid) {
+  return dir.empty() ? UserKey(name, uid) : dir + "/" + name;
 }
+
+uid_t CallerUid(fuse_req_t req) { return fuse_req_ctx(req)->uid; }
 
 bool IsRoot(fuse_req_t req) { return fuse_req_ctx(req)->uid == 0; }
 
@@ -97,7 +102,7 @@ void SpillFs::LookupRoot(fuse_req_t req) {
 void SpillFs::Lookup(fuse_req_t req, const NodeView& parent, const char* name) {
   if (!ValidSpillName(name)) return (void)fuse_reply_err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : ENOENT);
   if (parent.detached) return (void)fuse_reply_err(req, ENOENT);
-  const std::string path = Join(parent.path, name);
+  const std::string path = Join(parent.path, name, CallerUid(req));
   auto a = store_.Stat(path);
   if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
   // Another user's top-level entry is not there for this caller.
@@ -183,7 +188,8 @@ void SpillFs::OpenDirectory(fuse_req_t req, const NodeView& v, fuse_file_info* f
     auto a = store_.Stat(path);
     if (!a.ok()) continue;  // removed meanwhile
     if (v.path.empty() && MayTouch(req, a.value()) != 0) continue;  // another user's
-    dir->entries.push_back({std::move(e.name), ToStat(0, a.value()), NodeKind::kSpill, std::move(path)});
+    std::string shown = v.path.empty() ? std::string(VisibleName(e.name, CallerUid(req))) : e.name;
+    dir->entries.push_back({std::move(shown), ToStat(0, a.value()), NodeKind::kSpill, std::move(path)});
   }
   fi->fh = dirs_.Add(std::move(dir));
   fi->cache_readdir = 0;
@@ -222,7 +228,7 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
   if (!ValidSpillName(name)) return (void)fuse_reply_err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : EINVAL);
   if (!S_ISREG(mode) && (mode & S_IFMT) != 0) return (void)fuse_reply_err(req, EPERM);
   if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
-  const std::string path = Join(parent.path, name);
+  const std::string path = Join(parent.path, name, CallerUid(req));
   const fuse_ctx* c = fuse_req_ctx(req);
   // An existing file: O_CREAT without O_EXCL opens it, if it is the caller's.
   if (auto existing = store_.Stat(path); existing.ok()) {
@@ -283,7 +289,7 @@ void SpillFs::Fsync(fuse_req_t req, OpenFile& f) {
 void SpillFs::Mkdir(fuse_req_t req, const NodeView& parent, const char* name, mode_t mode) {
   if (!ValidSpillName(name)) return (void)fuse_reply_err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : EINVAL);
   if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
-  const std::string path = Join(parent.path, name);
+  const std::string path = Join(parent.path, name, CallerUid(req));
   const fuse_ctx* c = fuse_req_ctx(req);
   if (Status s = store_.Mkdir(path, S_IFDIR | (mode & kOwnerBits), c->uid, c->gid); !s.ok()) {
     return (void)fuse_reply_err(req, ToErrno(s));
@@ -296,7 +302,7 @@ void SpillFs::Mkdir(fuse_req_t req, const NodeView& parent, const char* name, mo
 void SpillFs::Rmdir(fuse_req_t req, const NodeView& parent, const char* name) {
   if (!ValidSpillName(name)) return (void)fuse_reply_err(req, EINVAL);
   if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
-  const std::string path = Join(parent.path, name);
+  const std::string path = Join(parent.path, name, CallerUid(req));
   auto a = store_.Stat(path);
   if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
   if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
@@ -309,7 +315,7 @@ void SpillFs::Rmdir(fuse_req_t req, const NodeView& parent, const char* name) {
 void SpillFs::Unlink(fuse_req_t req, const NodeView& parent, const char* name) {
   if (!ValidSpillName(name)) return (void)fuse_reply_err(req, EINVAL);
   if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
-  const std::string path = Join(parent.path, name);
+  const std::string path = Join(parent.path, name, CallerUid(req));
   auto a = store_.Stat(path);
   if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
   if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
@@ -325,8 +331,8 @@ void SpillFs::Rename(fuse_req_t req, const NodeView& parent, const char* name,
   if ((flags & ~static_cast<unsigned>(RENAME_NOREPLACE)) != 0) return (void)fuse_reply_err(req, EINVAL);
   if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
   if (int err = MayChangeDir(req, newparent)) return (void)fuse_reply_err(req, err);
-  const std::string from = Join(parent.path, name);
-  const std::string to = Join(newparent.path, newname);
+  const std::string from = Join(parent.path, name, CallerUid(req));
+  const std::string to = Join(newparent.path, newname, CallerUid(req));
   auto a = store_.Stat(from);
   if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
   if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);

@@ -11,7 +11,10 @@
 // other bits are dropped at create, mkdir and chmod, so that the kernel's
 // default_permissions check refuses other users too), every op checks the
 // owner again, and a listing of the area's root shows a user only their own
-// entries. The root itself is 1777, owned by root.
+// entries. The root itself is 1777, owned by root. Names at the root are per
+// user: a user's NAME there is the store path NAME@UID (common/user_key.h),
+// so no create, lookup or rename tells whether another user has a NAME; root
+// sees and reaches the keys.
 //
 // Files are opened with direct_io: every read and write reaches the store,
 // whose RAM staging is the only cached copy (mmap of spill files is not

@@ -90,6 +90,7 @@ Result<SpillJobStatus> SpillScheduler::JobStatus(const std::string& job) const {
     st = it->second.status;
     files = it->second.schedule;
     owner = it->second.owner;
+    st.owner = owner;
   }
   // Residency is asked of the store without our lock (it takes its own).
   // Each distinct path once, in schedule order: linear in the schedule.

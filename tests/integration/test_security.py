@@ -98,6 +98,7 @@ def sparse_write(path, offset):
 
 class HostileBytesTest(et.MountTestCase):
     maxDiff = None
+    ASYNC_SPILL = ("applied", "prefetches", "writeouts", "missing", "resident")
 
     def setUp(self):
         super().setUp()
@@ -153,6 +154,10 @@ class HostileBytesTest(et.MountTestCase):
                 # (`last_error` tells the owner that another user was refused.)
                 before = self.read_status(jd)
                 before.pop("last_error")
+                # What the spill scheduler's thread counts as it applies the
+                # owner's earlier progress reports may change at any moment.
+                for k in self.ASYNC_SPILL:
+                    before.get("spill", {}).pop(k, None)
 
                 def attempt():
                     err = write_ctl(path, data) or sparse_write(path, 0)
@@ -162,6 +167,8 @@ class HostileBytesTest(et.MountTestCase):
                 self.assertNotEqual(err, 0, "nobody could write %s" % what)
                 after = self.read_status(jd)
                 after.pop("last_error")
+                for k in self.ASYNC_SPILL:
+                    after.get("spill", {}).pop(k, None)
                 self.assertEqual(after, before, "nobody changed the job: " + what)
                 self.check_alive(jd, "nobody: " + what)
                 # The owner: accepted or refused, the daemon carries on.
@@ -284,9 +291,11 @@ class UserLimitsTest(et.MountTestCase):
         self.assertEqual(in_child_as_nobody(make), [0, 0, 0, errno.ENOSPC, errno.ENOSPC])
         for i in range(5):  # root is not bounded
             os.mkdir(os.path.join(jobs, "r%d" % i))
+        # Root sees the keys of other users' jobs (NAME@UID).
         self.assertEqual(sorted(os.listdir(jobs)),
-                         sorted(["n0", "n1", "n2"] + ["r%d" % i for i in range(5)]))
-        os.rmdir(os.path.join(jobs, "n0"))
+                         sorted(["n%d@%d" % (i, NOBODY) for i in range(3)] +
+                                ["r%d" % i for i in range(5)]))
+        os.rmdir(os.path.join(jobs, "n0@%d" % NOBODY))
         self.assertEqual(in_child_as_nobody(lambda: os.mkdir(os.path.join(jobs, "n9"))), None)
         self.assertTrue(self.d.alive())
 
@@ -399,6 +408,74 @@ class UserLimitsTest(et.MountTestCase):
 
 
 
+class JobNamesTest(et.MountTestCase):
+    """Job names are per user: a user's mkdir of a name another user holds
+    succeeds and makes the user's own job (no EEXIST tells that the name is
+    taken); each sees and uses only their own; root sees NAME@UID keys. The
+    kernel's entries are shared by all users, so the test interleaves the
+    users' lookups of the same path."""
+
+    ALICE, BOB = 23458, 23459
+
+    def test_two_users_one_name(self):
+        lower = self.make_dir("lower")
+        os.chmod(self.tmp, 0o755)
+        d = self.mount(lower, opts=["allow_other"])
+        jobs = d.path(".epochfs", "jobs")
+        j = os.path.join(jobs, "train")
+
+        def make(batch):
+            def fn():
+                os.mkdir(j)
+                with open(os.path.join(j, "config"), "w") as f:
+                    f.write("batch_size = %d\nepochs = 2\n" % batch)
+                with open(os.path.join(j, "status")) as f:
+                    s = json.load(f)
+                return [s["name"], s["batch_size"], s["owner"], os.listdir(jobs)]
+            return fn
+
+        def mine():
+            with open(os.path.join(j, "status")) as f:
+                s = json.load(f)
+            return [s["owner"], s["batch_size"], os.stat(j).st_uid]
+
+        os.mkdir(j)  # root's own "train"
+        with open(os.path.join(j, "config"), "w") as f:
+            f.write("batch_size = 1\nepochs = 2\n")
+        self.assertEqual(in_child_as(self.ALICE, make(3)), ["train", 3, self.ALICE, ["train"]])
+        self.assertEqual(in_child_as(self.BOB, make(5)), ["train", 5, self.BOB, ["train"]])
+        # The same path, looked up in turn by each user, is each one's own job.
+        for _ in range(3):
+            self.assertEqual(in_child_as(self.ALICE, mine), [self.ALICE, 3, self.ALICE])
+            self.assertEqual(in_child_as(self.BOB, mine), [self.BOB, 5, self.BOB])
+            self.assertEqual(os.stat(j).st_uid, 0)
+        self.assertEqual(sorted(os.listdir(jobs)),
+                         ["train", "train@%d" % self.ALICE, "train@%d" % self.BOB])
+        with open(os.path.join(jobs, "train@%d" % self.BOB, "status")) as f:
+            self.assertEqual(json.load(f)["name"], "train@%d" % self.BOB)
+        # A name with '@' is no user's way into another's job.
+        def probe():
+            out = []
+            for fn in (lambda: os.stat(os.path.join(jobs, "train@%d" % self.ALICE)),
+                       lambda: os.mkdir(os.path.join(jobs, "x@%d" % self.ALICE))):
+                try:
+                    fn()
+                    out.append(0)
+                except OSError as e:
+                    out.append(e.errno)
+            return out
+        self.assertEqual(in_child_as(self.BOB, probe), [errno.ENOENT, errno.EINVAL])
+        # Bob's rmdir removes Bob's job only; the name is free for him again.
+        self.assertIsNone(in_child_as(self.BOB, lambda: os.rmdir(j)))
+        self.assertEqual(in_child_as(self.ALICE, mine), [self.ALICE, 3, self.ALICE])
+        self.assertEqual(in_child_as(self.BOB, lambda: os.listdir(jobs)), [])
+        self.assertEqual(in_child_as(self.BOB, make(7)), ["train", 7, self.BOB, ["train"]])
+        stats = d.stats()
+        self.assertEqual(sorted(r["name"] for r in stats["jobs"]),
+                         ["train", "train@%d" % self.ALICE, "train@%d" % self.BOB])
+        self.assertTrue(d.alive())
+
+
 class SpillLimitsTest(et.MountTestCase):
     """Per-user bounds of the spill area: open spill files (a descriptor each
     in the daemon; limits.spill_files_per_user, EMFILE) and the steps of one
@@ -451,7 +528,7 @@ class SpillLimitsTest(et.MountTestCase):
         self.assertEqual(in_child_as(NOBODY - 1, other), mib)
         with open(os.path.join(sp, "root"), "wb") as f:
             f.write(b"r" * (3 * mib))
-        with open(os.path.join(sp, "c"), "rb") as f:
+        with open(os.path.join(sp, "c@%d" % NOBODY), "rb") as f:  # root: by its key
             self.assertEqual(f.read(), b"\4" * (mib - 4096))
         self.assertTrue(self.d.alive())
 
@@ -626,6 +703,58 @@ class SpillPrivacyTest(et.MountTestCase):
             with open(os.path.join(sp, "secret"), "rb") as f:
                 return [res, f.read() == data]
         self.assertEqual(in_child_as(self.ALICE, alice_again), [["secret"], True])
+        self.assertTrue(d.alive())
+
+    def test_names_at_the_top_are_per_user(self):
+        """Two users create the same name at the top of .spill/ with O_EXCL:
+        both succeed (no EEXIST tells that the other has it), each reads back
+        their own bytes through the same path, each one's schedule acts on
+        their own file; root sees NAME@UID keys."""
+        lower = self.make_dir("lower")
+        spill = self.make_dir("spill")
+        os.chmod(self.tmp, 0o755)
+        d = self.mount(lower, opts=["allow_other", "spill.path=" + spill, "spill.staging=64MiB"])
+        sp = d.path(".spill")
+        jobs = d.path(".epochfs", "jobs")
+        path = os.path.join(sp, "ckpt")
+
+        def create(byte):
+            def fn():
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+                os.write(fd, bytes([byte]) * (300 * KiB))
+                os.fsync(fd)
+                os.close(fd)
+                os.mkdir(os.path.join(sp, "dir"))
+                os.rename(path, os.path.join(sp, "dir", "c"))
+                os.rename(os.path.join(sp, "dir", "c"), path)
+                os.mkdir(os.path.join(jobs, "j"))
+                with open(os.path.join(jobs, "j", "spill_schedule"), "w") as f:
+                    f.write("ckpt\n")  # no progress: nothing moves it out of staging
+                with open(os.path.join(jobs, "j", "spill_schedule")) as f:
+                    sched = f.read()
+                return [sorted(os.listdir(sp)), sched]
+            return fn
+
+        def read():
+            with open(path, "rb") as f:
+                data = f.read()
+            with open(os.path.join(jobs, "j", "status")) as f:
+                res = json.load(f)["spill"]["resident"]
+            return [len(data), sorted(set(data)), res]
+
+        self.assertEqual(in_child_as(self.ALICE, create(1)), [["ckpt", "dir"], "ckpt\n"])
+        self.assertEqual(in_child_as(self.BOB, create(2)), [["ckpt", "dir"], "ckpt\n"])
+        for _ in range(3):  # the same path in turn: each one's own file
+            self.assertEqual(in_child_as(self.ALICE, read), [300 * KiB, [1], ["ckpt"]])
+            self.assertEqual(in_child_as(self.BOB, read), [300 * KiB, [2], ["ckpt"]])
+        self.assertEqual(sorted(os.listdir(sp)),
+                         sorted("%s@%d" % (n, u) for n in ("ckpt", "dir")
+                                for u in (self.ALICE, self.BOB)))
+        self.assertFalse(os.path.exists(path))
+        with open(os.path.join(sp, "ckpt@%d" % self.BOB), "rb") as f:
+            self.assertEqual(f.read(1), b"\2")
+        with open(os.path.join(jobs, "j@%d" % self.ALICE, "spill_schedule")) as f:
+            self.assertEqual(f.read(), "ckpt\n")  # as its owner wrote it
         self.assertTrue(d.alive())
 
 

@@ -286,7 +286,10 @@ class BasicsTest(SpillTestCase):
         self.assertEqual(res["own"], "mine")
         self.assertEqual(res["listing"], ["nobody"])  # root's file is not listed
         self.assertEqual(et.read_file(secret), b"root's")
-        self.assertEqual(os.stat(d.path(".spill", "nobody")).st_uid, 65534)
+        # Names at the top are per user: root reaches nobody's file by its key.
+        self.assertEqual(os.stat(d.path(".spill", "nobody@65534")).st_uid, 65534)
+        self.assertFalse(os.path.exists(d.path(".spill", "nobody")))
+        self.assertEqual(sorted(os.listdir(d.path(".spill"))), ["nobody@65534", "secret"])
 
     def test_bad_spill_path_fails_the_mount(self):
         bad = os.path.join(self.tmp, "file-not-dir")

@@ -38,6 +38,16 @@ class ControlPlane {
  public:
   virtual ~ControlPlane() = default;
 
+  // The path of the entry `who` names `path` (a name just looked up, created
+  // or removed in a directory): job names are per user, so "jobs/NAME" of a
+  // user other than root is the path of that user's job (common/user_key.h). Paths
+  // below a resolved entry are already resolved. Every other member takes
+  // resolved paths.
+  virtual std::string Resolve(const std::string& path, const Caller& who) const {
+    (void)who;
+    return path;
+  }
+
   // What `who` sees: another user's jobs are not there for them (NotFound,
   // not listed, not in stats); root (the default Caller) sees everything.
   // NotFound when `path` does not exist.

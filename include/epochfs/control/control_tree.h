@@ -2,7 +2,8 @@
 //
 //   version                 r   "epochfs X.Y.Z\nprotocol 1\n"
 //   stats                   r   JSON snapshot of the daemon (from a callback)
-//   jobs/                   mkdir NAME registers a job, rmdir NAME ends it
+//   jobs/                   mkdir NAME registers a job, rmdir NAME ends it;
+//                           names are per user (common/user_key.h)
 //   jobs/NAME/config        w   TOML: batch_size, epochs, root, loaders, compute_ms
 //   jobs/NAME/samples       w   one path per line, relative to root
 //   jobs/NAME/order/K       w   epoch K's order (any valid K may be opened)
@@ -47,6 +48,8 @@ class ControlTree : public ControlPlane {
         spill_(spill),
         max_schedule_steps_(max_schedule_steps) {}
 
+  // jobs/NAME of a user other than root is jobs/NAME@UID (common/user_key.h).
+  std::string Resolve(const std::string& path, const Caller& who) const override;
   Result<VNode> Stat(const std::string& path, const Caller& who = {}) const override;
   Result<std::vector<std::string>> List(const std::string& path,
                                         const Caller& who = {}) const override;
@@ -56,8 +59,9 @@ class ControlTree : public ControlPlane {
   Status Mkdir(const std::string& path, const Caller& who) override;
   Status Rmdir(const std::string& path, const Caller& who) override;
 
-  // The status JSON of job `name`.
-  Result<std::string> StatusJson(const std::string& name) const;
+  // The status JSON of the job of key `name`, as `who` sees it (its "name"
+  // is the one `who` uses).
+  Result<std::string> StatusJson(const std::string& name, const Caller& who = {}) const;
 
  private:
   bool IsJobFile(const std::string& f) const;

@@ -153,6 +153,11 @@ class JobRegistry {
 
   // Job names: [A-Za-z0-9._-]{1,64}, not "." or "..".
   static Status ValidateName(std::string_view name);
+  // The registry keys jobs by UserKey(name, owner) (common/user_key.h): a valid name,
+  // plus "@UID" for an owner other than root; every `name` below is a key.
+  // A key is a valid name optionally followed by '@' and 1 to 10 digits (the
+  // caller, the ControlTree, makes the suffix match the owner).
+  static Status ValidateKey(std::string_view key);
 
   // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.

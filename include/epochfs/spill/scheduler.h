@@ -47,6 +47,7 @@ struct SpillJobStatus {
   uint64_t writeouts = 0;             // files written out of staging
   uint64_t missing = 0;               // scheduled files that did not exist when needed
   std::vector<std::string> resident;  // schedule files wholly in RAM staging now
+  uid_t owner = 0;                    // the job's owner (SetSchedule)
 };
 
 class SpillScheduler {

@@ -179,6 +179,64 @@ TEST_F(ControlTreeTest, AnotherUsersJobsAreInvisible) {
   EXPECT_EQ(rows(Caller{0, 0, 0}), 2u) << "root: every row";
 }
 
+// Job names are per user: two users may each have a job "j" (the FUSE edge
+// resolves a name to the key NAME@UID); neither sees nor touches the other's;
+// root sees the keys and reaches both by them.
+TEST(ControlTreeNames, EachUserHasTheirOwnNamespace) {
+  testing::FakeProcTable procs;
+  AcceptingSink sink;
+  FakeView view;
+  JobRegistry registry(sink, std::make_unique<testing::FakeProcReader>(&procs));
+  ControlTree tree(registry, view, [] {
+    return std::string(R"({"jobs":[{"name":"j@1000"},{"name":"j@1001"},{"name":"j"}]})");
+  });
+  const Caller root{0, 0, 0};
+  auto in = [&](const std::string& path, const Caller& who) { return tree.Resolve(path, who); };
+  EXPECT_EQ(in("jobs/j", kAliceCall), "jobs/j@1000");
+  EXPECT_EQ(in("jobs/j", root), "jobs/j");
+  EXPECT_EQ(in("jobs/j@1000/config", kAliceCall), "jobs/j@1000/config");  // below: as is
+  EXPECT_EQ(in("stats", kAliceCall), "stats");
+
+  ASSERT_TRUE(tree.Mkdir(in("jobs/j", kAliceCall), kAliceCall).ok());
+  ASSERT_TRUE(tree.Mkdir(in("jobs/j", kBobCall), kBobCall).ok()) << "no EEXIST across users";
+  ASSERT_TRUE(tree.Mkdir(in("jobs/j", root), root).ok());
+  EXPECT_EQ(tree.Mkdir(in("jobs/j", kBobCall), kBobCall).code(), Code::kExists);
+  // '@' is not in a name: nobody names or creates another's key.
+  EXPECT_EQ(tree.Mkdir(in("jobs/k@1000", kBobCall), kBobCall).code(), Code::kInvalidArgument);
+  EXPECT_EQ(tree.Mkdir(in("jobs/k@1000", root), root).code(), Code::kInvalidArgument);
+  EXPECT_EQ(tree.Stat(in("jobs/j@1000", kBobCall), kBobCall).status().code(), Code::kNotFound);
+
+  EXPECT_EQ(tree.List("jobs", kAliceCall).value(), std::vector<std::string>{"j"});
+  EXPECT_EQ(tree.List("jobs", kBobCall).value(), std::vector<std::string>{"j"});
+  EXPECT_EQ(tree.List("jobs", root).value(), (std::vector<std::string>{"j", "j@1000", "j@1001"}));
+
+  ASSERT_TRUE(tree.Write(in("jobs/j", kAliceCall) + "/config", "batch_size = 2\nepochs = 3\n",
+                         kAliceCall).ok());
+  ASSERT_TRUE(tree.Write(in("jobs/j", kBobCall) + "/config", "batch_size = 5\nepochs = 1\n",
+                         kBobCall).ok());
+  auto status = [&](const std::string& key, const Caller& who) {
+    return nlohmann::json::parse(tree.Read("jobs/" + key + "/status", who).value());
+  };
+  EXPECT_EQ(status("j@1000", kAliceCall)["name"], "j");
+  EXPECT_EQ(status("j@1000", kAliceCall)["batch_size"], 2);
+  EXPECT_EQ(status("j@1001", kBobCall)["name"], "j");
+  EXPECT_EQ(status("j@1001", kBobCall)["batch_size"], 5);
+  EXPECT_EQ(status("j@1001", root)["name"], "j@1001");
+  EXPECT_EQ(tree.Read("jobs/j@1001/status", kAliceCall).status().code(), Code::kNotFound);
+  auto rows = [&](const Caller& who) {
+    return nlohmann::json::parse(tree.Read("stats", who).value())["jobs"];
+  };
+  EXPECT_EQ(rows(kAliceCall), nlohmann::json::parse(R"([{"name":"j"}])"));
+  EXPECT_EQ(rows(kBobCall), nlohmann::json::parse(R"([{"name":"j"}])"));
+  EXPECT_EQ(rows(root).size(), 3u);
+
+  EXPECT_EQ(tree.Rmdir(in("jobs/j", kBobCall), kBobCall).code(), Code::kOk);
+  EXPECT_EQ(tree.List("jobs", kBobCall).value(), std::vector<std::string>{});
+  EXPECT_EQ(tree.List("jobs", kAliceCall).value(), std::vector<std::string>{"j"});
+  EXPECT_TRUE(tree.Rmdir("jobs/j@1000", root).ok()) << "root reaches a user's job by its key";
+  EXPECT_TRUE(tree.Stat("jobs/j", root).ok()) << "root's own j stays";
+}
+
 TEST_F(ControlTreeTest, StatusTakesThePolicyFiguresWhenThePolicyRunsTheJob) {
   Configure("j");
   auto before = JobStatus("j");
