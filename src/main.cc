@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
         if (auto s = epochfs::ApplyOverride(&cfg, key, opt.substr(eq + 1)); !s.ok()) {
           return Fail(s.message());
         }
+      } else if (key == "allow_other" && eq == std::string::npos) {
+        cfg.fuse.allow_other = true;  // the daemon adds the FUSE option; it must know
       } else if (kFuse.count(key) != 0) {
         args.fuse_opts.push_back(opt);
       } else if (kIgnored.count(key) == 0) {

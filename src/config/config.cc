@@ -257,6 +257,10 @@ const KeyDesc kKeys[] = {
      }},
     {"fuse.allow_other", OptKind::kBool, "true or false",
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.allow_other); }},
+    {"fuse.permission_timeout", OptKind::kFloat, "seconds >= 0",
+     [](Config* c, const Raw& v) {
+       return SetDouble(v, 0.0, std::numeric_limits<double>::max(), &c->fuse.permission_timeout);
+     }},
     {"fuse.kernel_cache", OptKind::kBool, "true or false",
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.kernel_cache); }},
     {"log.level", OptKind::kString, R"("debug", "info", "warn", "error" or "off")",

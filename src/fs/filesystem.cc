@@ -55,8 +55,9 @@ class FilesystemImpl final : public Filesystem {
         attributor_(*p.attributor),
         inodes_(root_st),
         open_mode_(cfg_.cache.consistency == Consistency::kOpen),
-        entry_timeout_(open_mode_ ? 0.0 : cfg_.fuse.entry_timeout),
-        attr_timeout_(open_mode_ ? 0.0 : cfg_.fuse.attr_timeout),
+        recheck_(!open_mode_ && cfg_.fuse.allow_other),
+        entry_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.entry_timeout)),
+        attr_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.attr_timeout)),
         start_time_(::time(nullptr)),
         spill_enabled_(p.spill),
         max_read_(p.max_read),
@@ -239,7 +240,10 @@ class FilesystemImpl final : public Filesystem {
       return (void)fuse_reply_attr(req, &st, 0.0);
     }
     struct stat st = v->st;
-    if (self.open_mode_) {
+    // The kernel asks again once attr_timeout_ has passed: under "open", and
+    // on a shared mount (its permission checks use the owner and mode given
+    // here), answer from LOWER.
+    if (self.open_mode_ || self.recheck_) {
       auto fresh = self.lower_.Stat(v->path);
       if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
       st = fresh.value();
@@ -747,8 +751,15 @@ class FilesystemImpl final : public Filesystem {
   Attributor& attributor_;
   InodeTable inodes_;
   const bool open_mode_;
+  // Shared mount under "immutable": GETATTR answers from LOWER (see Bounded).
+  const bool recheck_;
   const double entry_timeout_;
   const double attr_timeout_;
+  // A timeout the kernel may hold dataset attributes for: on a shared mount
+  // (allow_other) at most fuse.permission_timeout.
+  double Bounded(double t) const {
+    return recheck_ ? std::min(t, cfg_.fuse.permission_timeout) : t;
+  }
   const time_t start_time_;
   HandleTable<OpenFile> files_;
   HandleTable<OpenDir> dirs_;

@@ -334,6 +334,45 @@ class ConsistencyTest(et.MountTestCase):
         self.assertIn(et.read_file_raw(d.path("sample.bin")), (grown, short))
         self.assertTrue(d.alive())
 
+class PermissionTest(et.MountTestCase):
+    """On a shared mount (allow_other) under "immutable", a chmod or chown in
+    LOWER reaches every user within fuse.permission_timeout, although the
+    dataset's timeouts are a day: the kernel checks permissions against the
+    owner and mode it holds (before, it held them for fuse.attr_timeout)."""
+
+    NOBODY = 65534
+
+    def test_mode_and_owner_changes_in_lower_are_seen_within_the_bound(self):
+        lower = self.make_dir("lower")
+        os.chmod(self.tmp, 0o755)
+        os.chmod(lower, 0o755)
+        p = os.path.join(lower, "a.bin")
+        data = et.det_bytes(9000, 3)
+        et.write_file(p, data)
+        os.chmod(p, 0o644)
+        d = self.mount(lower, opts=["allow_other", "cache.consistency=immutable",
+                                    "fuse.attr_timeout=86400", "fuse.entry_timeout=86400",
+                                    "fuse.permission_timeout=1"])
+        m = d.path("a.bin")
+
+        def read():
+            with open(m, "rb") as f:
+                if f.read() != data:
+                    raise OSError(errno.EIO, "wrong bytes")
+        self.assertEqual(et.as_user(self.NOBODY, self.NOBODY, read), 0)
+        self.assertEqual(et.read_file_raw(m), data)  # cached now
+        os.chmod(p, 0o600)
+        # Seen within the bound (1 s; the wait allows far more on a busy machine).
+        refused = et.wait_for(lambda: et.as_user(self.NOBODY, self.NOBODY, read) == errno.EACCES,
+                              30)
+        self.assertTrue(refused, "nobody still reads a file chmod 600 in LOWER")
+        os.chown(p, self.NOBODY, self.NOBODY)
+        owner = et.wait_for(lambda: os.stat(m).st_uid == self.NOBODY, 30)
+        self.assertTrue(owner, "the chown in LOWER is not seen")
+        self.assertEqual(et.as_user(self.NOBODY, self.NOBODY, read), 0)
+        self.assertTrue(d.alive())
+
+
 class BudgetTest(et.MountTestCase):
     def setUp(self):
         super().setUp()

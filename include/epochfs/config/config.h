@@ -101,6 +101,10 @@ struct Config {
     double entry_timeout = 86400.0;  // seconds
     double attr_timeout = 86400.0;   // seconds
     bool allow_other = false;
+    // With allow_other, entry and attribute timeouts of dataset files are at
+    // most this (seconds): the kernel checks permissions against the owner and
+    // mode it holds, so a chmod or chown in LOWER is seen within this bound.
+    double permission_timeout = 10.0;
     // Serve repeat reads of unchanged files from the kernel page cache (every
     // open still reaches the daemon, so every access is still seen).
     bool kernel_cache = true;
