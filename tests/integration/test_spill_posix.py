@@ -256,8 +256,9 @@ class SpillFioVerifyTest(et.MountTestCase):
             ["--name=many", "--rw=randwrite", "--bs=16k", "--size=8M", "--numjobs=4"],
         ]
         for job in jobs:
+            # cwd: fio leaves its verify state files (*-verify.state) there.
             r = subprocess.run(["fio"] + common + job, capture_output=True, text=True,
-                               timeout=300 * et.TIME_SCALE)
+                               timeout=300 * et.TIME_SCALE, cwd=self.tmp)
             self.assertEqual(r.returncode, 0, "%s\n%s\n%s" % (job, r.stdout[-3000:], r.stderr[-3000:]))
             out = json.loads(r.stdout[r.stdout.index("{"):])
             for j in out["jobs"]:
