@@ -62,8 +62,9 @@ class FilesystemImpl final : public Filesystem {
         spill_enabled_(p.spill),
         max_read_(p.max_read),
         control_budget_(cfg_.limits.control_files_per_user, cfg_.limits.control_bytes_per_user),
-        spill_budget_(cfg_.limits.spill_files_per_user),
-        lower_budget_(cfg_.limits.lower_files_per_user) {
+        descriptors_(DescriptorPool::ForLimit()),
+        spill_budget_(cfg_.limits.spill_files_per_user, UINT64_MAX, &descriptors_),
+        lower_budget_(cfg_.limits.lower_files_per_user, UINT64_MAX, &descriptors_) {
     FillOps();
     if (cfg_.fuse.kernel_cache) {
       cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
@@ -416,7 +417,7 @@ class FilesystemImpl final : public Filesystem {
     auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
-      if (!self.lower_budget_.Open(ctx->uid)) return (void)fuse_reply_err(req, EMFILE);
+      if (int err = self.lower_budget_.Open(ctx->uid)) return (void)fuse_reply_err(req, err);
       auto fd = self.lower_.OpenFile(v->path);
       if (!fd.ok()) {
         self.lower_budget_.Close(ctx->uid, 0);
@@ -476,7 +477,7 @@ class FilesystemImpl final : public Filesystem {
       const control::Caller who = CallerOf(req);
       Status may = control_.CheckWrite(v.path, who);
       if (!may.ok()) return (void)fuse_reply_err(req, ToErrno(may));
-      if (!control_budget_.Open(who.uid)) return (void)fuse_reply_err(req, EMFILE);
+      if (int err = control_budget_.Open(who.uid)) return (void)fuse_reply_err(req, err);
       file->writer = who.uid;
       // A control write is the whole of what this open writes: nothing is
       // preloaded, so `>>` appends exactly its new lines (pids) and O_APPEND
@@ -771,6 +772,7 @@ class FilesystemImpl final : public Filesystem {
   const bool spill_enabled_;
   const unsigned max_read_;
   UserBudget control_budget_;
+  DescriptorPool descriptors_;  // held by users' open spill and streamed files, all users
   UserBudget spill_budget_;  // spill files open, per user
   UserBudget lower_budget_;  // streamed dataset files open (a lower descriptor each), per user
   std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)

@@ -206,7 +206,7 @@ void SpillFs::Open(fuse_req_t req, const NodeView& v, fuse_file_info* fi) {
   if (a.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
   const bool trunc = (fi->flags & O_TRUNC) != 0 && (fi->flags & O_ACCMODE) != O_RDONLY;
   const uid_t uid = fuse_req_ctx(req)->uid;
-  if (!budget_.Open(uid)) return (void)fuse_reply_err(req, EMFILE);
+  if (int err = budget_.Open(uid)) return (void)fuse_reply_err(req, err);
   auto file = store_.OpenFile(v.path, false, false, trunc, 0, 0, 0);
   if (!file.ok()) {
     budget_.Close(uid, 0);
@@ -237,7 +237,7 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
     if (existing.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
   }
   const bool trunc = (fi->flags & O_TRUNC) != 0;
-  if (!budget_.Open(c->uid)) return (void)fuse_reply_err(req, EMFILE);
+  if (int err = budget_.Open(c->uid)) return (void)fuse_reply_err(req, err);
   auto file = store_.OpenFile(path, true, (fi->flags & O_EXCL) != 0, trunc,
                               S_IFREG | (mode & kOwnerBits), c->uid, c->gid);
   auto a = file.ok() ? store_.Stat(path) : Result<spill::SpillAttr>(file.status());

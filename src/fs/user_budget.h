@@ -7,34 +7,46 @@
 // holding many descriptors would make the daemon hold any amount of memory or
 // run out of descriptors for everyone. Each uid other than root may hold at
 // most `max_files` files open and `max_bytes` buffered in them together
-// (limits.* in the config).
+// (limits.* in the config). The spill and dataset instances also draw on the
+// mount's DescriptorPool, so that all users together leave the daemon a
+// reserve of descriptors.
 // Thread safety: all members are thread-safe.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cerrno>
+
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+
+#include "descriptor_pool.h"
 
 namespace epochfs::fs {
 
 class UserBudget {
  public:
-  UserBudget(uint32_t max_files, uint64_t max_bytes = UINT64_MAX)
-      : max_files_(max_files), max_bytes_(max_bytes) {}
+  // `pool`: when not null, every file (root's too) also holds one of the
+  // pool's descriptors while open.
+  UserBudget(uint32_t max_files, uint64_t max_bytes = UINT64_MAX,
+             DescriptorPool* pool = nullptr)
+      : max_files_(max_files), max_bytes_(max_bytes), pool_(pool) {}
 
-  // One more file open for writing by `uid`; false (EMFILE) past max_files.
-  bool Open(uid_t uid) {
-    if (uid == 0) return true;
+  // One more file open by `uid`: 0, EMFILE past max_files, or ENFILE when
+  // the pool is empty.
+  int Open(uid_t uid) {
+    if (pool_ != nullptr && !pool_->Take()) return ENFILE;
+    if (uid == 0) return 0;
     std::lock_guard lock(mu_);
     Usage& u = use_[uid];
     if (u.files >= max_files_) {
       if (u.files == 0 && u.bytes == 0) use_.erase(uid);
-      return false;
+      if (pool_ != nullptr) pool_->Give();
+      return EMFILE;
     }
     ++u.files;
-    return true;
+    return 0;
   }
   // `bytes` more buffered by `uid`; false (EDQUOT) past max_bytes.
   bool Grow(uid_t uid, uint64_t bytes) {
@@ -45,8 +57,9 @@ class UserBudget {
     u.bytes += bytes;
     return true;
   }
-  // A file of `uid` closed with `bytes` buffered.
+  // A file of `uid` (opened with Open() == 0) closed with `bytes` buffered.
   void Close(uid_t uid, uint64_t bytes) {
+    if (pool_ != nullptr) pool_->Give();
     if (uid == 0) return;
     std::lock_guard lock(mu_);
     auto it = use_.find(uid);
@@ -63,6 +76,7 @@ class UserBudget {
   };
   const uint32_t max_files_;
   const uint64_t max_bytes_;
+  DescriptorPool* const pool_;
   std::mutex mu_;
   std::unordered_map<uid_t, Usage> use_;
 };

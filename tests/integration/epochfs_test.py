@@ -260,8 +260,9 @@ class MountTestCase(unittest.TestCase):
         cmd += [lower, mnt]
         return cmd
 
-    def mount(self, lower, mnt=None, opts=None, extra=None, check=True):
-        """Start `epochfs -f [-o opts] [extra] lower mnt`; wait until ready."""
+    def mount(self, lower, mnt=None, opts=None, extra=None, check=True, preexec_fn=None):
+        """Start `epochfs -f [-o opts] [extra] lower mnt`; wait until ready.
+        preexec_fn runs in the daemon's process before it starts (limits)."""
         if mnt is None:
             mnt = self.make_mountpoint()
         binary = epochfs_bin()
@@ -270,7 +271,8 @@ class MountTestCase(unittest.TestCase):
         stderr_path = os.path.join(self.tmp, "epochfs-%d.stderr" % time.monotonic_ns())
         errf = open(stderr_path, "wb")
         proc = subprocess.Popen(self.epochfs_cmd(lower, mnt, opts, extra),
-                                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
+                                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
+                                preexec_fn=preexec_fn)
         errf.close()
         d = Daemon(proc, lower, mnt, stderr_path)
         self.addCleanup(self.assert_no_sanitizer_report, d)  # runs last

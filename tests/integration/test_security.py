@@ -646,6 +646,75 @@ class LowerFilesLimitTest(et.MountTestCase):
         self.assertTrue(d.alive())
 
 
+class DescriptorReserveTest(et.MountTestCase):
+    """Users' open spill files hold descriptors in the daemon. Per-user bounds
+    stop one user; all users together may hold at most the descriptor limit
+    less a reserve (a quarter, at least 128), past which an open fails with
+    ENFILE, so that the daemon can still load uncached dataset files for
+    everyone. (Before, two users holding files exhausted the daemon's table
+    and every other read of an uncached file failed with EIO.)"""
+
+    LIMIT = 512  # the daemon's RLIMIT_NOFILE: at most 384 held by users
+    A, B = 23460, 23461
+
+    def hold(self, uid, sp, n):
+        """A child of `uid` opens up to n spill files of its own and keeps
+        them open; returns (pid, opened, first errno, release fd)."""
+        r, w = os.pipe()
+        r2, w2 = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.close(w2)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            fds, err = [], 0
+            for i in range(n):
+                try:
+                    fds.append(os.open(os.path.join(sp, "h%d" % i), os.O_CREAT | os.O_RDWR, 0o600))
+                except OSError as e:
+                    err = e.errno
+                    break
+            os.write(w, json.dumps([len(fds), err]).encode())
+            os.close(w)
+            os.read(r2, 1)  # until the parent lets go
+            os._exit(0)
+        os.close(w)
+        os.close(r2)
+        out = json.loads(os.read(r, 4096).decode())
+        os.close(r)
+        self.addCleanup(lambda: (os.close(w2), os.waitpid(pid, 0)))
+        return out
+
+    def test_users_together_leave_the_daemon_a_reserve(self):
+        import resource
+        lower = self.make_dir("lower")
+        spill = self.make_dir("spill")
+        os.chmod(self.tmp, 0o755)
+        os.chmod(lower, 0o755)
+        files = {}
+        for i in range(20):
+            files["f%d.bin" % i] = et.det_bytes(3000 + i, i)
+            et.write_file(os.path.join(lower, "f%d.bin" % i), files["f%d.bin" % i])
+            os.chmod(os.path.join(lower, "f%d.bin" % i), 0o644)
+        limit = self.LIMIT
+        d = self.mount(lower, opts=["allow_other", "spill.path=" + spill,
+                                    "limits.spill_files_per_user=300"],
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                             (limit, limit)))
+        sp = d.path(".spill")
+        self.assertEqual(self.hold(self.A, sp, 250), [250, 0])
+        got = self.hold(self.B, sp, 300)
+        # The daemon still loads uncached dataset files, for anyone.
+        for name, data in files.items():
+            self.assertEqual(et.read_file_raw(d.path(name)), data, name)
+        self.assertEqual(got, [384 - 250, errno.ENFILE], "B: opened, first errno")
+        self.assertEqual(et.as_user(self.A, self.A,
+                                    lambda: et.read_file_raw(d.path("f3.bin"))), 0)
+        self.assertTrue(d.alive())
+
+
 class SpillPrivacyTest(et.MountTestCase):
     """A spill schedule acts only on its job owner's files: another user's
     file named in it is neither loaded, written out nor listed as resident,
