@@ -15,21 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "epochfs/common/mount_info.h"
 #include "epochfs/common/status.h"
 
 namespace epochfs {
-
-struct MountEntry {
-  std::string id;           // the mount's unique id (first field)
-  std::string mount_point;  // unescaped (\040 is a space)
-  std::string fstype;       // "ext4", "fuse.epochfs", ...
-  std::string source;
-  std::string devno;        // "0:52"
-};
-
-// The mounts of /proc/self/mountinfo (or `path`), with \NNN octal escapes
-// of the kernel undone. Empty when the file cannot be read.
-std::vector<MountEntry> ReadMountInfo(const std::string& path = "/proc/self/mountinfo");
 
 // realpath of both; a missing path is NotFound naming it as `what`.
 Status CanonicalPaths(std::string* lower, std::string* mountpoint);

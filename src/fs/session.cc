@@ -7,11 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "epochfs/common/log.h"
+#include "epochfs/common/mount_info.h"
 
 namespace epochfs::fs {
 namespace {
@@ -55,17 +54,14 @@ std::string EscapeOpt(const std::string& v) {
 
 // The sysfs file of the new mount's readahead window, found through
 // /proc/self/mountinfo (a stat of the mountpoint would wait on the
-// not-yet-running session); "" when not found.
+// not-yet-running session): the last FUSE mount on `mountpoint` (its type is
+// fuse.epochfs, or fuse.SUBTYPE with -o subtype=); "" when not found.
 std::string ReadaheadFile(const std::string& mountpoint) {
   char real[PATH_MAX];
   if (::realpath(mountpoint.c_str(), real) == nullptr) return "";
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line, found;
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string id, parent, devno, root, point;
-    f >> id >> parent >> devno >> root >> point;
-    if (point == real && line.find(" - fuse.epochfs ") != std::string::npos) found = devno;
+  std::string found;
+  for (const MountEntry& m : ReadMountInfo()) {
+    if (m.mount_point == real && m.fstype.rfind("fuse", 0) == 0) found = m.devno;
   }
   if (found.empty()) return "";
   return "/sys/class/bdi/" + found + "/read_ahead_kb";

@@ -194,6 +194,23 @@ class OptionsTest(LowerMixin, et.MountTestCase):
         self.assertIn("allow_other", mopts.split(","))
         self.assertIn("default_permissions", mopts.split(","))
 
+    def test_readahead_raised_whatever_the_mountpoint_name_or_subtype(self):
+        # The daemon raises the mount's readahead window (1024 KiB) at the
+        # first READ, finding its sysfs file through /proc/self/mountinfo:
+        # a space in the path is "\\040" there, and -o subtype=X makes the
+        # type fuse.X. (Before, both silently kept the kernel's 128 KiB.)
+        lower = self.make_lower()
+        for name, opts in (("with space", None), ("plain", ["subtype=epochfs-x"])):
+            with self.subTest(name=name):
+                d = self.mount(lower, mnt=self.make_mountpoint(name), opts=opts)
+                self.check_lower_visible(d.mnt)  # a READ
+                st = os.stat(d.mnt)
+                ra = "/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(st.st_dev),
+                                                             os.minor(st.st_dev))
+                with open(ra) as f:
+                    self.assertEqual(f.read().strip(), "1024", (name, ra))
+                self.assertEqual(d.unmount(), 0)
+
     def test_generic_mount_options_ignored(self):
         lower = self.make_lower()
         mnt = self.make_mountpoint()
