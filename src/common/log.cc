@@ -12,7 +12,9 @@ namespace {
 std::shared_ptr<spdlog::logger>& Logger() {
   static std::shared_ptr<spdlog::logger> logger = [] {
     auto l = spdlog::stderr_logger_mt("epochfs");
-    l->set_pattern("epochfs: %l: %v");
+    // Local time to the millisecond: lines of a foreground daemon (-f) say
+    // when; syslog adds its own.
+    l->set_pattern("epochfs: %Y-%m-%d %H:%M:%S.%e %l: %v");
     l->set_level(spdlog::level::info);
     return l;
   }();
@@ -41,7 +43,7 @@ void SetLevel(Level level) {
 void UseSyslog(const std::string& ident) {
   auto level = Logger()->level();
   spdlog::drop("epochfs");
-  auto l = spdlog::syslog_logger_mt("epochfs", ident, 0, LOG_DAEMON);
+  auto l = spdlog::syslog_logger_mt("epochfs", ident, LOG_PID, LOG_DAEMON);
   l->set_pattern("%l: %v");
   l->set_level(level);
   Logger() = l;

@@ -4,8 +4,9 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "epochfs/control/control_parse.h"
+#include "epochfs/common/log.h"
 #include "epochfs/common/user_key.h"
+#include "epochfs/control/control_parse.h"
 
 namespace epochfs::control {
 namespace {
@@ -173,6 +174,15 @@ std::string ControlTree::StatsFor(const Caller& who) const {
 }
 
 Status ControlTree::CheckWrite(const std::string& path, const Caller& who) {
+  Status s = CheckWriteFile(path, who);
+  if (!s.ok()) {
+    log::Debug("open of " + QuoteForMessage(path) + " for writing by uid " +
+               std::to_string(who.uid) + " refused: " + s.message());
+  }
+  return s;
+}
+
+Status ControlTree::CheckWriteFile(const std::string& path, const Caller& who) {
   auto vn = Stat(path);
   if (!vn.ok()) return vn.status();
   if (!vn.value().writable) return ReadOnly(path + " is read-only");
@@ -181,6 +191,16 @@ Status ControlTree::CheckWrite(const std::string& path, const Caller& who) {
 }
 
 Status ControlTree::Write(const std::string& path, const std::string& content, const Caller& who) {
+  Status s = WriteFile(path, content, who);
+  if (!s.ok()) {
+    log::Debug("write of " + QuoteForMessage(path) + " (" + std::to_string(content.size()) +
+               " bytes) by uid " + std::to_string(who.uid) + " refused: " + s.message());
+  }
+  return s;
+}
+
+Status ControlTree::WriteFile(const std::string& path, const std::string& content,
+                              const Caller& who) {
   std::vector<std::string> p = Split(path);
   if (p.size() < 3 || p[0] != "jobs") return ReadOnly(path + " is read-only");
   const std::string& name = p[1];
@@ -228,9 +248,11 @@ Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
   if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be created");
   // A user's key is NAME@UID (Resolve); root's is NAME: either way the name
   // part must be a name ('@' is not allowed in one).
-  if (Status s = JobRegistry::ValidateName(VisibleName(p[1], who.uid)); !s.ok()) return s;
-  auto id = registry_.Register(p[1], who.uid, who.pid);
-  return id.status();
+  Status s = JobRegistry::ValidateName(VisibleName(p[1], who.uid));
+  if (s.ok()) s = registry_.Register(p[1], who.uid, who.pid).status();
+  log::Debug("mkdir jobs/" + QuoteForMessage(p[1]) + " by uid " + std::to_string(who.uid) +
+             " pid " + std::to_string(who.pid) + ": " + (s.ok() ? "registered" : s.message()));
+  return s;
 }
 
 Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
@@ -238,6 +260,8 @@ Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
   if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be removed");
   Status s = registry_.Remove(p[1], who.uid);
   if (s.ok() && spill_ != nullptr) spill_->DropJob(p[1]);
+  log::Debug("rmdir jobs/" + QuoteForMessage(p[1]) + " by uid " + std::to_string(who.uid) + ": " +
+             (s.ok() ? "removed" : s.message()));
   return s;
 }
 

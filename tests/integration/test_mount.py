@@ -225,6 +225,36 @@ class OptionsTest(LowerMixin, et.MountTestCase):
         self.check_lower_visible(d.mnt)
         self.assertEqual(d.unmount(), 0)
 
+    def test_log_lines_have_times_and_job_events(self):
+        # log.level=debug: each line starts "epochfs: DATE TIME.ms LEVEL: ";
+        # a job's registration, a refused control write and the job's
+        # removal are each logged with who did it and why.
+        import re
+        d = self.mount(self.make_lower(), opts=["log.level=debug"])
+        job = d.path(".epochfs", "jobs", "logged")
+        os.mkdir(job)
+        try:
+            with open(os.path.join(job, "config"), "w") as f:
+                f.write("batch_size = 0\n")
+        except OSError as e:
+            self.assertEqual(e.errno, errno.EINVAL)
+        else:
+            self.fail("a config with batch_size = 0 was accepted")
+        os.rmdir(job)
+        self.assertEqual(d.unmount(), 0)
+        lines = d.stderr_text().splitlines()
+        stamp = re.compile(r"^epochfs: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} "
+                           r"(debug|info|warning|error): ")
+        logged = [l for l in lines if l.startswith("epochfs: ")]
+        self.assertTrue(logged, lines)
+        for l in logged:
+            self.assertRegex(l, stamp)
+        text = "\n".join(logged)
+        self.assertRegex(text, r'mkdir jobs/"logged" by uid 0 pid \d+: registered')
+        self.assertRegex(text, r'write of "jobs/logged/config" \(15 bytes\) by uid 0 refused: '
+                               r'.*batch_size')
+        self.assertRegex(text, r'rmdir jobs/"logged" by uid 0: removed')
+
 
 class MountErrorsTest(LowerMixin, et.MountTestCase):
     def run_failing(self, lower, mnt, opts=None, extra=None, foreground=True):

@@ -67,6 +67,9 @@ class ControlTree : public ControlPlane {
   bool IsJobFile(const std::string& f) const;
   // The stats JSON as `who` may see it: only their own jobs' rows (root: all).
   std::string StatsFor(const Caller& who) const;
+  // Write and CheckWrite without the log line of a refusal.
+  Status WriteFile(const std::string& path, const std::string& content, const Caller& who);
+  Status CheckWriteFile(const std::string& path, const Caller& who);
   Status WriteSpillFile(const std::string& name, const std::string& file,
                         const std::string& content, const Caller& who);
 
