@@ -11,7 +11,15 @@ and, through the files under MOUNT/.epochfs/jobs/NAME/ (see epochfs-control(7)):
     then `epoch` = K, then yield K's indices;
   * `worker_init_fn`: appends each DataLoader worker's pid to `pids` (needed
     with the spawn/forkserver start methods; harmless with fork);
-  * `close()` (also at interpreter exit): rmdir the job, releasing its cache.
+  * `close()` (also at a clean interpreter exit): rmdir the job, releasing its
+    cache. When an uncaught exception or Ctrl-C ends the program, the job is
+    left in place: epochfs keeps its cache for jobs.orphan_grace, and a
+    restarted job of the same name comes back warm.
+
+Failure is never fatal to training (unless strict=True): when the mount is
+missing or the daemon refuses a control write, the sampler warns once, stops
+talking to epochfs and goes on yielding the wrapped sampler's indices (the
+job then runs uncached). With strict=True the refusal raises EpochfsError.
 
 Where the orders come from (pluggable, `order_fn(epoch) -> list[int]`):
   * a sampler with set_epoch() (DistributedSampler): set_epoch(e), then list it;
@@ -29,6 +37,8 @@ import atexit
 import errno
 import json
 import os
+import sys
+import warnings
 
 __all__ = ["EpochfsSampler", "EpochfsError", "PidRegistrar"]
 
@@ -123,12 +133,16 @@ class EpochfsSampler:
     exist_ok         reuse an existing job of that name (a restarted job: its
                      first write re-attaches an orphaned job, whose current
                      epoch restarts warm; man epochfs-control(7))
-    close_at_exit    rmdir the job when this process exits normally
+    close_at_exit    rmdir the job when this process exits normally (not when
+                     an uncaught exception or Ctrl-C ends it: the job stays for
+                     epochfs' orphan grace, to come back warm)
+    strict           raise EpochfsError when epochfs refuses a control write
+                     (default: warn once and go on uncached)
     """
 
     def __init__(self, sampler, mount, job_name, dataset_samples, batch_size, epochs,
                  loaders=1, *, root=None, seed=None, start_epoch=0, order_fn=None,
-                 compute_ms=None, exist_ok=True, close_at_exit=True):
+                 compute_ms=None, exist_ok=True, close_at_exit=True, strict=False):
         self.sampler = sampler
         self.mount = os.path.abspath(mount)
         self.job_name = job_name
@@ -140,6 +154,8 @@ class EpochfsSampler:
         self._orders = {}  # epoch -> materialised order (built-in sources)
         self._declared = {}  # epoch -> declared (deduplicated) order
         self._closed = False
+        self._strict = bool(strict)
+        self.disabled = None  # why the sampler stopped talking to epochfs, if it did
         self._owner_pid = os.getpid()
         self.job_dir = os.path.join(self.mount, ".epochfs", "jobs", job_name)
 
@@ -152,6 +168,8 @@ class EpochfsSampler:
         except FileExistsError:
             if not exist_ok:
                 raise
+        except OSError as e:
+            self._refused(EpochfsError(e.errno, "%s: %s" % (self.job_dir, e.strerror)))
         config = ["batch_size = %d" % self.batch_size,
                   "epochs = %d" % self.epochs,
                   "root = %s" % _toml_string(self.root),
@@ -160,7 +178,11 @@ class EpochfsSampler:
             config.append("compute_ms = %r" % float(compute_ms))
         self._write("config", "\n".join(config) + "\n")
         self._write("samples", "".join(p + "\n" for p in rel))
-        self._write_pid(os.getpid())
+        if self.disabled is None:
+            try:
+                self._write_pid(os.getpid())
+            except OSError as e:
+                self._refused(EpochfsError(e.errno, "%s/pids: %s" % (self.job_dir, e.strerror)))
         self.worker_init_fn = PidRegistrar(os.path.join(self.job_dir, "pids"))
         if close_at_exit:
             atexit.register(self._close_at_exit)
@@ -199,6 +221,8 @@ class EpochfsSampler:
         if self._closed:
             return
         self._closed = True
+        if self.disabled is not None:
+            return
         try:
             self._rmdir(self.job_dir)
         except FileNotFoundError:
@@ -269,15 +293,29 @@ class EpochfsSampler:
         return root, rel
 
     def _write(self, name, text):
+        if self.disabled is not None:
+            return
         path = os.path.join(self.job_dir, name)
+        try:
+            self._write_file(path, text)
+        except OSError as e:
+            self._refused(EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror,
+                                                               self._last_error())))
+
+    def _write_file(self, path, text):
         d = os.path.dirname(path)
         if d != self.job_dir and not os.path.isdir(d):
             os.makedirs(d, exist_ok=True)
-        try:
-            with open(path, "w") as f:  # the daemon validates at close (flush)
-                f.write(text)
-        except OSError as e:
-            raise EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._last_error())) from e
+        with open(path, "w") as f:  # the daemon validates at close (flush)
+            f.write(text)
+
+    def _refused(self, err):
+        """A control operation failed: raise (strict), or warn once and stop."""
+        if self._strict:
+            raise err
+        self.disabled = str(err)
+        warnings.warn("epochfs: %s; training goes on uncached" % err, RuntimeWarning,
+                      stacklevel=3)
 
     def _write_pid(self, pid):
         _append_line(os.path.join(self.job_dir, "pids"), "%d\n" % pid)
@@ -297,6 +335,10 @@ class EpochfsSampler:
         os.rmdir(path)
 
     def _close_at_exit(self):
+        # An uncaught exception (Ctrl-C too) ended the program: leave the job
+        # for the orphan grace, so that a restart comes back warm.
+        if getattr(sys, "last_value", None) is not None or getattr(sys, "last_exc", None):
+            return
         if os.getpid() == self._owner_pid:
             try:
                 self.close()

@@ -205,6 +205,82 @@ class SamplerTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             epochfs_sampler._toml_string("a\nb")
 
+    def test_a_refused_write_warns_once_and_training_goes_on(self):
+        class Refusing(RecordingSampler):
+            refuse = "order/1"
+
+            def _write_file(self, path, text):
+                if path.endswith(self.refuse):
+                    raise OSError(22, "Invalid argument")
+                super()._write_file(path, text)
+
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            s = Refusing(FakeDistributedSampler(10, 0, 1), self.mount, "job1", self.files,
+                         batch_size=4, epochs=3, close_at_exit=False)
+            got = [list(s) for _ in range(3)]
+        want = []
+        for e in range(3):
+            ref = FakeDistributedSampler(10, 0, 1)
+            ref.set_epoch(e)
+            want.append(list(ref))
+        self.assertEqual(got, want)  # the job's indices, whatever epochfs said
+        self.assertEqual(len(w), 1, [str(x.message) for x in w])
+        self.assertIn("order/1", str(w[0].message))
+        self.assertIn("uncached", str(w[0].message))
+        self.assertIsNotNone(s.disabled)
+        self.assertFalse(os.path.exists(os.path.join(self.job, "epoch")))  # stopped at order/1
+        self.assertFalse(os.path.exists(os.path.join(self.job, "order", "2")))  # stopped
+        s.close()
+        self.assertIsNone(s.removed)  # nothing more is sent to epochfs
+        # strict=True: the refusal raises, with the reason.
+        Refusing.refuse = "config"
+        with self.assertRaises(epochfs_sampler.EpochfsError):
+            Refusing(FakeDistributedSampler(10, 0, 1), self.mount, "job1", self.files,
+                     batch_size=4, epochs=3, close_at_exit=False, strict=True)
+
+    def test_a_missing_mount_warns_and_training_goes_on(self):
+        import warnings
+        gone = os.path.join(self.mount, "not-a-mount")
+        os.makedirs(os.path.join(gone, "data"))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            s = EpochfsSampler(FakeDistributedSampler(4, 0, 1), gone, "j",
+                               [os.path.join(gone, "data", "x")], 1, 2, close_at_exit=False)
+            self.assertEqual(sorted(s), [0, 1, 2, 3])
+        self.assertEqual(len(w), 1)
+        self.assertIn("No such file", str(w[0].message))
+
+    def test_exit_by_exception_leaves_the_job_warm(self):
+        # A clean exit removes the job; an uncaught exception or Ctrl-C leaves
+        # it for epochfs' orphan grace (the restart comes back warm).
+        import subprocess
+        script = """
+import os, sys
+sys.path.insert(0, %r)
+import epochfs_sampler
+class S(epochfs_sampler.EpochfsSampler):
+    def _rmdir(self, path):
+        open(os.path.join(%r, "removed"), "w").close()
+s = S(list(range(4)), %r, "jx", %r, 1, 2)
+list(s)
+if sys.argv[1] == "raise":
+    raise RuntimeError("training failed")
+if sys.argv[1] == "interrupt":
+    raise KeyboardInterrupt
+""" % (os.path.dirname(epochfs_sampler.__file__), self.mount, self.mount,
+           [f for f, _ in self.files])
+        marker = os.path.join(self.mount, "removed")
+        for how, removed in (("clean", True), ("raise", False), ("interrupt", False)):
+            with self.subTest(how=how):
+                if os.path.exists(marker):
+                    os.unlink(marker)
+                r = subprocess.run([sys.executable, "-c", script, how], capture_output=True,
+                                   text=True, timeout=60)
+                self.assertEqual(r.returncode == 0, how == "clean", r.stderr)
+                self.assertEqual(os.path.exists(marker), removed, (how, r.stderr))
+
     def test_imports_without_torch(self):
         if "torch" in sys.modules:
             self.skipTest("torch already imported")
