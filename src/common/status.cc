@@ -20,6 +20,8 @@ const char* CodeName(Code c) {
     case Code::kInternal: return "Internal";
     case Code::kIsDirectory: return "IsDirectory";
     case Code::kNotDirectory: return "NotDirectory";
+    case Code::kTimedOut: return "TimedOut";
+    case Code::kInterrupted: return "Interrupted";
   }
   return "Unknown";
 }

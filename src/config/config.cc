@@ -224,6 +224,10 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetU32(v, 1, 1u << 24, &c->limits.spill_schedule_steps);
      }},
+    {"lower.timeout", OptKind::kFloat, "seconds >= 0 (0: no bound)",
+     [](Config* c, const Raw& v) { return SetDouble(v, 0.0, 86400.0 * 365, &c->lower.timeout); }},
+    {"lower.workers", OptKind::kInteger, "integer 1..256",
+     [](Config* c, const Raw& v) { return SetU32(v, 1, 256, &c->lower.workers); }},
     {"spill.path", OptKind::kString, "a directory path (\"\" = no spill area)",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);

@@ -69,7 +69,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   return cache::MakeEpochPolicy(p);
 }
 
-std::string StatsJson(store::CacheFront& cf, const SpillArea* spill,
+std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const SpillArea* spill,
                       const MemoryGovernor* governor, const std::vector<std::string>& fixed) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
@@ -87,6 +87,11 @@ std::string StatsJson(store::CacheFront& cf, const SpillArea* spill,
   j["refused"] = c.refused;
   j["invalidations"] = c.invalidations;
   j["lower_errors"] = c.lower_errors;
+  const store::LowerGateCounters g = lower.gate_counters();
+  j["lower_timeouts"] = g.timeouts;
+  j["lower_interrupts"] = g.interrupts;
+  j["lower_stuck"] = g.stuck;
+  j["lower_in_flight"] = g.in_flight;
   j["max_object_bytes"] = cf.max_object_bytes();
   j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
   nlohmann::json jobs = nlohmann::json::array();
@@ -223,7 +228,10 @@ Status RunDaemon(const DaemonArgs& in) {
   if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;
   Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
   if (!max_read.ok()) return max_read.status();
-  auto lower = store::Lower::Open(args.lower);
+  store::LowerGateOptions gate;
+  gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.lower.timeout * 1000.0));
+  gate.workers = cfg.lower.workers;
+  auto lower = store::Lower::Open(args.lower, gate);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
 
   uint64_t budget = cfg.cache.memory_bytes;
@@ -272,8 +280,8 @@ Status RunDaemon(const DaemonArgs& in) {
   control::JobRegistry registry(sink, control::MakeProcReader(), registry_opts);
   control::ControlTree control(
       registry, sink,
-      [&cache, &spill, &governor, &fixed_warnings] {
-        return StatsJson(cache, spill.get(), governor.get(), fixed_warnings);
+      [&cache, &spill, &governor, &fixed_warnings, &lower] {
+        return StatsJson(cache, *lower.value(), spill.get(), governor.get(), fixed_warnings);
       },
       spill.get(), cfg.limits.spill_schedule_steps);
   RegistryAttributor attributor(registry);
@@ -330,6 +338,7 @@ Status RunDaemon(const DaemonArgs& in) {
       },
       [&need_watch] { need_watch.Tick(); });
   reaper.Start();  // threads start after Daemonize's fork
+  lower.value()->StartGate();
   if (governor) {
     governor->Attach(&cache);
     governor->Start();

@@ -28,9 +28,12 @@ Result<std::vector<cache::SampleRef>> PolicyJobSink::ResolveSamples(
     const std::string& root, const std::vector<std::string>& paths) {
   std::vector<cache::SampleRef> out;
   out.reserve(paths.size());
+  std::vector<std::string> rels;
+  rels.reserve(paths.size());
+  for (const std::string& p : paths) rels.push_back(root.empty() ? p : root + "/" + p);
+  std::vector<Result<struct stat>> stats = lower_.StatMany(rels);
   for (size_t i = 0; i < paths.size(); ++i) {
-    const std::string rel = root.empty() ? paths[i] : root + "/" + paths[i];
-    auto st = lower_.Stat(rel);
+    const Result<struct stat>& st = stats[i];
     const std::string where = "line " + std::to_string(i + 1) + ": " + paths[i];
     if (!st.ok()) return InvalidArgument(where + ": " + st.status().message());
     if (!S_ISREG(st.value().st_mode)) return InvalidArgument(where + ": not a regular file");

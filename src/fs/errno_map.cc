@@ -22,6 +22,8 @@ int ToErrno(const Status& s) {
     case Code::kInternal: return EIO;
     case Code::kIsDirectory: return EISDIR;
     case Code::kNotDirectory: return ENOTDIR;
+    case Code::kTimedOut: return ETIMEDOUT;
+    case Code::kInterrupted: return EINTR;
   }
   return EIO;
 }

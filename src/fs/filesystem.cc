@@ -117,6 +117,13 @@ class FilesystemImpl final : public Filesystem {
     return *static_cast<FilesystemImpl*>(fuse_req_userdata(req));
   }
 
+  // A LOWER call made for `req` stops waiting with EINTR once the kernel
+  // sends INTERRUPT for it (the reader got a signal it handles): libfuse
+  // marks the request, the gate polls the mark (store/lower_gate.h).
+  static store::CancelScope Interruptible(fuse_req_t req) {
+    return store::CancelScope([req] { return fuse_req_interrupted(req) != 0; });
+  }
+
   // ---- attributes -------------------------------------------------------
 
   struct stat VirtualAttr(fuse_ino_t ino, const control::VNode& v) const {
@@ -195,6 +202,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto p = self.inodes_.Get(parent);
     if (!p) return (void)fuse_reply_err(req, ESTALE);
@@ -229,6 +237,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -269,6 +278,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void ReadLink(fuse_req_t req, fuse_ino_t ino) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -279,6 +289,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void OpenDirOp(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -388,6 +399,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -507,6 +519,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off,
                    fuse_file_info* fi) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     self.RaiseReadaheadOnce();
     std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
@@ -528,12 +541,10 @@ class FilesystemImpl final : public Filesystem {
       case OpenFile::Kind::kSpill:
         return self.spill_->Read(req, *f, size, off);
       case OpenFile::Kind::kStream: {
-        thread_local std::vector<char> buf;
-        if (buf.size() < size) buf.resize(size);
-        auto n = self.lower_.ReadAt(f->fd.get(), buf.data(), size, static_cast<uint64_t>(off));
-        self.cache_.CountStreamed(n.ok() ? n.value() : 0, !n.ok());
-        if (!n.ok()) return (void)fuse_reply_err(req, ToErrno(n.status()));
-        return (void)fuse_reply_buf(req, buf.data(), n.value());
+        auto got = self.lower_.ReadAt(f->fd.get(), size, static_cast<uint64_t>(off));
+        self.cache_.CountStreamed(got.ok() ? got.value().size() : 0, !got.ok());
+        if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));
+        return (void)fuse_reply_buf(req, got.value().data(), got.value().size());
       }
     }
   }
@@ -608,6 +619,7 @@ class FilesystemImpl final : public Filesystem {
   }
 
   static void StatFs(fuse_req_t req, fuse_ino_t /*ino*/) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto sv = self.lower_.StatFs();
     if (!sv.ok()) return (void)fuse_reply_err(req, ToErrno(sv.status()));

@@ -85,8 +85,9 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
   };
   auto fd = lower_.OpenFile(req.rel);
   if (!fd.ok()) return fail(fd.status());
-  struct stat st;
-  if (::fstat(fd.value().get(), &st) != 0) return fail(StatusFromErrno(errno, req.rel));
+  auto fst = lower_.FStat(fd.value().get());
+  if (!fst.ok()) return fail(fst.status());
+  const struct stat st = fst.value();
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": no longer a regular file"));
   auto data = lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
   if (!data.ok()) {

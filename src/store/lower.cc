@@ -6,10 +6,58 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace epochfs::store {
+namespace {
+
+// Pieces a gated operation is cut into: the bound is on each.
+constexpr uint64_t kReadPiece = 8ull << 20;
+constexpr size_t kListPiece = 512;
+constexpr size_t kStatPiece = 1024;
+
+using RootFd = std::shared_ptr<UniqueFd>;
+
+Result<UniqueFd> OpenBeneath(int root, const std::string& rel, int flags) {
+  struct open_how how {};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const char* p = rel.empty() ? "." : rel.c_str();
+  long fd = ::syscall(SYS_openat2, root, p, &how, sizeof(how));
+  if (fd < 0 && errno == EAGAIN) {  // a concurrent rename raced the lookup
+    fd = ::syscall(SYS_openat2, root, p, &how, sizeof(how));
+  }
+  if (fd < 0) return StatusFromErrno(errno, rel.empty() ? "." : rel);
+  return UniqueFd(static_cast<int>(fd));
+}
+
+Result<struct stat> StatBeneath(int root, const std::string& rel) {
+  auto fd = OpenBeneath(root, rel, O_PATH);
+  if (!fd.ok()) return fd.status();
+  struct stat st;
+  if (::fstat(fd.value().get(), &st) != 0) return StatusFromErrno(errno, rel);
+  return st;
+}
+
+// pread of up to len bytes at off into buf (EINTR retried); bytes read.
+Result<size_t> PreadAll(int fd, char* buf, size_t len, uint64_t off) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return StatusFromErrno(errno, "read");
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+}  // namespace
 
 Status StatusFromErrno(int err, const std::string& what) {
   std::string msg = what + ": " + std::strerror(err);
@@ -30,111 +78,184 @@ Status StatusFromErrno(int err, const std::string& what) {
   }
 }
 
-Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root) {
-  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return StatusFromErrno(errno, root);
-  return std::unique_ptr<Lower>(new Lower(root, UniqueFd(fd)));
+template <class T, class F>
+Result<T> Lower::Gated(const std::string& what, F fn) const {
+  if (!gate_) return fn();
+  // The operation owns its result: a worker may finish it after we gave up.
+  auto out = std::make_shared<std::optional<Result<T>>>();
+  Status s = gate_->Run([out, fn = std::move(fn)]() mutable { out->emplace(fn()); }, what);
+  if (!s.ok()) return s;
+  return std::move(**out);
 }
 
-Result<UniqueFd> Lower::OpenBeneath(const std::string& rel, int flags) const {
-  struct open_how how {};
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const char* p = rel.empty() ? "." : rel.c_str();
-  long fd = ::syscall(SYS_openat2, root_fd_.get(), p, &how, sizeof(how));
-  if (fd < 0 && errno == EAGAIN) {  // a concurrent rename raced the lookup
-    fd = ::syscall(SYS_openat2, root_fd_.get(), p, &how, sizeof(how));
-  }
-  if (fd < 0) return StatusFromErrno(errno, rel.empty() ? "." : rel);
-  return UniqueFd(static_cast<int>(fd));
+Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOptions gate) {
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return StatusFromErrno(errno, root);
+  std::unique_ptr<Lower> l(new Lower(root, UniqueFd(fd)));
+  if (gate.timeout.count() > 0) l->gate_ = std::make_unique<LowerGate>(gate);
+  return l;
+}
+
+void Lower::StartGate() {
+  if (gate_) gate_->Start();
+}
+
+LowerGateCounters Lower::gate_counters() const {
+  return gate_ ? gate_->counters() : LowerGateCounters{};
 }
 
 Result<struct stat> Lower::Stat(const std::string& rel) const {
-  auto fd = OpenBeneath(rel, O_PATH);
-  if (!fd.ok()) return fd.status();
-  struct stat st;
-  if (::fstat(fd.value().get(), &st) != 0) return StatusFromErrno(errno, rel);
-  return st;
+  return Gated<struct stat>("stat " + rel,
+                            [root = root_fd_, rel] { return StatBeneath(root->get(), rel); });
+}
+
+std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>& rels) const {
+  std::vector<Result<struct stat>> out;
+  out.reserve(rels.size());
+  for (size_t at = 0; at < rels.size(); at += kStatPiece) {
+    const size_t end = std::min(rels.size(), at + kStatPiece);
+    auto piece = std::make_shared<std::vector<std::string>>(rels.begin() + at, rels.begin() + end);
+    using Stats = std::vector<Result<struct stat>>;
+    auto got = Gated<Stats>("stat " + rels[at] + " and " + std::to_string(end - at - 1) + " more",
+                            [root = root_fd_, piece]() -> Result<Stats> {
+                              Stats s;
+                              s.reserve(piece->size());
+                              for (const std::string& r : *piece) s.push_back(StatBeneath(root->get(), r));
+                              return s;
+                            });
+    if (!got.ok()) {
+      for (size_t i = at; i < end; ++i) out.push_back(got.status());
+      continue;
+    }
+    for (auto& r : got.value()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<struct stat> Lower::FStat(int fd) const {
+  return Gated<struct stat>("fstat", [fd]() -> Result<struct stat> {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return StatusFromErrno(errno, "fstat");
+    return st;
+  });
 }
 
 Result<std::vector<DirEntry>> Lower::List(const std::string& rel) const {
-  auto fd = OpenBeneath(rel, O_RDONLY | O_DIRECTORY);
-  if (!fd.ok()) return fd.status();
-  int dfd = fd.value().release();
-  DIR* dir = ::fdopendir(dfd);
-  if (dir == nullptr) {
-    int err = errno;
-    ::close(dfd);
-    return StatusFromErrno(err, rel);
-  }
-  std::vector<DirEntry> out;
-  errno = 0;
-  while (struct dirent* de = ::readdir(dir)) {
-    if (std::strcmp(de->d_name, ".") == 0 || std::strcmp(de->d_name, "..") == 0) continue;
-    DirEntry e;
-    e.name = de->d_name;
-    if (::fstatat(::dirfd(dir), de->d_name, &e.st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    out.push_back(std::move(e));
+  // The names in one operation, their lstat in pieces.
+  struct Names {
+    std::shared_ptr<UniqueFd> dir;
+    std::vector<std::string> names;
+  };
+  auto names = Gated<Names>("list " + rel, [root = root_fd_, rel]() -> Result<Names> {
+    auto fd = OpenBeneath(root->get(), rel, O_RDONLY | O_DIRECTORY);
+    if (!fd.ok()) return fd.status();
+    const int dup = ::fcntl(fd.value().get(), F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return StatusFromErrno(errno, rel);
+    DIR* dir = ::fdopendir(dup);
+    if (dir == nullptr) {
+      const int err = errno;
+      ::close(dup);
+      return StatusFromErrno(err, rel);
+    }
+    Names n;
+    n.dir = std::make_shared<UniqueFd>(std::move(fd).value());
     errno = 0;
+    while (struct dirent* de = ::readdir(dir)) {
+      if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
+        n.names.emplace_back(de->d_name);
+      }
+      errno = 0;
+    }
+    const int err = errno;
+    ::closedir(dir);
+    if (err != 0) return StatusFromErrno(err, rel);
+    return n;
+  });
+  if (!names.ok()) return names.status();
+  auto all = std::make_shared<Names>(std::move(names).value());
+  std::vector<DirEntry> out;
+  out.reserve(all->names.size());
+  for (size_t at = 0; at < all->names.size(); at += kListPiece) {
+    const size_t end = std::min(all->names.size(), at + kListPiece);
+    auto piece = Gated<std::vector<DirEntry>>(
+        "list " + rel, [all, at, end]() -> Result<std::vector<DirEntry>> {
+          std::vector<DirEntry> v;
+          for (size_t i = at; i < end; ++i) {
+            DirEntry e;
+            e.name = all->names[i];
+            // Entries that vanish between readdir and stat are skipped.
+            if (::fstatat(all->dir->get(), e.name.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+            v.push_back(std::move(e));
+          }
+          return v;
+        });
+    if (!piece.ok()) return piece.status();
+    for (DirEntry& e : piece.value()) out.push_back(std::move(e));
   }
-  int err = errno;
-  ::closedir(dir);
-  if (err != 0) return StatusFromErrno(err, rel);
   return out;
 }
 
 Result<std::string> Lower::ReadLink(const std::string& rel) const {
-  auto fd = OpenBeneath(rel, O_PATH);
-  if (!fd.ok()) return fd.status();
-  char buf[PATH_MAX];
-  ssize_t n = ::readlinkat(fd.value().get(), "", buf, sizeof(buf));
-  if (n < 0) return StatusFromErrno(errno, rel);
-  return std::string(buf, static_cast<size_t>(n));
+  return Gated<std::string>("readlink " + rel, [root = root_fd_, rel]() -> Result<std::string> {
+    auto fd = OpenBeneath(root->get(), rel, O_PATH);
+    if (!fd.ok()) return fd.status();
+    char buf[PATH_MAX];
+    ssize_t n = ::readlinkat(fd.value().get(), "", buf, sizeof(buf));
+    if (n < 0) return StatusFromErrno(errno, rel);
+    return std::string(buf, static_cast<size_t>(n));
+  });
 }
 
 Result<struct statvfs> Lower::StatFs() const {
-  struct statvfs sv;
-  if (::fstatvfs(root_fd_.get(), &sv) != 0) return StatusFromErrno(errno, root_path_);
-  return sv;
+  return Gated<struct statvfs>("statfs", [root = root_fd_, path = root_path_]() -> Result<struct statvfs> {
+    struct statvfs sv;
+    if (::fstatvfs(root->get(), &sv) != 0) return StatusFromErrno(errno, path);
+    return sv;
+  });
 }
 
 Result<UniqueFd> Lower::OpenFile(const std::string& rel) const {
-  return OpenBeneath(rel, O_RDONLY);
+  return Gated<UniqueFd>("open " + rel,
+                         [root = root_fd_, rel] { return OpenBeneath(root->get(), rel, O_RDONLY); });
 }
 
 Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
-  std::vector<char> data(size);
+  // Each piece is read into the shared buffer by its own operation; a piece
+  // given up on may still write into it, so it is handed out only when every
+  // piece has finished.
+  auto data = std::make_shared<std::vector<char>>(size);
   uint64_t done = 0;
   while (done < size) {
-    ssize_t n = ::pread(fd, data.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return StatusFromErrno(errno, "read");
-    }
-    if (n == 0) return IoError("lower file shrank while being read");
-    done += static_cast<uint64_t>(n);
+    const uint64_t len = std::min(size - done, kReadPiece);
+    auto n = Gated<size_t>("read", [fd, data, done, len] {
+      return PreadAll(fd, data->data() + done, len, done);
+    });
+    if (!n.ok()) return n.status();
+    if (n.value() == 0) return IoError("lower file shrank while being read");
+    done += n.value();
   }
   // A file that grew since its stat would be served truncated: refuse it.
-  char extra;
-  ssize_t n = ::pread(fd, &extra, 1, static_cast<off_t>(size));
-  if (n > 0) return IoError("lower file grew while being read");
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  return data;
+  auto grew = Gated<bool>("read", [fd, size]() -> Result<bool> {
+    char extra;
+    const ssize_t n = ::pread(fd, &extra, 1, static_cast<off_t>(size));
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    return n > 0;
+  });
+  if (!grew.ok()) return grew.status();
+  if (grew.value()) return IoError("lower file grew while being read");
+  return std::move(*data);
 }
 
-Result<size_t> Lower::ReadAt(int fd, char* buf, size_t len, uint64_t off) const {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return StatusFromErrno(errno, "read");
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(done), POSIX_FADV_DONTNEED);
-  return done;
+Result<std::vector<char>> Lower::ReadAt(int fd, size_t len, uint64_t off) const {
+  return Gated<std::vector<char>>("read", [fd, len, off]() -> Result<std::vector<char>> {
+    std::vector<char> buf(len);
+    auto n = PreadAll(fd, buf.data(), len, off);
+    if (!n.ok()) return n.status();
+    buf.resize(n.value());
+    ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(n.value()),
+                    POSIX_FADV_DONTNEED);
+    return buf;
+  });
 }
 
 }  // namespace epochfs::store

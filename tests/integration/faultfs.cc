@@ -6,7 +6,9 @@
 // Mirrors SOURCE at MOUNTPOINT. Every read(2) of a regular file whose name
 // (last path component) contains "EIO" fails with EIO; open, stat and listing
 // of that file still succeed, so the failure shows up on the data path exactly
-// like a bad disk sector or a flaky network filesystem would. Everything else
+// like a bad disk sector or a flaky network filesystem would. A read of a
+// file whose name contains "HANG" blocks while SOURCE/.hang exists (a hung
+// NFS server, on command: remove .hang to let it answer). Everything else
 // is a plain passthrough. Modifying operations are not implemented (ENOSYS /
 // EROFS from the kernel); tests change SOURCE directly instead.
 //
@@ -40,10 +42,19 @@ std::string g_source;  // absolute path of SOURCE, set once before fuse_main
 
 std::string Real(const char* path) { return g_source + path; }
 
-bool IsFaulty(const char* path) {
+bool NameHas(const char* path, const char* what) {
   const char* base = std::strrchr(path, '/');
   base = base ? base + 1 : path;
-  return std::strstr(base, "EIO") != nullptr;
+  return std::strstr(base, what) != nullptr;
+}
+
+bool IsFaulty(const char* path) { return NameHas(path, "EIO"); }
+
+// Blocks while SOURCE/.hang exists (checked every 20 ms).
+void HangWhileAsked(const char* path) {
+  if (!NameHas(path, "HANG")) return;
+  const std::string flag = g_source + "/.hang";
+  while (access(flag.c_str(), F_OK) == 0) usleep(20000);
 }
 
 void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
@@ -92,6 +103,7 @@ int FaultOpen(const char* path, fuse_file_info* fi) {
 
 int FaultRead(const char* path, char* buf, size_t size, off_t offset, fuse_file_info* fi) {
   if (IsFaulty(path)) return -EIO;
+  HangWhileAsked(path);
   ssize_t n = pread(static_cast<int>(fi->fh), buf, size, offset);
   return n == -1 ? -errno : static_cast<int>(n);
 }

@@ -7,6 +7,7 @@ import errno
 import json
 import multiprocessing
 import os
+import select
 import time
 
 import epochfs_test as et
@@ -102,6 +103,108 @@ class EioTest(et.MountTestCase):
         self.assertEqual(errors, [])
         self.assertTrue(d.alive())
         self.assertGreaterEqual(d.stats()["lower_errors"], 1)
+
+
+class HangTest(et.MountTestCase):
+    """A LOWER that stops answering (faultfs: reads of *HANG* files block while
+    SOURCE/.hang exists). Every LOWER call has a bound (lower.timeout): the
+    reader gets ETIMEDOUT, the stuck call keeps a worker thread, not a FUSE
+    thread, so other files still read; a reader that gets a signal it
+    handles stops waiting with EINTR (FUSE INTERRUPT). Before, the readers
+    hung for ever and, once every FUSE thread was stuck, so did the mount."""
+
+    def setUp(self):
+        super().setUp()
+        self.src = self.make_dir("src")
+        self.good = {"g%d.bin" % i: et.det_bytes(20000 + i, 40 + i) for i in range(8)}
+        for name, data in self.good.items():
+            et.write_file(os.path.join(self.src, name), data)
+        self.hung = et.det_bytes(150 * KiB, 7)
+        et.write_file(os.path.join(self.src, "a_HANG.bin"), self.hung)
+        self.faultmnt = self.mount_faultfs(self.src)
+        self.flag = os.path.join(self.src, ".hang")
+        et.write_file(self.flag, b"")
+        # Runs first (cleanups are LIFO): lets every stuck call finish.
+        self.addCleanup(lambda: os.path.exists(self.flag) and os.unlink(self.flag))
+
+    def readers(self, path, n):
+        """n forked readers of `path`; returns a function that collects each
+        one's (errno or 0)."""
+        pids = []
+        for _ in range(n):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                _, err = read_or_errno(path)
+                os.write(w, str(err or 0).encode())
+                os._exit(0)
+            os.close(w)
+            pids.append((pid, r))
+
+        def collect():
+            out = []
+            for pid, r in pids:
+                out.append(int(os.read(r, 64) or b"-1"))
+                os.close(r)
+                os.waitpid(pid, 0)
+            return out
+        return collect
+
+    def test_a_hung_lower_times_out_and_the_rest_still_reads(self):
+        d = self.mount(self.faultmnt, opts=["lower.timeout=1", "lower.workers=2",
+                                            "cache.policy=lru", "fuse.threads=4"])
+        collect = self.readers(d.path("a_HANG.bin"), 6)  # more than the FUSE threads
+        for name, data in self.good.items():
+            self.assertEqual(et.read_file_raw(d.path(name)), data, name)
+        self.assertEqual(collect(), [errno.ETIMEDOUT] * 6)
+        st = d.stats()
+        self.assertGreaterEqual(st["lower_timeouts"], 1, st)
+        self.assertGreaterEqual(st["lower_stuck"], 1, st)
+        self.assertIn("is LOWER hung?", d.stderr_text())
+        # LOWER answers again: the stuck calls end, the file reads whole.
+        os.unlink(self.flag)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_stuck"] == 0, 30), d.stats())
+        self.assertEqual(et.read_file_raw(d.path("a_HANG.bin")), self.hung)
+        self.assertTrue(d.alive())
+
+    def test_a_reader_interrupted_gets_eintr(self):
+        import signal
+        d = self.mount(self.faultmnt, opts=["lower.timeout=600", "cache.policy=lru"])
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+
+            class Interrupted(Exception):
+                pass
+
+            def handler(signum, frame):
+                raise Interrupted()
+            signal.signal(signal.SIGUSR1, handler)
+            try:
+                read_or_errno(d.path("a_HANG.bin"))
+                out = b"read"
+            except Interrupted:
+                out = b"interrupted"
+            os.write(w, out)
+            os._exit(0)
+        os.close(w)
+        try:
+            # The daemon is inside the LOWER read for it.
+            self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, 30),
+                            d.stats())
+            os.kill(pid, signal.SIGUSR1)
+            ready = et.wait_for(lambda: select.select([r], [], [], 0)[0], 30)
+            self.assertTrue(ready, "the reader did not stop waiting after its signal")
+            self.assertEqual(os.read(r, 64), b"interrupted")
+        finally:
+            os.unlink(self.flag)
+            os.close(r)
+            os.waitpid(pid, 0)
+        self.assertEqual(d.stats()["lower_interrupts"], 1)
+        self.assertEqual(et.read_file_raw(d.path("a_HANG.bin")), self.hung)
+        self.assertTrue(d.alive())
 
 
 class VanishTest(et.MountTestCase):

@@ -29,6 +29,8 @@ enum class Code : uint8_t {
   kInternal,
   kIsDirectory,   // a file operation on a directory (EISDIR)
   kNotDirectory,  // a path component or operand is not a directory (ENOTDIR)
+  kTimedOut,      // LOWER did not answer within lower.timeout (ETIMEDOUT)
+  kInterrupted,   // the request was interrupted (EINTR)
 };
 
 const char* CodeName(Code c);

@@ -83,6 +83,14 @@ struct Config {
     MemoryAmount spill_bytes_per_user = MemoryAmount::Percent(50.0);
     bool operator==(const Limits&) const = default;
   } limits;
+  // Bounds on LOWER operations (a hung NFS server or s3 mount): each is
+  // given up on after `timeout` seconds (ETIMEDOUT to the reader; 0: no
+  // bound), run on `workers` threads (store/lower_gate.h).
+  struct LowerOps {
+    double timeout = 60.0;
+    uint32_t workers = 8;
+    bool operator==(const LowerOps&) const = default;
+  } lower;
   struct Spill {
     // spill.path: directory on local SSD for MOUNTPOINT/.spill/; "" = no
     // spill area (the rest of the mount is read-only anyway).

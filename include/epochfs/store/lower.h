@@ -6,9 +6,15 @@
 // changes underneath. Reads drop the lower file's pages from the host page
 // cache afterwards (POSIX_FADV_DONTNEED), so the only cached copy of a sample
 // is the one epochfs accounts for.
+// Every operation on LOWER goes through a LowerGate when `gate.timeout` is
+// not 0 (lower.timeout): it is given up on with TimedOut after the bound, or
+// with Interrupted when the calling request is (CancelScope). Large reads and
+// listings are gated in pieces (8 MiB, 512 entries), so the bound is on each
+// piece, not on the whole file.
 // Errors: NotFound (ENOENT, ENOTDIR, ELOOP), PermissionDenied, IoError
-// (everything else, including a file that shrank while being read).
-// Thread safety: all methods are thread-safe; Lower holds only the root fd.
+// (everything else, including a file that shrank while being read),
+// TimedOut, Interrupted.
+// Thread safety: all methods are thread-safe.
 #pragma once
 
 #include <sys/stat.h>
@@ -21,6 +27,7 @@
 
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
+#include "epochfs/store/lower_gate.h"
 
 namespace epochfs::store {
 
@@ -31,12 +38,18 @@ struct DirEntry {
 
 class Lower {
  public:
-  // Opens ROOT, which must be a readable directory.
-  static Result<std::unique_ptr<Lower>> Open(const std::string& root);
+  // Opens ROOT, which must be a readable directory (not through the gate).
+  static Result<std::unique_ptr<Lower>> Open(const std::string& root,
+                                             LowerGateOptions gate = {std::chrono::milliseconds(0)});
 
   const std::string& root() const { return root_path_; }
 
   Result<struct stat> Stat(const std::string& rel) const;
+  // Stat of each path (one result each), gated in batches: a long sample
+  // list costs one thread hop per 1024 paths, not per path.
+  std::vector<Result<struct stat>> StatMany(const std::vector<std::string>& rels) const;
+  // fstat of a file this Lower opened.
+  Result<struct stat> FStat(int fd) const;
   // Entries of directory `rel` with their lstat, without "." and "..".
   // Entries that vanish between readdir and stat are skipped.
   Result<std::vector<DirEntry>> List(const std::string& rel) const;
@@ -47,15 +60,27 @@ class Lower {
   Result<UniqueFd> OpenFile(const std::string& rel) const;
   // Reads exactly `size` bytes from the start of `fd`; a short file is IoError.
   Result<std::vector<char>> ReadWhole(int fd, uint64_t size) const;
-  // pread of up to `len` bytes at `off` into `buf`; returns bytes read.
-  Result<size_t> ReadAt(int fd, char* buf, size_t len, uint64_t off) const;
+  // pread of up to `len` bytes at `off`; fewer at the end of the file.
+  Result<std::vector<char>> ReadAt(int fd, size_t len, uint64_t off) const;
+
+  // Starts the gate's worker threads (REQUIRES: any fork done); until then
+  // calls run unbounded on the caller's thread.
+  void StartGate();
+  // The gate's counters (all 0 without a gate).
+  LowerGateCounters gate_counters() const;
 
  private:
-  Lower(std::string path, UniqueFd fd) : root_path_(std::move(path)), root_fd_(std::move(fd)) {}
-  Result<UniqueFd> OpenBeneath(const std::string& rel, int flags) const;
+  Lower(std::string path, UniqueFd fd)
+      : root_path_(std::move(path)), root_fd_(std::make_shared<UniqueFd>(std::move(fd))) {}
+  // Runs fn() -> Result<T> through the gate (directly without one).
+  template <class T, class F>
+  Result<T> Gated(const std::string& what, F fn) const;
 
   std::string root_path_;
-  UniqueFd root_fd_;
+  // Shared with operations still running on the gate's workers after their
+  // caller gave up, which may outlive this Lower.
+  std::shared_ptr<UniqueFd> root_fd_;
+  std::unique_ptr<LowerGate> gate_;
 };
 
 // errno from a failed lower syscall → Status (NotFound, PermissionDenied, IoError).

@@ -503,7 +503,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 35u);
+  ASSERT_EQ(keys.size(), 37u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

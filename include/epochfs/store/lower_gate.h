@@ -1,0 +1,93 @@
+// LowerGate: a bound on every LOWER operation.
+//
+// Slow storage hangs at times (an NFS server that stops answering, a stalled
+// s3 mount): a read or a stat then blocks in the kernel, and without a bound
+// the FUSE thread that made it, and the reader behind it, wait for ever (the
+// reader does not even see Ctrl-C). The gate runs each operation on one of a
+// set of worker threads and waits for it at most `timeout`:
+//   - done in time: its result;
+//   - not done: TimedOut (ETIMEDOUT at the FUSE edge). An operation that had
+//     started keeps its worker until the kernel returns (its result is
+//     dropped) and a new worker takes its place; one still queued is dropped;
+//   - the caller's request was interrupted (the reader got a signal; see
+//     CancelScope): Interrupted (EINTR), the same way.
+// `workers` threads serve; at most `max_stuck` more may be stuck in
+// operations given up on. Past that, no worker replaces a stuck one, and once
+// every worker is stuck new operations time out in the queue: a hung LOWER
+// costs a bounded number of threads and never the FUSE threads.
+// Operations must own what they touch (a timed-out one may run on after its
+// caller has returned): capture by value or by shared_ptr, never a caller's
+// stack buffer.
+// Workers start at Start(): the daemon forks after opening LOWER, and
+// threads (and the state of their locks) do not survive a fork. Until then
+// Run calls the operation on the caller's thread, unbounded.
+// Thread safety: thread-safe. The destructor does not wait for stuck workers
+// (they are detached and hold the state they use).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "epochfs/common/status.h"
+
+namespace epochfs::store {
+
+struct LowerGateOptions {
+  std::chrono::milliseconds timeout{60'000};  // lower.timeout; 0: no gate
+  uint32_t workers = 8;                       // lower.workers
+  uint32_t max_stuck = 64;                    // workers given up on, at most
+};
+
+struct LowerGateCounters {
+  uint64_t calls = 0;
+  uint64_t timeouts = 0;    // operations given up on after the timeout
+  uint64_t interrupts = 0;  // operations given up on for an interrupted request
+  uint64_t stuck = 0;       // workers inside an operation given up on, now
+  uint64_t in_flight = 0;   // operations running on a worker, now
+};
+
+class LowerGate {
+ public:
+  explicit LowerGate(LowerGateOptions options);
+  ~LowerGate();
+  LowerGate(const LowerGate&) = delete;
+  LowerGate& operator=(const LowerGate&) = delete;
+
+  // Starts the workers (once; REQUIRES: any fork done).
+  void Start();
+
+  // Runs `op` on a worker and waits as described above. `what` names the
+  // operation in the log line of a timeout (the first of each burst).
+  Status Run(std::function<void()> op, const std::string& what);
+
+  LowerGateCounters counters() const;
+
+  struct Core;  // shared with the workers
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+// CancelScope: while alive, operations the calling thread runs through a
+// LowerGate are given up on once `interrupted()` returns true (polled every
+// 50 ms while one is in flight). The FUSE edge makes one per request that may
+// reach LOWER, asking libfuse whether the kernel sent INTERRUPT for it.
+class CancelScope {
+ public:
+  explicit CancelScope(std::function<bool()> interrupted);
+  ~CancelScope();
+  CancelScope(const CancelScope&) = delete;
+  CancelScope& operator=(const CancelScope&) = delete;
+
+  // The innermost scope's predicate on this thread, or null.
+  static const std::function<bool()>* Current();
+
+ private:
+  std::function<bool()> interrupted_;
+  const std::function<bool()>* prev_;
+};
+
+}  // namespace epochfs::store

@@ -1,0 +1,154 @@
+// LowerGate: a bound on each LOWER call, the stuck call's worker replaced,
+// queued calls dropped, interrupts (CancelScope), counters. Real threads; the
+// "hung LOWER" is an operation blocked on a latch the test opens.
+#include "epochfs/store/lower_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace epochfs::store {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A latch the hung operations wait on; Open() lets them all return.
+struct Latch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Wait() {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return open; });
+  }
+  void Open() {
+    std::lock_guard lk(mu);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+TEST(LowerGate, RunsAndReturns) {
+  LowerGate g({milliseconds(5000), 2, 4});
+  g.Start();
+  int x = 0;
+  ASSERT_TRUE(g.Run([&] { x = 7; }, "op").ok());
+  EXPECT_EQ(x, 7);
+  EXPECT_EQ(g.counters().calls, 1u);
+  EXPECT_EQ(g.counters().timeouts, 0u);
+}
+
+TEST(LowerGate, AHungCallTimesOut) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(100), 1, 4});
+  g.Start();
+  Status s = g.Run([latch] { latch->Wait(); }, "read a");
+  EXPECT_EQ(s.code(), Code::kTimedOut) << s.ToString();
+  EXPECT_NE(s.message().find("read a"), std::string::npos) << s.ToString();
+  EXPECT_EQ(g.counters().timeouts, 1u);
+  latch->Open();
+  Status again;
+  for (int i = 0; i < 100 && !(again = g.Run([] {}, "b")).ok(); ++i) {
+  }
+  EXPECT_TRUE(again.ok()) << again.ToString();
+}
+
+// Runs `op` through `g` and gives up on it once it has started (an interrupt
+// that comes only then): the call is then stuck on its worker, whatever the
+// machine's load.
+Status RunUntilStarted(LowerGate& g, const std::shared_ptr<Latch>& latch) {
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  CancelScope scope([started] { return started->load(); });
+  return g.Run([latch, started] {
+    started->store(true);
+    latch->Wait();
+  }, "hung");
+}
+
+TEST(LowerGate, AStuckWorkerIsReplaced) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(60000), 1, 4});
+  g.Start();
+  EXPECT_EQ(RunUntilStarted(g, latch).code(), Code::kInterrupted);
+  EXPECT_EQ(g.counters().stuck, 1u);
+  std::atomic<int> done{0};
+  ASSERT_TRUE(g.Run([&done] { done = 1; }, "stat b").ok());  // on the replacement
+  EXPECT_EQ(done.load(), 1);
+  latch->Open();
+  // The stuck worker comes back and retires.
+  for (int i = 0; i < 1000 && g.counters().stuck != 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(g.counters().stuck, 0u);
+}
+
+TEST(LowerGate, PastMaxStuckNoWorkerIsAddedAndQueuedCallsAreDropped) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(60000), 1, 1});
+  g.Start();
+  EXPECT_EQ(RunUntilStarted(g, latch).code(), Code::kInterrupted);  // replaced
+  EXPECT_EQ(RunUntilStarted(g, latch).code(), Code::kInterrupted);  // not: max_stuck is 1
+  EXPECT_EQ(g.counters().stuck, 2u);
+  // No worker is free: this call never starts, and is dropped.
+  std::atomic<bool> ran{false};
+  {
+    CancelScope give_up([] { return true; });
+    EXPECT_EQ(g.Run([&ran] { ran = true; }, "c").code(), Code::kInterrupted);
+  }
+  latch->Open();
+  // The unreplaced worker serves again; "c" never ran.
+  ASSERT_TRUE(g.Run([] {}, "d").ok());
+  EXPECT_FALSE(ran.load());
+}
+
+TEST(LowerGate, AnInterruptedCallerStopsWaiting) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(60000), 2, 4});
+  g.Start();
+  std::atomic<bool> interrupted{false};
+  std::thread poke([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    interrupted = true;
+  });
+  Status s;
+  {
+    CancelScope scope([&] { return interrupted.load(); });
+    s = g.Run([latch] { latch->Wait(); }, "read");
+  }
+  poke.join();
+  EXPECT_EQ(s.code(), Code::kInterrupted) << s.ToString();
+  EXPECT_EQ(g.counters().interrupts, 1u);
+  EXPECT_EQ(CancelScope::Current(), nullptr);
+  latch->Open();
+}
+
+TEST(LowerGate, ManyCallersAtOnce) {
+  LowerGate g({milliseconds(60000), 4, 8});
+  g.Start();
+  std::atomic<int> sum{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) ASSERT_TRUE(g.Run([&sum] { sum += 1; }, "op").ok());
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(sum.load(), 4000);
+  EXPECT_EQ(g.counters().calls, 4000u);
+}
+
+TEST(LowerGate, ZeroTimeoutRunsOnTheCaller) {
+  LowerGate g({milliseconds(0), 1, 1});
+  g.Start();
+  const auto me = std::this_thread::get_id();
+  std::thread::id ran;
+  ASSERT_TRUE(g.Run([&] { ran = std::this_thread::get_id(); }, "op").ok());
+  EXPECT_TRUE(ran == me);
+}
+
+}  // namespace
+}  // namespace epochfs::store
