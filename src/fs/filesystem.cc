@@ -438,8 +438,12 @@ class FilesystemImpl final : public Filesystem {
       file->kind = OpenFile::Kind::kStream;
       file->fd = std::move(fd).value();
       file->writer = ctx->uid;
-      struct stat now;
-      if (::fstat(file->fd.get(), &now) == 0 && store::VersionOf(now) != store::VersionOf(st)) {
+      auto now = self.lower_.FStat(file->fd.get());  // bounded, as every LOWER call
+      if (!now.ok()) {
+        self.lower_budget_.Close(ctx->uid, 0);
+        return (void)fuse_reply_err(req, ToErrno(now.status()));
+      }
+      if (store::VersionOf(now.value()) != store::VersionOf(st)) {
         self.lower_budget_.Close(ctx->uid, 0);
         return (void)fuse_reply_err(req, ESTALE);  // see below
       }

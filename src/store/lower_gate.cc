@@ -20,6 +20,7 @@ struct Task {
   bool done = false;
   bool abandoned = false;  // its caller gave up
   bool replaced = false;   // ... and a new worker took its worker's place
+  bool threw = false;      // the operation ended with an exception
   std::condition_variable cv;  // the caller waits on it (with Core::mu)
 };
 
@@ -50,10 +51,18 @@ struct LowerGate::Core {
       t->started = true;
       ++core->running;
       lk.unlock();
-      t->op();
+      // An exception here would end the daemon (this thread has no FUSE
+      // guard): the caller gets Internal instead.
+      bool threw = false;
+      try {
+        t->op();
+      } catch (...) {
+        threw = true;
+      }
       t->op = nullptr;  // what it captured goes now, not with the caller
       lk.lock();
       --core->running;
+      t->threw = threw;
       t->done = true;
       t->cv.notify_all();
       if (t->abandoned) {
@@ -104,7 +113,7 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
       const Clock::time_point until =
           cancel != nullptr ? std::min(deadline, now + std::chrono::milliseconds(50)) : deadline;
       t->cv.wait_until(lk, until, [&] { return t->done; });
-      if (t->done) return Status::Ok();
+      if (t->done) return t->threw ? Internal(what + ": the LOWER call threw") : Status::Ok();
       const bool interrupted = cancel != nullptr && (*cancel)();
       if (!interrupted && Clock::now() < deadline) continue;
       // Give up on it.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -139,6 +140,14 @@ TEST(LowerGate, ManyCallersAtOnce) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(sum.load(), 4000);
   EXPECT_EQ(g.counters().calls, 4000u);
+}
+
+TEST(LowerGate, AnOperationThatThrowsIsAnErrorNotTheEnd) {
+  LowerGate g({milliseconds(60000), 1, 1});
+  g.Start();
+  Status s = g.Run([] { throw std::bad_alloc(); }, "list big");
+  EXPECT_EQ(s.code(), Code::kInternal) << s.ToString();
+  ASSERT_TRUE(g.Run([] {}, "next").ok());  // the worker serves on
 }
 
 TEST(LowerGate, ZeroTimeoutRunsOnTheCaller) {
