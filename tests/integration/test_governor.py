@@ -50,6 +50,12 @@ FILES = 150
 FILE_SIZE = 4 * MiB          # 600 MiB of data
 HOG_STEP = 100 * MiB
 HOG_STEPS = 8                # up to 800 MiB
+HOG_TOTAL = HOG_STEP * HOG_STEPS
+MARGIN = 128 * MiB
+# While the hog holds, the cache must fit in what is left of the cgroup: at
+# most LIMIT - MARGIN - HOG_TOTAL (352 MiB), whatever the daemon's own size
+# (a sanitizer build is larger, so its first budget is smaller).
+HELD_CEILING = LIMIT - MARGIN - HOG_TOTAL
 STEP_WAIT = 60.0             # bound on the governor's reaction to one step (liveness only)
 
 HOG = r"""
@@ -208,7 +214,7 @@ class GovernorUnderPressure(et.MountTestCase):
 
     def test_cache_shrinks_as_the_hog_grows_and_nothing_is_killed(self):
         lower, want = self.make_dataset()
-        d = self.mount(lower, opts=["cache.memory=auto", "cache.memory_margin=128MiB",
+        d = self.mount(lower, opts=["cache.memory=auto", "cache.memory_margin=%dMiB" % (MARGIN >> 20),
                                     "cache.governor_interval=0.5"])
         self.assertIn(str(d.proc.pid), self.cg_read("cgroup.procs").split(),
                       "the daemon is not in the test cgroup")
@@ -217,7 +223,7 @@ class GovernorUnderPressure(et.MountTestCase):
         g = st["governor"]
         self.assertTrue(g["cgroup"]["limited"], g["cgroup"])
         self.assertEqual(g["cgroup"]["limit"], LIMIT)
-        self.assertLessEqual(st["budget"], LIMIT - 128 * MiB)
+        self.assertLessEqual(st["budget"], LIMIT - MARGIN)
 
         errors = []
 
@@ -232,12 +238,19 @@ class GovernorUnderPressure(et.MountTestCase):
         read_all("fill-2")
         before = d.stats()
         self.assertEqual(errors, [])
-        self.assertGreaterEqual(before["used"], 500 * MiB, before)
         base_usage = int(self.cg_read("memory.usage_in_bytes"))
+        why = "before the hog: %r; cgroup usage %d MiB" % (
+            {k: before[k] for k in ("budget", "used")}, base_usage >> 20)
+        # The cache is full. Its first budget depends on the daemon's own
+        # size and growth: under AddressSanitizer the daemon grows while the
+        # cache fills, the governor extrapolates that rise and the budget
+        # can start near 400 MiB instead of 1.1 GiB.
+        self.assertGreaterEqual(before["used"],
+                                0.9 * min(FILES * FILE_SIZE, before["budget"]), why)
         # Without shrinking, cache + hog + what the cgroup already holds
-        # beyond the cache would not fit: the test can fail.
-        self.assertGreater(before["used"] + HOG_STEP * HOG_STEPS +
-                           (base_usage - before["used"]), LIMIT)
+        # beyond the cache would not fit: the cache has to shrink or someone
+        # is killed.
+        self.assertGreater(base_usage + HOG_TOTAL, LIMIT, why)
 
         # Readers keep reading through the mount during the pressure.
         stop = threading.Event()
@@ -330,8 +343,9 @@ class GovernorUnderPressure(et.MountTestCase):
         first_budget = before["budget"]
         min_budget = min(b for _, b, *_ in trace)
         min_used = min(u for _, _, u, *_ in trace)
-        self.assertLess(min_budget, first_budget - 400 * MiB, trace)
-        self.assertLess(min_used, before["used"] - 300 * MiB, trace)
+        self.assertLessEqual(min_budget, HELD_CEILING, trace)
+        self.assertLessEqual(min_used, HELD_CEILING, trace)
+        self.assertLess(min_used, before["used"], trace)
         # A positive slope, not a plateau, while the hog grew; a plateau once
         # it held for a while.
         self.assertTrue(any(sl > 0 and not pl for t, _, _, sl, pl, *_ in trace
@@ -341,9 +355,9 @@ class GovernorUnderPressure(et.MountTestCase):
         self.assertGreaterEqual(len(gv["samples"]), 20)
         self.assertGreaterEqual(gv["shrinks"], 1)
         self.assertGreaterEqual(len(gv["budget_history"]), 2)
-        self.assertGreater(gv["non_cache"], HOG_STEP * HOG_STEPS)
+        self.assertGreater(gv["non_cache"], HOG_TOTAL)
         # What is resident now fits beside the hog.
-        self.assertLessEqual(during["used"], LIMIT - HOG_STEP * HOG_STEPS, during)
+        self.assertLessEqual(during["used"], LIMIT - HOG_TOTAL, during)
 
         # The hog exits: the budget grows back (slowly), reads stay exact.
         hog.stdin.close()
