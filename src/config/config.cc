@@ -5,15 +5,12 @@
 // validates and stores. The TOML walker and ApplyOverride both go through it,
 // so the two sources cannot accept different things.
 //
-// toml++ is included here, in the planner's model file loader
-// (src/plan/model_file.cc) and in the simulator's workload loader
-// (src/sim/workload.cc), nowhere else. TOML++ is built with exceptions;
-// toml::parse_error is caught here and becomes a Status.
+// The text is parsed by ParseTomlText (common/toml_text.h), as are the
+// planner's model files, the simulator's workloads and the job `config`.
 #include "epochfs/config/config.h"
 #include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
-
-#include <toml++/toml.h>
+#include "epochfs/common/toml_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -585,15 +582,9 @@ Result<uint64_t> ParseBytes(std::string_view text) {
 }
 
 Result<Config> ParseConfig(std::string_view toml_text, const std::string& origin) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    const toml::source_position& pos = e.source().begin;
-    return InvalidArgument(origin + ":" + std::to_string(pos.line) + ":" +
-                           std::to_string(pos.column) +
-                           ": TOML syntax error: " + std::string(e.description()));
-  }
+  Result<toml::table> parsed = ParseTomlText(toml_text, origin);
+  if (!parsed.ok()) return parsed.status();
+  const toml::table root = std::move(parsed).value();
 
   Config config;
   Walker walker(origin);

@@ -1,8 +1,11 @@
 #include "epochfs/control/control_parse.h"
 
+#include "epochfs/common/toml_text.h"
+
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -56,185 +59,6 @@ bool ParseU64(std::string_view s, uint64_t* out) {
   }
   *out = v;
   return true;
-}
-
-// ---- config (TOML subset) ----
-
-enum class ValueType { kInteger, kFloat, kString, kBool };
-
-const char* TypeName(ValueType t) {
-  switch (t) {
-    case ValueType::kInteger: return "an integer";
-    case ValueType::kFloat: return "a float";
-    case ValueType::kString: return "a string";
-    case ValueType::kBool: return "a boolean";
-  }
-  return "a value";
-}
-
-struct Value {
-  ValueType type = ValueType::kInteger;
-  int64_t integer = 0;
-  double number = 0;
-  std::string str;
-};
-
-bool IsBareKeyChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || IsDigit(c) || c == '_' || c == '-';
-}
-
-// Parses a basic string starting after the opening quote; *i ends after the
-// closing quote.
-Status ParseBasicString(std::string_view l, size_t* i, std::string* out) {
-  while (*i < l.size()) {
-    char c = l[(*i)++];
-    if (c == '"') return Status::Ok();
-    if (c == '\\') {
-      if (*i >= l.size()) break;
-      char e = l[(*i)++];
-      switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case 't': out->push_back('\t'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'u':
-        case 'U':
-          return InvalidArgument("unicode escapes are not supported; write the character itself");
-        default:
-          return InvalidArgument("unknown escape \\" + std::string(QuoteForMessage({&e, 1}, 4)));
-      }
-      continue;
-    }
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
-      return InvalidArgument("control character in string");
-    }
-    out->push_back(c);
-  }
-  return InvalidArgument("unterminated string");
-}
-
-// TOML decimal integer: [+-]?(0|[1-9](_?[0-9])*).
-bool ParseTomlInt(std::string_view tok, int64_t* out) {
-  bool neg = false;
-  if (!tok.empty() && (tok[0] == '+' || tok[0] == '-')) {
-    neg = tok[0] == '-';
-    tok.remove_prefix(1);
-  }
-  if (tok.empty() || !IsDigit(tok[0])) return false;
-  if (tok[0] == '0' && tok.size() > 1) return false;
-  std::string digits;
-  for (size_t i = 0; i < tok.size(); ++i) {
-    if (tok[i] == '_') {
-      if (i + 1 >= tok.size() || !IsDigit(tok[i + 1]) || !IsDigit(tok[i - 1])) return false;
-      continue;
-    }
-    if (!IsDigit(tok[i])) return false;
-    digits.push_back(tok[i]);
-  }
-  uint64_t v;
-  if (!ParseU64(digits, &v) || v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return false;
-  }
-  *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-  return true;
-}
-
-// TOML float: integer part, then a fraction and/or an exponent.
-bool ParseTomlFloat(std::string_view tok, double* out) {
-  std::string s;
-  for (size_t i = 0; i < tok.size(); ++i) {
-    char c = tok[i];
-    if (c == '_') {
-      if (i == 0 || i + 1 >= tok.size() || !IsDigit(tok[i - 1]) || !IsDigit(tok[i + 1])) return false;
-      continue;
-    }
-    if (!IsDigit(c) && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-') return false;
-    s.push_back(c);
-  }
-  // Structure check: [+-]? int ( . digits )? ( [eE] [+-]? digits )?, with at
-  // least one of fraction / exponent.
-  size_t i = 0;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-  size_t int_start = i;
-  while (i < s.size() && IsDigit(s[i])) ++i;
-  if (i == int_start) return false;
-  if (s[int_start] == '0' && i - int_start > 1) return false;
-  bool frac = false, exp = false;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    size_t f = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    if (i == f) return false;
-    frac = true;
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    size_t e = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    if (i == e) return false;
-    exp = true;
-  }
-  if (i != s.size() || (!frac && !exp)) return false;
-  const char* b = s.data();
-  if (*b == '+') ++b;
-  auto [p, ec] = std::from_chars(b, s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
-}
-
-// Parses the value at l[*i...]; *i ends after the value.
-Status ParseValue(std::string_view l, size_t* i, Value* v) {
-  if (*i >= l.size() || l[*i] == '#') return InvalidArgument("missing value after '='");
-  char c = l[*i];
-  if (c == '"') {
-    if (l.substr(*i, 3) == "\"\"\"") return InvalidArgument("multi-line strings are not supported");
-    ++*i;
-    v->type = ValueType::kString;
-    return ParseBasicString(l, i, &v->str);
-  }
-  if (c == '\'') {
-    if (l.substr(*i, 3) == "'''") return InvalidArgument("multi-line strings are not supported");
-    size_t end = l.find('\'', *i + 1);
-    if (end == std::string_view::npos) return InvalidArgument("unterminated string");
-    v->type = ValueType::kString;
-    v->str = std::string(l.substr(*i + 1, end - *i - 1));
-    for (char ch : v->str) {
-      if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) {
-        return InvalidArgument("control character in string");
-      }
-    }
-    *i = end + 1;
-    return Status::Ok();
-  }
-  if (c == '[') return InvalidArgument("arrays are not supported");
-  if (c == '{') return InvalidArgument("inline tables are not supported");
-  size_t start = *i;
-  while (*i < l.size() && !IsBlank(l[*i]) && l[*i] != '#') ++*i;
-  std::string_view tok = l.substr(start, *i - start);
-  if (tok == "true" || tok == "false") {
-    v->type = ValueType::kBool;
-    return Status::Ok();
-  }
-  if (tok.size() > 1 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'o' || tok[1] == 'b')) {
-    return InvalidArgument("only decimal integers are supported, got " + QuoteForMessage(tok));
-  }
-  if (tok == "inf" || tok == "+inf" || tok == "-inf" || tok == "nan" || tok == "+nan" ||
-      tok == "-nan") {
-    return InvalidArgument("value must be finite, got " + QuoteForMessage(tok));
-  }
-  if (ParseTomlInt(tok, &v->integer)) {
-    v->type = ValueType::kInteger;
-    return Status::Ok();
-  }
-  if (ParseTomlFloat(tok, &v->number)) {
-    v->type = ValueType::kFloat;
-    return Status::Ok();
-  }
-  return InvalidArgument("cannot parse value " + QuoteForMessage(tok) +
-                         " (expected an integer, a float or a quoted string)");
 }
 
 }  // namespace
@@ -301,105 +125,83 @@ Result<std::string> NormaliseRelativePath(std::string_view path, PathKind kind) 
 }
 
 Result<JobConfig> ParseJobConfig(std::string_view text) {
-  if (Status s = TooLarge(text); !s.ok()) return s;
+  if (text.size() > kMaxJobConfigBytes) {
+    return InvalidArgument("file too large (" + std::to_string(text.size()) + " bytes, limit " +
+                           std::to_string(kMaxJobConfigBytes) + ": a config is a few keys)");
+  }
+  Result<toml::table> parsed = ParseTomlText(text, "");
+  if (!parsed.ok()) return parsed.status();
   JobConfig cfg;
-  std::unordered_map<std::string, size_t> seen;  // key → line
-  Status st = ForEachLine(text, [&](size_t line, std::string_view l) -> Status {
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    if (l.find('\0') != std::string_view::npos) return InvalidArgument(LineMsg(line, "NUL byte"));
-    size_t i = 0;
-    while (i < l.size() && IsBlank(l[i])) ++i;
-    if (i == l.size() || l[i] == '#') return Status::Ok();
-    if (l[i] == '[') {
-      return InvalidArgument(LineMsg(line, "tables are not supported; write top-level keys only"));
-    }
-    size_t ks = i;
-    while (i < l.size() && IsBareKeyChar(l[i])) ++i;
-    std::string key(l.substr(ks, i - ks));
-    if (key.empty()) {
-      return InvalidArgument(LineMsg(line, "expected `key = value`, got " + QuoteForMessage(l)));
-    }
-    while (i < l.size() && IsBlank(l[i])) ++i;
-    if (i < l.size() && l[i] == '.') {
-      return InvalidArgument(LineMsg(line, "dotted keys are not supported (" +
-                                               QuoteForMessage(l.substr(ks)) + ")"));
-    }
-    if (i >= l.size() || l[i] != '=') {
-      return InvalidArgument(LineMsg(line, "expected '=' after key '" + key + "'"));
-    }
-    ++i;
-    while (i < l.size() && IsBlank(l[i])) ++i;
-    Value v;
-    if (Status s = ParseValue(l, &i, &v); !s.ok()) {
-      return InvalidArgument(LineMsg(line, key + ": " + s.message()));
-    }
-    while (i < l.size() && IsBlank(l[i])) ++i;
-    if (i < l.size() && l[i] != '#') {
-      return InvalidArgument(
-          LineMsg(line, key + ": unexpected text after the value: " + QuoteForMessage(l.substr(i))));
-    }
-    if (auto it = seen.find(key); it != seen.end()) {
-      return InvalidArgument(
-          LineMsg(line, "key '" + key + "' already set on line " + std::to_string(it->second)));
-    }
-    auto want = [&](ValueType t) -> Status {
-      if (v.type == t) return Status::Ok();
-      return InvalidArgument(
-          LineMsg(line, key + " must be " + TypeName(t) + ", got " + TypeName(v.type)));
+  bool have_batch_size = false, have_epochs = false;
+  for (auto&& entry : parsed.value()) {
+    const toml::key& k = entry.first;  // not a structured binding: lambdas capture these
+    const toml::node& node = entry.second;
+    const std::string key(k.str());
+    const size_t line = TomlLine(k.source());
+    auto bad = [&](const std::string& what) { return InvalidArgument(LineMsg(line, what)); };
+    auto got = [&](const char* want) {
+      return bad(key + " must be " + want + ", got " + TomlTypeName(node.type()));
     };
     auto int_in = [&](int64_t lo, int64_t hi, uint32_t* out) -> Status {
-      if (Status s = want(ValueType::kInteger); !s.ok()) return s;
-      if (v.integer < lo || v.integer > hi) {
-        return InvalidArgument(LineMsg(line, key + " = " + std::to_string(v.integer) +
-                                                 " is out of range (" + std::to_string(lo) + ".." +
-                                                 std::to_string(hi) + ")"));
+      const std::optional<int64_t> v = node.value_exact<int64_t>();
+      if (!v) return got("an integer");
+      if (*v < lo || *v > hi) {
+        return bad(key + " = " + std::to_string(*v) + " is out of range (" + std::to_string(lo) +
+                   ".." + std::to_string(hi) + ")");
       }
-      *out = static_cast<uint32_t>(v.integer);
+      *out = static_cast<uint32_t>(*v);
       return Status::Ok();
     };
     Status s;
     if (key == "batch_size") {
       s = int_in(1, kMaxBatchSize, &cfg.batch_size);
+      have_batch_size = true;
     } else if (key == "epochs") {
       s = int_in(1, kMaxEpochs, &cfg.epochs);
+      have_epochs = true;
     } else if (key == "loaders") {
       s = int_in(1, kMaxLoaders, &cfg.loaders);
     } else if (key == "root") {
-      s = want(ValueType::kString);
-      if (s.ok()) {
-        Result<std::string> r = NormaliseRelativePath(v.str, PathKind::kDirectory);
-        if (!r.ok()) return InvalidArgument(LineMsg(line, "root: " + r.status().message()));
-        cfg.root = std::move(r).value();
-      }
+      const std::optional<std::string_view> v = node.value_exact<std::string_view>();
+      if (!v) return got("a string");
+      Result<std::string> r = NormaliseRelativePath(*v, PathKind::kDirectory);
+      if (!r.ok()) return bad("root: " + r.status().message());
+      cfg.root = std::move(r).value();
     } else if (key == "compute_ms") {
-      double ms = 0;
-      if (v.type == ValueType::kInteger) {
-        ms = static_cast<double>(v.integer);
-      } else if (v.type == ValueType::kFloat) {
-        ms = v.number;
-      } else {
-        return InvalidArgument(
-            LineMsg(line, "compute_ms must be a number (milliseconds), got " + std::string(TypeName(v.type))));
-      }
+      if (!node.is_number()) return got("a number (milliseconds)");
+      const double ms = node.value<double>().value_or(-1);
+      if (!std::isfinite(ms)) return bad("compute_ms must be finite");
       if (!(ms >= 0 && ms <= kMaxComputeMs)) {
-        return InvalidArgument(LineMsg(line, "compute_ms must be between 0 and 1e9 milliseconds"));
+        return bad("compute_ms must be between 0 and 1e9 milliseconds");
       }
       cfg.compute_ms = ms;
     } else {
-      return InvalidArgument(LineMsg(line, "unknown key '" + key + "' (known keys: " +
-                                               std::string(kKnownKeys) + ")"));
+      return bad(std::string(node.is_table() ? "unknown table " : "unknown key ") +
+                 QuoteForMessage(key) + " (a config has top-level keys only: " +
+                 std::string(kKnownKeys) + ")");
     }
     if (!s.ok()) return s;
-    seen.emplace(key, line);
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  for (const char* required : {"batch_size", "epochs"}) {
-    if (!seen.count(required)) {
-      return InvalidArgument(std::string("missing required key '") + required + "'");
-    }
   }
+  if (!have_batch_size) return InvalidArgument("missing required key 'batch_size'");
+  if (!have_epochs) return InvalidArgument("missing required key 'epochs'");
   return cfg;
+}
+
+std::string FormatJobConfig(const JobConfig& c) {
+  // Written key by key (TOML++ would sort them); TOML++ quotes the string,
+  // always as a "basic" string.
+  std::ostringstream root;
+  root << toml::toml_formatter(toml::value<std::string>(c.root), toml::format_flags::none);
+  std::string out = "batch_size = " + std::to_string(c.batch_size) + "\n";
+  out += "epochs = " + std::to_string(c.epochs) + "\n";
+  out += "root = " + root.str() + "\n";
+  out += "loaders = " + std::to_string(c.loaders) + "\n";
+  if (c.compute_ms) {
+    std::ostringstream ms;
+    ms << toml::value<double>(*c.compute_ms);
+    out += "compute_ms = " + ms.str() + "\n";
+  }
+  return out;
 }
 
 // One normalised relative file path per line (samples, spill_schedule): the

@@ -43,15 +43,6 @@ bool IsSpillFile(const std::string& f) {
   return false;
 }
 
-std::string RenderConfig(const JobConfig& c) {
-  std::string out = "batch_size = " + std::to_string(c.batch_size) + "\n";
-  out += "epochs = " + std::to_string(c.epochs) + "\n";
-  out += "root = \"" + c.root + "\"\n";
-  out += "loaders = " + std::to_string(c.loaders) + "\n";
-  if (c.compute_ms) out += "compute_ms = " + std::to_string(*c.compute_ms) + "\n";
-  return out;
-}
-
 }  // namespace
 
 bool ControlTree::IsJobFile(const std::string& f) const {
@@ -134,7 +125,7 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return snap.status();
   const JobSnapshot& s = snap.value();
-  if (p.size() == 3 && p[2] == "config") return s.config ? RenderConfig(*s.config) : "";
+  if (p.size() == 3 && p[2] == "config") return s.config ? FormatJobConfig(*s.config) : "";
   if (p.size() == 3 && p[2] == "epoch") return s.epoch ? std::to_string(*s.epoch) + "\n" : "";
   if (p.size() == 3 && p[2] == "pids") {
     std::string out;

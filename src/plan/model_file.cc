@@ -1,14 +1,12 @@
 // Model file loading for `epochfs plan`; the format is in
 // include/epochfs/plan/model_file.h and conf/plan/example_model.toml.
 //
-// TOML++ is built with exceptions: toml::parse_error is caught here and
-// becomes a Status naming FILE:LINE:COLUMN.
+// Syntax errors come from ParseTomlText (FILE:LINE:COLUMN).
 #include "epochfs/plan/model_file.h"
 
 #include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
-
-#include <toml++/toml.h>
+#include "epochfs/common/toml_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -263,15 +261,9 @@ class Reader {
 }  // namespace
 
 Result<PlanInput> ParseModelFile(std::string_view toml_text, const std::string& origin) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    const toml::source_position& pos = e.source().begin;
-    return InvalidArgument(origin + ":" + std::to_string(pos.line) + ":" +
-                           std::to_string(pos.column) +
-                           ": TOML syntax error: " + std::string(e.description()));
-  }
+  Result<toml::table> parsed = ParseTomlText(toml_text, origin);
+  if (!parsed.ok()) return parsed.status();
+  const toml::table root = std::move(parsed).value();
   PlanInput input;
   Reader reader(origin);
   reader.Root(root, &input);

@@ -1,10 +1,9 @@
-// Workload TOML loader. With src/config/config.cc, the only toml++ user:
-// toml::parse_error stops here and becomes a Status naming file and line.
+// Workload TOML loader; syntax errors come from ParseTomlText
+// (FILE:LINE:COLUMN), the workload's own errors name file and line.
 #include "epochfs/sim/workload.h"
 
 #include "epochfs/common/text_file.h"
-
-#include <toml++/toml.h>
+#include "epochfs/common/toml_text.h"
 
 #include <cmath>
 #include <fstream>
@@ -344,13 +343,9 @@ Status ValidateWorkload(const Workload& w) {
 
 Result<Workload> ParseWorkload(std::string_view toml_text, const std::string& origin) {
   Ctx c(origin);
-  try {
-    toml::table root = toml::parse(toml_text, origin);
-    return Walk(c, root);
-  } catch (const toml::parse_error& e) {
-    return InvalidArgument(origin + ":" + std::to_string(e.source().begin.line) + ": " +
-                           std::string(e.description()));
-  }
+  Result<toml::table> root = ParseTomlText(toml_text, origin);
+  if (!root.ok()) return root.status();
+  return Walk(c, root.value());
 }
 
 Result<Workload> LoadWorkloadFile(const std::string& path) {

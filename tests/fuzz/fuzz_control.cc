@@ -50,7 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (which % 8) {
     case 0: {
       Result<JobConfig> c = ParseJobConfig(text);
-      if (c.ok()) CHECK(c.value().batch_size > 0 && c.value().epochs > 0);
+      if (c.ok()) {
+        CHECK(c.value().batch_size > 0 && c.value().epochs > 0);
+        // What reading `config` shows parses back to the same config.
+        Result<JobConfig> again = ParseJobConfig(FormatJobConfig(c.value()));
+        CHECK(again.ok() && again.value() == c.value());
+      }
       break;
     }
     case 1: {

@@ -602,7 +602,7 @@ class BadInputTest(et.MountTestCase):
                 ("zero batch", "batch_size = 0\nepochs = 2\n", ["config", "batch_size"]),
                 ("root outside", 'batch_size = 2\nepochs = 2\nroot = "../x"\n', ["config", ".."]),
                 ("huge line", "batch_size = " + "7" * (10 * MiB) + "\nepochs = 2\n",
-                 ["config", "batch_size"])]:
+                 ["config", "too large", "65536"])]:
             self.expect_refused("config: " + what, "raw", rawc, text, E, parts, before)
         self.assertEqual(read_text(rawc), "")
         # --- samples ----------------------------------------------------------

@@ -56,14 +56,18 @@ enum class PathKind : uint8_t { kFile, kDirectory };
 // InvalidArgument. kDirectory accepts "" and "." (the root itself) as "".
 Result<std::string> NormaliseRelativePath(std::string_view path, PathKind kind);
 
-// `config`: a TOML subset, one `key = value` per line, '#' comments, blank
-// lines, CRLF tolerated. Values: decimal integers (underscores allowed), floats,
-// "basic" strings (escapes \" \\ \t \n \r \b \f) and 'literal' strings. Keys:
-// batch_size, epochs (required), root, loaders, compute_ms (optional). Tables,
-// arrays, dotted keys, multi-line strings, hex/octal/binary integers, unknown
-// or repeated keys, wrong types and out-of-range values are InvalidArgument
-// naming the key and the line.
+// `config`: TOML (TOML++), at most kMaxJobConfigBytes. Keys: batch_size,
+// epochs (required), root, loaders, compute_ms (optional); any TOML form of
+// a value is accepted (0x20, 1_024, '\u00e9' escapes, literal strings).
+// A syntax error is "line L, column C: TOML syntax error: ..."; an unknown key
+// (tables and dotted keys included), a wrong type or an out-of-range value
+// is "line L: ..." naming the key. All InvalidArgument.
+inline constexpr size_t kMaxJobConfigBytes = 64 * 1024;
 Result<JobConfig> ParseJobConfig(std::string_view text);
+
+// The accepted config as reading `config` shows it: every key, one per line,
+// valid TOML (strings escaped) that ParseJobConfig reads back to `c`.
+std::string FormatJobConfig(const JobConfig& c);
 
 // `samples`: one path per line (NormaliseRelativePath, kFile); sample k is
 // line k (0-based index, messages count lines from 1). Empty lines are errors,

@@ -1,0 +1,30 @@
+// ParseTomlText: TOML text to a toml::table with TOML++, the one place that
+// turns TOML++'s parse_error (it is built with exceptions) into a Status.
+//
+// A syntax error (invalid TOML, invalid UTF-8, a key set twice, nesting past
+// TOML++'s limit) is InvalidArgument
+//   "ORIGIN:LINE:COLUMN: TOML syntax error: WHAT"  (origin given), or
+//   "line LINE, column COLUMN: TOML syntax error: WHAT"  (origin "").
+// Cost: linear in the text; the caller bounds the text's size when it is
+// untrusted. Thread safety: none needed (no shared state).
+// toml++ is a large header: include this only where a TOML file is read.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <toml++/toml.h>
+
+#include "epochfs/common/status.h"
+
+namespace epochfs {
+
+Result<toml::table> ParseTomlText(std::string_view text, const std::string& origin);
+
+// The line a key or value was read from (0 when unknown).
+inline size_t TomlLine(const toml::source_region& where) { return where.begin.line; }
+
+// "an integer", "a string", ... for messages.
+const char* TomlTypeName(toml::node_type type);
+
+}  // namespace epochfs
