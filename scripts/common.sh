@@ -13,12 +13,14 @@ EPOCHFS_PACKAGES=(
 # What only the tests and benchmarks need (-Dtests=true, which also builds
 # tests/bench): a real PyTorch DataLoader (Debian's torch); LZ4 and zstd as
 # baselines of codec_bench; fio for the spill benchmark; matplotlib for the
-# plots of scripts/bench-jobs.
+# plots of scripts/bench-jobs; prometheus_client parses .epochfs/metrics in
+# test_metrics.
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
   fio
   python3-matplotlib
+  python3-prometheus-client
   ccache
 )
 

@@ -7,6 +7,7 @@
 #include "epochfs/common/log.h"
 #include "epochfs/common/user_key.h"
 #include "epochfs/control/control_parse.h"
+#include "epochfs/control/metrics_text.h"
 
 namespace epochfs::control {
 namespace {
@@ -63,7 +64,9 @@ Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) cons
   if (path.empty()) return VNode{true, false, 0, 0, 0};
   std::vector<std::string> p = Split(path);
   if (p.size() == 1) {
-    if (p[0] == "version" || p[0] == "stats") return VNode{false, false, 0, 0, 0};
+    if (p[0] == "version" || p[0] == "stats" || p[0] == "metrics") {
+      return VNode{false, false, 0, 0, 0};
+    }
     if (p[0] == "jobs") return VNode{true, false, 0, 0, 01777};
     return NotFound(path);
   }
@@ -89,7 +92,7 @@ Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) cons
 
 Result<std::vector<std::string>> ControlTree::List(const std::string& path,
                                                   const Caller& who) const {
-  if (path.empty()) return std::vector<std::string>{"jobs", "stats", "version"};
+  if (path.empty()) return std::vector<std::string>{"jobs", "metrics", "stats", "version"};
   if (path == "jobs") {
     std::vector<std::string> keys = registry_.JobNames(who.uid == 0 ? kAnyOwner : who.uid);
     for (std::string& k : keys) k = std::string(VisibleName(k, who.uid));
@@ -118,6 +121,9 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
            std::to_string(kProtocolVersion) + "\n";
   }
   if (path == "stats") return StatsFor(who) + "\n";
+  if (path == "metrics") {
+    return PrometheusText(nlohmann::json::parse(StatsFor(who), nullptr, /*allow_exceptions=*/false));
+  }
   std::vector<std::string> p = Split(path);
   if (p.size() < 3 || p[0] != "jobs") return NotFound(path);
   if (Status s = Stat(path, who).status(); !s.ok()) return s;

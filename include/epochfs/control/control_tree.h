@@ -2,6 +2,7 @@
 //
 //   version                 r   "epochfs X.Y.Z\nprotocol 1\n"
 //   stats                   r   JSON snapshot of the daemon (from a callback)
+//   metrics                 r   the same as Prometheus text (metrics_text.h)
 //   jobs/                   mkdir NAME registers a job, rmdir NAME ends it;
 //                           names are per user (common/user_key.h)
 //   jobs/NAME/config        w   TOML: batch_size, epochs, root, loaders, compute_ms

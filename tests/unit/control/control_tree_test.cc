@@ -77,7 +77,8 @@ class ControlTreeTest : public ::testing::Test {
 };
 
 TEST_F(ControlTreeTest, RootAndJobsDirectory) {
-  EXPECT_EQ(tree_.List("").value(), (std::vector<std::string>{"jobs", "stats", "version"}));
+  EXPECT_EQ(tree_.List("").value(),
+            (std::vector<std::string>{"jobs", "metrics", "stats", "version"}));
   EXPECT_EQ(tree_.Read("stats").value(), R"({"stats":1,"jobs":[{"name":"j"},{"name":"zz"}]})" "\n");
   EXPECT_NE(tree_.Read("version").value().find("protocol 1\n"), std::string::npos);
   VNode jobs = tree_.Stat("jobs").value();
@@ -177,6 +178,16 @@ TEST_F(ControlTreeTest, AnotherUsersJobsAreInvisible) {
   EXPECT_EQ(rows(kBobCall), 0u);
   EXPECT_EQ(rows(kAliceCall), 1u);
   EXPECT_EQ(rows(Caller{0, 0, 0}), 2u) << "root: every row";
+  // metrics: the same rows as stats.
+  auto series = [&](const Caller& who) {
+    const std::string m = tree_.Read("metrics", who).value();
+    size_t n = 0;
+    for (size_t at = 0; (at = m.find("\nepochfs_job_info{", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  EXPECT_EQ(series(kBobCall), 0u);
+  EXPECT_EQ(series(kAliceCall), 1u);
+  EXPECT_EQ(series(Caller{0, 0, 0}), 2u);
 }
 
 // Job names are per user: two users may each have a job "j" (the FUSE edge

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""`.epochfs/metrics`: the stats as Prometheus text, read through a real mount.
+
+A job reads its dataset twice; the metrics file, parsed by the Prometheus
+client library's own parser, carries the same figures as `stats` (hits,
+misses, budget, bytes from LOWER, the RAM tier, the job's row and hit ratio);
+another user reads the totals but not the job's series. (Label escaping of
+hostile strings: tests/unit/control/metrics_text_test.cc.)
+
+SKIP (77) when not root or without /dev/fuse.
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import epochfs_test as et  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+KiB = 1024
+NOBODY = 65534
+
+
+def parse(text):
+    """{(sample name, frozenset(labels)): value}; one TYPE line per family."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            key = (s.name, frozenset(s.labels.items()))
+            assert key not in out, "series twice: %r" % (key,)
+            out[key] = s.value
+    return out
+
+
+def value(m, name, **labels):
+    return m[(name, frozenset(labels.items()))]
+
+
+def read_as(uid, path):
+    r, w = os.pipe()
+
+    def child():
+        with open(path, "rb") as f:
+            os.write(w, f.read())
+    err = et.as_user(uid, uid, child)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 1 << 16)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    return err, b"".join(chunks).decode()
+
+
+class MetricsTest(et.MountTestCase):
+
+    def test_metrics_carry_the_stats(self):
+        lower = self.make_dir("lower")
+        os.chmod(self.tmp, 0o755)
+        os.chmod(lower, 0o755)
+        want = {}
+        for i in range(20):
+            rel = "d/f%02d.bin" % i
+            want[rel] = et.det_bytes(3 * KiB + i, i)
+            et.write_file(os.path.join(lower, rel), want[rel])
+        d = self.mount(lower, opts=["allow_other", "cache.policy=epoch", "cache.memory=64MiB"])
+        self.assertIn("metrics", os.listdir(d.path(".epochfs")))
+
+        name = "resnet-1.a"
+        jd = d.path(".epochfs", "jobs", name)
+        os.mkdir(jd)  # registers this process
+        files = sorted(want)
+        for f, text in (("config", 'batch_size = 4\nepochs = 2\nroot = "d"\n'),
+                        ("samples", "".join(r[2:] + "\n" for r in files)),
+                        ("order/0", " ".join(map(str, range(20))) + "\n"),
+                        ("epoch", "0\n")):
+            with open(os.path.join(jd, f), "w") as fh:
+                fh.write(text)
+        for _ in range(2):
+            for rel in files:
+                self.assertEqual(et.read_file_raw(d.path(rel)), want[rel])
+
+        st = d.stats()
+        with open(d.path(".epochfs", "metrics")) as f:
+            text = f.read()
+        self.assertEqual(d.stats()["hits"], st["hits"], "no read in between")
+        m = parse(text)
+        self.assertEqual(value(m, "epochfs_hits_total"), st["hits"])
+        self.assertEqual(value(m, "epochfs_misses_total"), st["misses"])
+        self.assertEqual(st["hits"] + st["misses"], 40)
+        self.assertAlmostEqual(value(m, "epochfs_hit_ratio"), st["hits"] / 40)
+        self.assertEqual(value(m, "epochfs_budget"), st["budget"])
+        self.assertEqual(value(m, "epochfs_used"), st["used"])
+        self.assertEqual(value(m, "epochfs_bytes_read_lower_total"), st["bytes_read_lower"])
+        self.assertEqual(value(m, "epochfs_tier_bytes", tier="ram"), st["tiers"]["ram"]["bytes"])
+        self.assertEqual(value(m, "epochfs_info", version=st["version"], policy="epoch"), 1)
+        [row] = st["jobs"]
+        self.assertEqual(row["name"], name)
+        self.assertEqual(value(m, "epochfs_job_info", job=name, state=row["state"]), 1)
+        self.assertEqual(value(m, "epochfs_job_hits", job=name), row["hits"])
+        self.assertEqual(value(m, "epochfs_job_cur_bytes", job=name), row["cur_bytes"])
+        self.assertGreater(st["hits"], 0, st)
+
+        # Another user: the totals, none of root's job series.
+        err, other = read_as(NOBODY, d.path(".epochfs", "metrics"))
+        self.assertEqual(err, 0)
+        om = parse(other)
+        self.assertEqual(value(om, "epochfs_hits_total"), st["hits"])
+        self.assertEqual([k for k in om if k[0].startswith("epochfs_job_")], [])
+
+        os.rmdir(jd)
+        self.assertEqual([k for k in parse(open(d.path(".epochfs", "metrics")).read())
+                          if k[0].startswith("epochfs_job_")], [])
+        self.assertEqual(d.unmount(), 0)
+
+
+if __name__ == "__main__":
+    et.main()
