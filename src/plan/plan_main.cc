@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "epochfs/common/bytes_text.h"
 #include "epochfs/config/config.h"
 #include "epochfs/plan/model_file.h"
 #include "epochfs/plan/planner.h"
@@ -26,20 +27,7 @@ int Fail(std::ostream& err, const std::string& msg) {
   return 1;
 }
 
-// "1.5 GiB"; exact "123 B" below 1 KiB.
-std::string Human(uint64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 6) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
-  return buf;
-}
+std::string Human(uint64_t bytes) { return HumanBytes(bytes, 1); }
 
 std::string Number(double d) {
   char buf[32];

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "epochfs/common/bytes_text.h"
+
 namespace epochfs::sim {
 namespace {
 
@@ -14,18 +16,7 @@ std::string Fmt(const char* f, double v) {
   return buf;
 }
 
-std::string Bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
+std::string Bytes(uint64_t b) { return HumanBytes(b, 2); }
 
 std::string Pad(const std::string& s, size_t w, bool right = false) {
   if (s.size() >= w) return s;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "epochfs/common/bytes_text.h"
 #include "epochfs/common/hash.h"
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
@@ -43,6 +44,15 @@ TEST(UniqueFd, ClosesOnce) {
   }
   EXPECT_EQ(::close(fds[0]), -1);  // already closed by b
   ::close(fds[1]);
+}
+
+TEST(HumanBytes, ExactBelowAKibThenBinaryUnits) {
+  EXPECT_EQ(HumanBytes(0), "0 B");
+  EXPECT_EQ(HumanBytes(1023), "1023 B");
+  EXPECT_EQ(HumanBytes(1024), "1.0 KiB");
+  EXPECT_EQ(HumanBytes(1536, 2), "1.50 KiB");
+  EXPECT_EQ(HumanBytes(uint64_t{3} << 30), "3.0 GiB");
+  EXPECT_EQ(HumanBytes(UINT64_MAX), "16.0 EiB");
 }
 
 }  // namespace
