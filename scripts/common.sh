@@ -14,13 +14,14 @@ EPOCHFS_PACKAGES=(
 # tests/bench): a real PyTorch DataLoader (Debian's torch); LZ4 and zstd as
 # baselines of codec_bench; fio for the spill benchmark; matplotlib for the
 # plots of scripts/bench-jobs; prometheus_client parses .epochfs/metrics in
-# test_metrics.
+# test_metrics; tmux is the terminal `epochfs top` is tested in.
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
   fio
   python3-matplotlib
   python3-prometheus-client
+  tmux
   ccache
 )
 

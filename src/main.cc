@@ -10,6 +10,8 @@
 #include "epochfs/daemon/daemon.h"
 #include "epochfs/plan/plan_main.h"
 #include "epochfs/sim/sim_main.h"
+#include "epochfs/tools/top_main.h"
+#include "epochfs/tools/warm_main.h"
 
 namespace {
 
@@ -51,10 +53,15 @@ int Fail(const std::string& msg) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "plan") return epochfs::plan::Main(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "sim") return epochfs::sim::Main(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "top") return epochfs::tools::TopMain(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "warm") {
+    return epochfs::tools::WarmMain(argc - 1, argv + 1);
+  }
   CLI::App app{"epochfs: a FUSE cache for training datasets on slow storage"};
   app.footer(
       "Also: epochfs plan MODEL.toml ... (batch planner, epochfs-plan(1)),\n"
-      "      epochfs sim WORKLOAD.toml ... (policy simulator, epochfs(8) SIMULATOR)");
+      "      epochfs sim WORKLOAD.toml ... (policy simulator, epochfs(8) SIMULATOR)\n"
+      "      epochfs top MOUNTPOINT (live view), epochfs warm PATH... (pre-load the cache)");
   epochfs::DaemonArgs args;
   std::vector<std::string> opts;
   std::string config_file;

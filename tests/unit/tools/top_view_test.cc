@@ -1,0 +1,67 @@
+#include "epochfs/tools/top_view.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace epochfs::tools {
+namespace {
+
+bool Has(const std::string& frame, const std::string& what) {
+  return frame.find(what) != std::string::npos;
+}
+
+const char* kBefore = R"({"version": "0.1.0", "policy": "epoch", "budget": 1073741824,
+  "used": 0, "hits": 100, "misses": 100, "bytes_read_lower": 0, "jobs": []})";
+const char* kNow = R"({"version": "0.1.0", "policy": "epoch", "budget": 1073741824,
+  "used": 536870912, "pool": 0, "shared": 0, "objects": 7, "hits": 400, "misses": 200,
+  "bytes_read_lower": 20971520, "lower_in_flight": 2, "lower_errors": 1,
+  "warnings": ["cache need over\nbudget"],
+  "tiers": {"ram": {"bytes": 1}, "spill": {"files": 3, "logical_bytes": 2048,
+            "stored_bytes": 1024, "dirty_bytes": 0}},
+  "governor": {"budget": 1073741824, "non_cache": 1048576, "urgent": true,
+               "fit": {"plateau": false}},
+  "jobs": [{"name": "resnet", "state": "caching", "epoch": 3, "batch": 12, "hits": 90,
+            "misses": 10, "cur_bytes": 1048576, "next_bytes": 2097152}]})";
+
+TEST(RenderTop, RatesComeFromTwoSnapshots) {
+  const auto before = nlohmann::json::parse(kBefore), now = nlohmann::json::parse(kNow);
+  const std::string f = RenderTop(now, &before, 10.0, "/mnt/data");
+  EXPECT_TRUE(Has(f, "epochfs 0.1.0 on /mnt/data   policy epoch")) << f;
+  EXPECT_TRUE(Has(f, "budget 1.0 GiB   used 512.0 MiB (50.0%)")) << f;
+  // 300 hits and 100 misses in 10 s; 2 MiB/s from lower.
+  EXPECT_TRUE(Has(f, "hits 30/s   misses 10/s   hit ratio 75.0% (all 66.7%)   from lower "
+                     "2.0 MiB/s")) << f;
+  EXPECT_TRUE(Has(f, "lower: in flight 2   errors 1")) << f;
+  EXPECT_TRUE(Has(f, "spill: 3 files, 2.0 KiB stored as 1.0 KiB")) << f;
+  EXPECT_TRUE(Has(f, "governor: budget 1.0 GiB   non-cache 1.0 MiB   rising   URGENT")) << f;
+  EXPECT_TRUE(Has(f, "warning: cache need over?budget\n")) << f;
+  EXPECT_TRUE(Has(f, "resnet                   caching         3      12        90        10"
+                     "   90.0%     1.0 MiB     2.0 MiB\n")) << f;
+}
+
+TEST(RenderTop, FirstFrameHasNoRatesAndNoJobsSaysSo) {
+  const auto before = nlohmann::json::parse(kBefore);
+  const std::string f = RenderTop(before, nullptr, 0, "/m");
+  EXPECT_TRUE(Has(f, "hits -   misses -   hit ratio - (all 50.0%)   from lower -")) << f;
+  EXPECT_TRUE(Has(f, "(no jobs registered)")) << f;
+  EXPECT_FALSE(Has(f, "spill:")) << f;
+  EXPECT_FALSE(Has(f, "governor:")) << f;
+}
+
+TEST(RenderTop, LinesAreCutToTheWidthAndGarbageIsHarmless) {
+  const auto now = nlohmann::json::parse(kNow);
+  const std::string f = RenderTop(now, nullptr, 0, "/m", 40);
+  size_t start = 0;
+  for (size_t nl; (nl = f.find('\n', start)) != std::string::npos; start = nl + 1) {
+    EXPECT_LE(nl - start, 40u) << f.substr(start, nl - start);
+  }
+  // Counters going backwards (a restart) or of the wrong type do not wrap.
+  const auto odd = nlohmann::json::parse(R"({"hits": "x", "misses": -5, "jobs": [1, {}]})");
+  const std::string g = RenderTop(odd, &now, 1.0, "/m");
+  EXPECT_TRUE(Has(g, "hits 0/s   misses 0/s")) << g;
+  EXPECT_NO_THROW(RenderTop(nlohmann::json::parse("[]"), nullptr, 0, "/m"));
+}
+
+}  // namespace
+}  // namespace epochfs::tools
