@@ -36,7 +36,8 @@ a `finally`, also on SIGINT/SIGTERM):
     baseline has per-job, per-epoch byte hit ratios.
   * the simulator: the same workload as `epochfs sim` TOML, and the call.
 
-Standard library only (matplotlib is imported by the plotting helpers).
+The standard library and the epochfs package of python/ (matplotlib is imported by
+the plotting helpers).
 """
 
 import errno
@@ -51,6 +52,10 @@ import tempfile
 import threading
 import time
 import traceback
+
+# The epochfs package (python/ in this repository): Job, the control protocol's client.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import epochfs.job as control  # noqa: E402 (benchlib's own Job is a synthetic job)
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -70,27 +75,6 @@ def sh(*cmd, check=True):
     if check and r.returncode != 0:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.strip()))
     return r.stdout
-
-
-def write_ctl(path, text):
-    """One control-file write: open, write all, close (the daemon takes it at close)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        data = text.encode()
-        while data:
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
-
-
-def append_ctl(path, text):
-    """One appended control line (as epochfs_sampler does for `pids`)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.lseek(fd, 0, os.SEEK_END)
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
 
 
 def write_file(path, text):
@@ -523,7 +507,7 @@ def job_main(job, mode, env, result_path, go_r):
             base = os.path.join(env.lower, job.subdir)
         else:
             base = os.path.join(env.mnt, job.subdir)
-        jd = os.path.join(env.mnt, ".epochfs", "jobs", job.name)
+        ej = control.Job(env.mnt, job.name)  # the control protocol, as the package speaks it
         for _ in range(job.loaders):
             cr, cw = os.pipe()
             rr, rw = os.pipe()
@@ -551,24 +535,22 @@ def job_main(job, mode, env, result_path, go_r):
         t0 = time.monotonic()
         res["t0"] = t0
         if mode == "epochfs":
-            os.mkdir(jd)  # registers this pid, so the forked loaders are the job's
-            write_ctl(os.path.join(jd, "config"),
-                      'batch_size = %d\nepochs = %d\nroot = "%s"\nloaders = %d\ncompute_ms = %d\n'
-                      % (job.batch, job.epochs, job.subdir, job.loaders, job.compute_ms))
-            write_ctl(os.path.join(jd, "samples"), "".join(rel + "\n" for rel, _ in job.files))
+            ej.create()  # registers this pid, so the forked loaders are the job's
+            ej.configure(job.batch, job.epochs, root=job.subdir, loaders=job.loaders,
+                         compute_ms=job.compute_ms)
+            ej.set_samples([rel for rel, _ in job.files])
             for pid, _, _ in loaders:
-                append_ctl(os.path.join(jd, "pids"), "%d\n" % pid)
+                ej.add_pid(pid)
         nb = (job.n + job.batch - 1) // job.batch
         window = job.loaders * job.prefetch
         for k in range(job.epochs):
             te = time.monotonic()
             if mode == "epochfs":  # as EpochfsSampler.__iter__: order/K, order/K+1, epoch K
                 if k == 0:
-                    write_ctl(os.path.join(jd, "order", "0"), " ".join(map(str, job.order(0))))
+                    ej.declare(0, job.order(0))
                 if k + 1 < job.epochs:
-                    write_ctl(os.path.join(jd, "order", str(k + 1)),
-                              " ".join(map(str, job.order(k + 1))))
-                write_ctl(os.path.join(jd, "epoch"), "%d\n" % k)
+                    ej.declare(k + 1, job.order(k + 1))
+                ej.start_epoch(k)
 
             def ask(j):
                 os.write(loaders[j % job.loaders][1], b"%d %d\n" % (k, j))
@@ -593,7 +575,7 @@ def job_main(job, mode, env, result_path, go_r):
                 time.sleep(job.compute_ms / 1000.0)  # the training step
             ep["time_s"] = time.monotonic() - te
             if mode == "epochfs":
-                ep["status"] = read_json(os.path.join(jd, "status"))
+                ep["status"] = ej.status()
             res["epochs"].append(ep)
         res["t_end"] = time.monotonic()
         for pid, cw, rf in loaders:
@@ -605,8 +587,8 @@ def job_main(job, mode, env, result_path, go_r):
                 res["errors"].append("loader %d: %s" % (pid, st))
         loaders = []
         if mode == "epochfs":
-            res["status"] = read_json(os.path.join(jd, "status"))
-            os.rmdir(jd)
+            res["status"] = ej.status()
+            ej.remove(missing_ok=False)
     except BaseException:
         res["errors"].append(traceback.format_exc())
     finally:

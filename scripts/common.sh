@@ -14,7 +14,8 @@ EPOCHFS_PACKAGES=(
 # tests/bench): a real PyTorch DataLoader (Debian's torch); LZ4 and zstd as
 # baselines of codec_bench; fio for the spill benchmark; matplotlib for the
 # plots of scripts/bench-jobs; prometheus_client parses .epochfs/metrics in
-# test_metrics; tmux is the terminal `epochfs top` is tested in.
+# test_metrics; tmux is the terminal `epochfs top` is tested in; venv, pip,
+# setuptools and wheel install python/ into the tests' venv, offline.
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
@@ -22,6 +23,7 @@ EPOCHFS_TEST_PACKAGES=(
   python3-matplotlib
   python3-prometheus-client
   tmux
+  python3-venv python3-pip python3-setuptools python3-wheel
   ccache
 )
 

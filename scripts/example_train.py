@@ -8,17 +8,23 @@ close it at the end. Everything else is an ordinary training loop.
     epochfs /nfs/datasets /mnt/epochfs
     python3 example_train.py /mnt/epochfs/imagenet-mini/train --epochs 3
 
-Requires torch; scripts/epochfs_sampler.py must be importable (same folder).
+Requires torch and the epochfs package (`pip install ./python` in a venv;
+from a checkout, the repository's python/ is used when it is not installed).
 """
 
 import argparse
 import os
+import sys
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
-from epochfs_sampler import EpochfsSampler  # epochfs
+try:
+    from epochfs import EpochfsSampler  # epochfs
+except ImportError:  # not installed: the checkout's copy
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    from epochfs import EpochfsSampler
 
 
 class RawFolder(Dataset):

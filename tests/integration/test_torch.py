@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A real torch DataLoader (num_workers=2, fork) reading an ImageFolder-style
 dataset through an epochfs mount (cache.policy=epoch), its sampler wrapped by
-scripts/epochfs_sampler.py: every sample's bytes equal LOWER's (a SHA-256 per
+the epochfs package's EpochfsSampler as pip installed it into a venv
+(tests/python_venv.py): every sample's bytes equal LOWER's (a SHA-256 per
 sample index), the batches come in the order the wrapper declared, the job's
 status counts what was read, and epochs after the warm-up hit the cache.
 
@@ -9,13 +10,17 @@ Exit 77 (SKIP) when `import torch` fails, or without /dev/fuse or root.
 """
 
 import hashlib
-import importlib.util
 import json
 import os
 import random
 import sys
 
-import epochfs_test as et
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import python_venv  # noqa: E402
+
+python_venv.reexec_in_venv()
+import epochfs_test as et  # noqa: E402
+import epochfs.sampler  # noqa: E402
 
 try:
     import torch
@@ -26,14 +31,6 @@ except Exception as e:  # noqa: BLE001 - any import failure means "no torch here
 
 KiB = 1024
 MiB = 1024 * KiB
-
-
-def load_sampler_module():
-    path = os.path.join(et.REPO, "scripts", "epochfs_sampler.py")
-    spec = importlib.util.spec_from_file_location("epochfs_sampler", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 class RawFolder(Dataset):
@@ -90,7 +87,6 @@ class TorchDataLoaderTest(et.MountTestCase):
             return json.load(f)
 
     def test_dataloader_through_wrapper(self):
-        mod = load_sampler_module()
         d = self.mount(self.lower, opts=["cache.policy=epoch", "warmup.batches=2",
                                          "cache.memory=%d" % self.BUDGET])
         ds = RawFolder(d.path("imgs"))
@@ -101,7 +97,7 @@ class TorchDataLoaderTest(et.MountTestCase):
         # compute_ms = 0: this loop does no real compute; without it the policy
         # infers compute from the batch intervals (Python overhead), which for
         # these small files makes e = 0 and nothing would be admitted.
-        sampler = mod.EpochfsSampler(RandomSampler(ds), d.mnt, "torchjob", ds.samples,
+        sampler = epochfs.sampler.EpochfsSampler(RandomSampler(ds), d.mnt, "torchjob", ds.samples,
                                      self.BATCH, self.EPOCHS, loaders=2, seed=self.SEED,
                                      compute_ms=0)
         self.addCleanup(sampler.close)
@@ -134,7 +130,7 @@ class TorchDataLoaderTest(et.MountTestCase):
                     self.assertIn(pid, st["pids"], "worker_init_fn did not register worker "
                                   "%d (epoch %d): %r" % (pid, epoch, st))
             # The DataLoader yields the order the wrapper declared.
-            self.assertEqual(seen, mod._torch_randperm(n, self.SEED + epoch), "epoch %d" % epoch)
+            self.assertEqual(seen, epochfs.sampler._torch_randperm(n, self.SEED + epoch), "epoch %d" % epoch)
             st = self.status(sampler)
             statuses.append(st)
             self.assertEqual(st["epoch"], epoch, st)

@@ -1,5 +1,7 @@
-"""Unit tests for scripts/epochfs_sampler.py, without torch and without a mount:
-a temp dir stands in for the mount and the orders come from fake samplers."""
+"""Unit tests for the epochfs Python package (python/: Job, EpochfsSampler) as
+pip installs it into a venv (tests/python_venv.py), without torch and without
+a mount: a temp dir stands in for the mount and the orders come from fake
+samplers."""
 
 import os
 import pickle
@@ -9,10 +11,14 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                                "scripts"))
-import epochfs_sampler  # noqa: E402
-from epochfs_sampler import EpochfsSampler, PidRegistrar  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import python_venv  # noqa: E402
+
+python_venv.reexec_in_venv()
+import epochfs  # noqa: E402
+import epochfs.job  # noqa: E402
+import epochfs.sampler as epochfs_sampler  # noqa: E402
+from epochfs import EpochfsSampler, Job, PidRegistrar  # noqa: E402
 
 
 class FakeDistributedSampler:
@@ -201,9 +207,9 @@ class SamplerTest(unittest.TestCase):
             self.make(FakeDistributedSampler(10, 0, 1), exist_ok=False)
 
     def test_toml_string_escaping(self):
-        self.assertEqual(epochfs_sampler._toml_string('a"b\\c'), '"a\\"b\\\\c"')
+        self.assertEqual(epochfs.job.toml_string('a"b\\c'), '"a\\"b\\\\c"')
         with self.assertRaises(ValueError):
-            epochfs_sampler._toml_string("a\nb")
+            epochfs.job.toml_string("a\nb")
 
     def test_a_refused_write_warns_once_and_training_goes_on(self):
         class Refusing(RecordingSampler):
@@ -259,8 +265,8 @@ class SamplerTest(unittest.TestCase):
         script = """
 import os, sys
 sys.path.insert(0, %r)
-import epochfs_sampler
-class S(epochfs_sampler.EpochfsSampler):
+import epochfs
+class S(epochfs.EpochfsSampler):
     def _rmdir(self, path):
         open(os.path.join(%r, "removed"), "w").close()
 s = S(list(range(4)), %r, "jx", %r, 1, 2)
@@ -269,7 +275,7 @@ if sys.argv[1] == "raise":
     raise RuntimeError("training failed")
 if sys.argv[1] == "interrupt":
     raise KeyboardInterrupt
-""" % (os.path.dirname(epochfs_sampler.__file__), self.mount, self.mount,
+""" % (os.path.dirname(os.path.dirname(epochfs.__file__)), self.mount, self.mount,
            [f for f, _ in self.files])
         marker = os.path.join(self.mount, "removed")
         for how, removed in (("clean", True), ("raise", False), ("interrupt", False)):
@@ -286,6 +292,76 @@ if sys.argv[1] == "interrupt":
             self.skipTest("torch already imported")
         self.make(FakeDistributedSampler(10, 0, 1))
         self.assertNotIn("torch", sys.modules)
+
+
+class PackageTest(unittest.TestCase):
+    def test_the_installed_package_is_what_runs(self):
+        # Imported from the venv's site-packages, where pip put it.
+        self.assertTrue(os.path.realpath(epochfs.__file__).startswith(
+            os.path.realpath(sys.prefix) + os.sep), epochfs.__file__)
+        self.assertEqual(epochfs.__version__, "0.1.0")
+        self.assertIs(epochfs.EpochfsSampler, EpochfsSampler)
+
+
+class JobTest(unittest.TestCase):
+    """Job writes the protocol's files (a temp dir stands in for the mount)."""
+
+    def setUp(self):
+        self.mount = tempfile.mkdtemp(prefix="epochfs_mount_")
+        self.addCleanup(shutil.rmtree, self.mount)
+        os.makedirs(os.path.join(self.mount, ".epochfs", "jobs"))
+
+    def read(self, job, name):
+        with open(job.path(name)) as f:
+            return f.read()
+
+    def test_every_file_of_the_protocol(self):
+        job = Job(self.mount, "r50.a-1")
+        self.assertFalse(job.exists())
+        job.create()
+        with self.assertRaises(FileExistsError):
+            job.create()
+        job.create(exist_ok=True)
+        job.configure(4, 2, root='d "x"', loaders=0, compute_ms=12.5)
+        self.assertEqual(self.read(job, "config"), 'batch_size = 4\nepochs = 2\n'
+                         'root = "d \\"x\\""\nloaders = 1\ncompute_ms = 12.5\n')
+        job.set_samples(["a/1.jpg", "b/2.jpg"])
+        self.assertEqual(self.read(job, "samples"), "a/1.jpg\nb/2.jpg\n")
+        with self.assertRaises(ValueError):
+            job.set_samples(["a\nb"])
+        os.makedirs(job.path("order"))
+        job.declare(1, [1, 0])
+        self.assertEqual(self.read(job, "order/1"), "1 0\n")
+        job.start_epoch(1)
+        self.assertEqual(self.read(job, "epoch"), "1\n")
+        job.add_pid(123)
+        job.add_pid()
+        self.assertEqual(self.read(job, "pids"), "123\n%d\n" % os.getpid())
+        for f in os.listdir(job.dir):
+            p = os.path.join(job.dir, f)
+            shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
+        job.remove()
+        self.assertFalse(job.exists())
+        job.remove()  # gone already: fine
+        with self.assertRaises(FileNotFoundError):
+            job.remove(missing_ok=False)
+
+    def test_names_are_checked_before_anything_is_sent(self):
+        for bad in ("", "a/b", "..", ".", "x" * 65, "caf\u00e9"):
+            with self.subTest(name=bad), self.assertRaises(ValueError):
+                Job(self.mount, bad)
+
+    def test_a_refused_write_carries_the_daemons_reason(self):
+        job = Job(self.mount, "j")
+        job.create()
+        with open(job.path("status"), "w") as f:
+            f.write('{"last_error": "config: line 1: batch_size must be an integer"}')
+        os.mkdir(job.path("config"))  # writing it fails (EISDIR), as a refusal would
+        with self.assertRaises(epochfs.EpochfsError) as cm:
+            job.configure(1, 1)
+        self.assertIn("(config: line 1: batch_size must be an integer)", str(cm.exception))
+        self.assertEqual(job.last_error(), "config: line 1: batch_size must be an integer")
+        self.assertIsNone(Job(self.mount, "other").last_error())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Declare a PyTorch job's epoch orders to an epochfs mount (control protocol v1).
+"""EpochfsSampler: declare a PyTorch job's epoch orders to an epochfs mount.
 
 epochfs caches dataset files for several training jobs at once; it does best
 when it knows each job's next epoch order ahead of time. EpochfsSampler wraps
@@ -30,54 +30,19 @@ Orders are declared without repeats (DistributedSampler pads with repeats);
 the yielded indices are exactly the sampler's.
 
 torch is imported only when a RandomSampler needs a permutation, so this module
-imports (and its tests run) without torch.
+imports (and its tests run) without torch. The files are written through
+epochfs.job (Job), the one client of the control protocol.
 """
 
 import atexit
 import errno
-import json
 import os
 import sys
 import warnings
 
+from epochfs.job import EpochfsError, Job, append_control, config_text, write_control
+
 __all__ = ["EpochfsSampler", "EpochfsError", "PidRegistrar"]
-
-
-class EpochfsError(OSError):
-    """A control-file write was refused; the message carries the daemon's reason."""
-
-
-def _toml_string(s):
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ch == "\x7f":
-            raise ValueError("control character in %r" % (s,))
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _append_line(path, text):
-    # One open + write() + close per line: each close hands the daemon exactly
-    # this line (control writes start empty), so workers never interleave.
-    # Not O_APPEND: on a FUSE mount the kernel writes an O_APPEND write at its
-    # cached i_size, which a concurrent writer's write may have raised; the
-    # daemon then sees NUL bytes before the line and refuses it (EINVAL).
-    # SEEK_END asks the daemon for the size (0 for control files), and still
-    # appends to a regular file.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.lseek(fd, 0, os.SEEK_END)
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
 
 
 def _torch_randperm(n, seed):
@@ -106,7 +71,7 @@ class PidRegistrar:
 
     def __call__(self, worker_id):
         try:
-            _append_line(self.pids_path, "%d\n" % os.getpid())
+            append_control(self.pids_path, "%d\n" % os.getpid())
         except OSError:
             pass  # attribution falls back to ancestry and orders
         if self.chain is not None:
@@ -157,7 +122,8 @@ class EpochfsSampler:
         self._strict = bool(strict)
         self.disabled = None  # why the sampler stopped talking to epochfs, if it did
         self._owner_pid = os.getpid()
-        self.job_dir = os.path.join(self.mount, ".epochfs", "jobs", job_name)
+        self.job = Job(self.mount, job_name)  # the control protocol (epochfs.job)
+        self.job_dir = self.job.dir
 
         paths = [p[0] if isinstance(p, (tuple, list)) else p for p in dataset_samples]
         self.root, rel = self._relative_samples([os.fspath(p) for p in paths], root)
@@ -170,20 +136,15 @@ class EpochfsSampler:
                 raise
         except OSError as e:
             self._refused(EpochfsError(e.errno, "%s: %s" % (self.job_dir, e.strerror)))
-        config = ["batch_size = %d" % self.batch_size,
-                  "epochs = %d" % self.epochs,
-                  "root = %s" % _toml_string(self.root),
-                  "loaders = %d" % self.loaders]
-        if compute_ms is not None:
-            config.append("compute_ms = %r" % float(compute_ms))
-        self._write("config", "\n".join(config) + "\n")
+        self._write("config", config_text(self.batch_size, self.epochs, self.root,
+                                          self.loaders, compute_ms))
         self._write("samples", "".join(p + "\n" for p in rel))
         if self.disabled is None:
             try:
                 self._write_pid(os.getpid())
             except OSError as e:
                 self._refused(EpochfsError(e.errno, "%s/pids: %s" % (self.job_dir, e.strerror)))
-        self.worker_init_fn = PidRegistrar(os.path.join(self.job_dir, "pids"))
+        self.worker_init_fn = PidRegistrar(self.job.path("pids"))
         if close_at_exit:
             atexit.register(self._close_at_exit)
 
@@ -214,7 +175,7 @@ class EpochfsSampler:
 
     def make_worker_init_fn(self, chain=None):
         """A worker_init_fn that registers the worker, then calls `chain`."""
-        return PidRegistrar(os.path.join(self.job_dir, "pids"), chain)
+        return PidRegistrar(self.job.path("pids"), chain)
 
     def close(self):
         """Ends the job (rmdir): epochfs releases its cache. Idempotent."""
@@ -295,19 +256,18 @@ class EpochfsSampler:
     def _write(self, name, text):
         if self.disabled is not None:
             return
-        path = os.path.join(self.job_dir, name)
+        path = self.job.path(name)
         try:
             self._write_file(path, text)
         except OSError as e:
             self._refused(EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror,
-                                                               self._last_error())))
+                                                               self.job._reason())))
 
     def _write_file(self, path, text):
         d = os.path.dirname(path)
         if d != self.job_dir and not os.path.isdir(d):
             os.makedirs(d, exist_ok=True)
-        with open(path, "w") as f:  # the daemon validates at close (flush)
-            f.write(text)
+        write_control(path, text)  # the daemon validates at close (flush)
 
     def _refused(self, err):
         """A control operation failed: raise (strict), or warn once and stop."""
@@ -318,15 +278,7 @@ class EpochfsSampler:
                       stacklevel=3)
 
     def _write_pid(self, pid):
-        _append_line(os.path.join(self.job_dir, "pids"), "%d\n" % pid)
-
-    def _last_error(self):
-        try:
-            with open(os.path.join(self.job_dir, "status")) as f:
-                err = json.load(f).get("last_error")
-            return " (%s)" % err if err else ""
-        except (OSError, ValueError, AttributeError):
-            return ""
+        self.job.add_pid(pid)
 
     def _mkdir(self, path):
         os.mkdir(path)
