@@ -21,23 +21,36 @@ std::shared_ptr<spdlog::logger>& Logger() {
   return logger;
 }
 
+spdlog::level::level_enum ToSpdlog(Level level) {
+  static constexpr spdlog::level::level_enum kMap[] = {
+      spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err,
+      spdlog::level::off};
+  return kMap[static_cast<int>(level)];
+}
+
 }  // namespace
 
 bool ParseLevel(std::string_view s, Level* out) {
-  if (s == "debug") *out = Level::kDebug;
-  else if (s == "info") *out = Level::kInfo;
-  else if (s == "warn") *out = Level::kWarn;
-  else if (s == "error") *out = Level::kError;
-  else if (s == "off") *out = Level::kOff;
-  else return false;
+  const spdlog::level::level_enum l = spdlog::level::from_str(std::string(s));
+  if (l == spdlog::level::off && s != "off") return false;  // from_str's "unknown"
+  switch (l) {
+    case spdlog::level::trace:
+    case spdlog::level::debug: *out = Level::kDebug; break;
+    case spdlog::level::info: *out = Level::kInfo; break;
+    case spdlog::level::warn: *out = Level::kWarn; break;
+    case spdlog::level::err:
+    case spdlog::level::critical: *out = Level::kError; break;
+    default: *out = Level::kOff; break;
+  }
   return true;
 }
 
 void SetLevel(Level level) {
-  static constexpr spdlog::level::level_enum kMap[] = {
-      spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err,
-      spdlog::level::off};
-  Logger()->set_level(kMap[static_cast<int>(level)]);
+  Logger()->set_level(ToSpdlog(level));
+}
+
+bool Enabled(Level level) {
+  return level != Level::kOff && Logger()->should_log(ToSpdlog(level));
 }
 
 void UseSyslog(const std::string& ident) {

@@ -190,8 +190,8 @@ Status ControlTree::CheckWriteFile(const std::string& path, const Caller& who) {
 Status ControlTree::Write(const std::string& path, const std::string& content, const Caller& who) {
   Status s = WriteFile(path, content, who);
   if (!s.ok()) {
-    log::Debug("write of " + QuoteForMessage(path) + " (" + std::to_string(content.size()) +
-               " bytes) by uid " + std::to_string(who.uid) + " refused: " + s.message());
+    refusals_.Info("write of " + QuoteForMessage(path) + " (" + std::to_string(content.size()) +
+                   " bytes) by uid " + std::to_string(who.uid) + " refused: " + s.message());
   }
   return s;
 }
@@ -247,8 +247,10 @@ Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
   // part must be a name ('@' is not allowed in one).
   Status s = JobRegistry::ValidateName(VisibleName(p[1], who.uid));
   if (s.ok()) s = registry_.Register(p[1], who.uid, who.pid).status();
-  log::Debug("mkdir jobs/" + QuoteForMessage(p[1]) + " by uid " + std::to_string(who.uid) +
-             " pid " + std::to_string(who.pid) + ": " + (s.ok() ? "registered" : s.message()));
+  const std::string line = "job " + QuoteForMessage(p[1]) + " (mkdir by uid " +
+                           std::to_string(who.uid) + ", pid " + std::to_string(who.pid) + "): " +
+                           (s.ok() ? "registered" : "refused: " + s.message());
+  s.ok() ? log::Info(line) : log::Debug(line);
   return s;
 }
 
@@ -257,8 +259,10 @@ Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
   if (p.size() != 2 || p[0] != "jobs") return ReadOnly("only jobs/NAME can be removed");
   Status s = registry_.Remove(p[1], who.uid);
   if (s.ok() && spill_ != nullptr) spill_->DropJob(p[1]);
-  log::Debug("rmdir jobs/" + QuoteForMessage(p[1]) + " by uid " + std::to_string(who.uid) + ": " +
-             (s.ok() ? "removed" : s.message()));
+  const std::string line = "job " + QuoteForMessage(p[1]) + " (rmdir by uid " +
+                           std::to_string(who.uid) + "): " +
+                           (s.ok() ? "ended, its cache released" : "refused: " + s.message());
+  s.ok() ? log::Info(line) : log::Debug(line);
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "epochfs/common/hash.h"
+#include "epochfs/common/log.h"
 
 namespace epochfs::control {
 
@@ -230,21 +231,31 @@ std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grac
     for (const auto& [name, j] : jobs_) seen.emplace_back(j->id, Attributor::Liveness{});
   }
   for (auto& [id, l] : seen) l = attributor_.Alive(id);  // /proc reads, no registry lock
-  std::vector<std::string> removed;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [id, l] : seen) {
-    auto it = by_id_.find(id);
-    if (it == by_id_.end()) continue;  // removed meanwhile
-    Job* job = it->second;
-    if (l.registered == 0 || l.alive > 0 || attributor_.Alive(id).alive > 0) {
-      job->orphaned_since_ns.reset();
-      continue;
+  std::vector<std::string> removed, orphaned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, l] : seen) {
+      auto it = by_id_.find(id);
+      if (it == by_id_.end()) continue;  // removed meanwhile
+      Job* job = it->second;
+      if (l.registered == 0 || l.alive > 0 || attributor_.Alive(id).alive > 0) {
+        job->orphaned_since_ns.reset();
+        continue;
+      }
+      if (!job->orphaned_since_ns) {
+        job->orphaned_since_ns = now_ns;
+        orphaned.push_back(job->name);
+      }
+      if (now_ns - *job->orphaned_since_ns >= grace_ns) {
+        removed.push_back(job->name);
+        RemoveLocked(job);
+      }
     }
-    if (!job->orphaned_since_ns) job->orphaned_since_ns = now_ns;
-    if (now_ns - *job->orphaned_since_ns >= grace_ns) {
-      removed.push_back(job->name);
-      RemoveLocked(job);
-    }
+  }
+  for (const std::string& name : orphaned) {
+    log::Info("job " + name + ": every process exited; orphaned, its cache kept for " +
+              std::to_string(grace_ns / 1'000'000'000) +
+              " s (jobs.orphan_grace) for a restart to re-attach");
   }
   return removed;
 }

@@ -16,6 +16,16 @@ uint64_t NowNs() {
                                    .count());
 }
 
+namespace {
+
+// " (job J, sample S)" for debug lines, or "" for an unregistered reader.
+std::string DebugWho(const GetRequest& req) {
+  if (req.job == cache::kNoJob) return "";
+  return " (job " + std::to_string(req.job) + ", sample " + std::to_string(req.sample) + ")";
+}
+
+}  // namespace
+
 CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy, uint64_t budget)
     : lower_(lower),
       ram_(budget),
@@ -50,6 +60,7 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   if (landed) return ServeHit(req, std::move(landed));
   if (!leader) {
     c_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     return fut.get();
   }
   Result<ObjectRef> r = Load(req);
@@ -63,6 +74,7 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
 
 Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
   c_.hits.fetch_add(1, std::memory_order_relaxed);
+  if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
   std::lock_guard lock(policy_mu_);
   cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
   // The store changes only under policy_mu_: look again. Evicted since the
@@ -102,6 +114,10 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   const uint64_t now = NowNs();
   c_.misses.fetch_add(1, std::memory_order_relaxed);
+  if (log::Enabled(log::Level::kDebug)) {
+    log::Debug("miss " + req.rel + DebugWho(req) + ": " + std::to_string(obj->data.size()) +
+               " bytes from lower in " + std::to_string((now - start) / 1000) + " us");
+  }
   c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
 
   ObjectRef ref = std::move(obj);

@@ -565,6 +565,9 @@ class BadInputTest(et.MountTestCase):
         # --- orders ---------------------------------------------------------
         self.expect_refused("unknown index", "bad", order2, "0 1 %d 2" % self.N, E,
                             ["order/2", "out of range", str(self.N)], before)
+        # The log has the refusal with its reason (info; at most 20 such lines per 10 s).
+        self.assertIn('write of "jobs/bad/order/2" (', d.stderr_text())
+        self.assertIn("by uid 0 refused: token 3 (line 1) ", d.stderr_text())
         self.expect_refused("huge index", "bad", order2, "0 99999999999999999999", E,
                             ["order/2", "out of range"], before)
         self.expect_refused("duplicate index", "bad", order2, "3 1\n4 3", E,

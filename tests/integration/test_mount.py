@@ -228,10 +228,12 @@ class OptionsTest(LowerMixin, et.MountTestCase):
     def test_log_lines_have_times_and_job_events(self):
         # log.level=debug: each line starts "epochfs: DATE TIME.ms LEVEL: ";
         # a job's registration, a refused control write and the job's
-        # removal are each logged with who did it and why.
+        # removal are each logged with who did it and why; reads name files.
         import re
         d = self.mount(self.make_lower(), opts=["log.level=debug"])
         job = d.path(".epochfs", "jobs", "logged")
+        for _ in range(2):
+            self.assertEqual(et.read_file_raw(d.path("sub", "b.txt")), b"hello epochfs\n")
         os.mkdir(job)
         try:
             with open(os.path.join(job, "config"), "w") as f:
@@ -250,10 +252,13 @@ class OptionsTest(LowerMixin, et.MountTestCase):
         for l in logged:
             self.assertRegex(l, stamp)
         text = "\n".join(logged)
-        self.assertRegex(text, r'mkdir jobs/"logged" by uid 0 pid \d+: registered')
-        self.assertRegex(text, r'write of "jobs/logged/config" \(15 bytes\) by uid 0 refused: '
-                               r'.*batch_size')
-        self.assertRegex(text, r'rmdir jobs/"logged" by uid 0: removed')
+        self.assertRegex(text, r'info: job "logged" \(mkdir by uid 0, pid \d+\): registered')
+        self.assertRegex(text, r'info: write of "jobs/logged/config" \(15 bytes\) by uid 0 '
+                               r'refused: .*batch_size')
+        # At debug, every read names its file: a miss, then a hit.
+        self.assertRegex(text, r"debug: miss sub/b\.txt: 14 bytes from lower in \d+ us")
+        self.assertRegex(text, r"debug: hit sub/b\.txt\n")
+        self.assertRegex(text, r'info: job "logged" \(rmdir by uid 0\): ended, its cache released')
 
 
 class MountErrorsTest(LowerMixin, et.MountTestCase):

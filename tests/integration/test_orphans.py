@@ -305,6 +305,12 @@ class ReattachTest(OrphanCase):
         self.assertEqual(orph["next_bytes"], kept_next)  # the cache is kept
         self.assertEqual(orph["reattached"], 0)
         self.assert_budget()
+        # The log says so (one line per job event, at info).
+        name = self.SPEC.name
+        self.assertIn('job "%s" (mkdir by uid 0' % name, self.d.stderr_text())
+        self.assertTrue(et.wait_for(lambda: "job %s: every process exited; orphaned, its cache "
+                                            "kept for 60 s" % name in self.d.stderr_text(), 10),
+                        self.d.stderr_text())
 
         # The restarted job: new processes, same name. mkdir finds the name
         # taken (EEXIST); the first write (config) re-attaches the job.
@@ -343,6 +349,10 @@ class ReattachTest(OrphanCase):
         self.assert_budget()
         job.quit()
         os.rmdir(self.jp())
+        log = self.d.stderr_text()
+        self.assertIn("re-attached", log)
+        self.assertIn('job "%s" (rmdir by uid 0): ended, its cache released' % name, log)
+        self.assertEqual(log.count("orphaned, its cache kept"), 1, log)
         st = self.d.stats()
         self.assertEqual(st["jobs"], [])
         self.assertEqual(st["pool"] + st["shared"], st["budget"], st)

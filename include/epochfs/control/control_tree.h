@@ -21,10 +21,12 @@
 // Thread safety: thread-safe (the registry and the callbacks are).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "epochfs/common/log_limit.h"
 #include "epochfs/control/control_plane.h"
 #include "epochfs/control/job_registry.h"
 #include "epochfs/control/policy_view.h"
@@ -76,6 +78,13 @@ class ControlTree : public ControlPlane {
 
   JobRegistry& registry_;
   const PolicyView& policy_;
+  // Refused control writes are logged (info) with their reason, 20 per 10 s
+  // at most: any user can cause them.
+  log::LogLimit refusals_{20, 10'000'000'000ULL, [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }};
   StatsFn stats_;
   SpillControl* spill_;
   const size_t max_schedule_steps_;

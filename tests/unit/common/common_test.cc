@@ -2,6 +2,8 @@
 
 #include "epochfs/common/bytes_text.h"
 #include "epochfs/common/hash.h"
+#include "epochfs/common/log.h"
+#include "epochfs/common/log_limit.h"
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
 
@@ -53,6 +55,43 @@ TEST(HumanBytes, ExactBelowAKibThenBinaryUnits) {
   EXPECT_EQ(HumanBytes(1536, 2), "1.50 KiB");
   EXPECT_EQ(HumanBytes(uint64_t{3} << 30), "3.0 GiB");
   EXPECT_EQ(HumanBytes(UINT64_MAX), "16.0 EiB");
+}
+
+TEST(LogLimit, AtMostNPerWindowThenSaysHowManyWereLeftOut) {
+  uint64_t now = 1000;
+  log::LogLimit limit(2, 10, [&] { return now; });
+  EXPECT_EQ(limit.Admit("a"), "a");
+  EXPECT_EQ(limit.Admit("b"), "b");
+  EXPECT_EQ(limit.Admit("c"), "");
+  EXPECT_EQ(limit.Admit("d"), "");
+  now += 9;
+  EXPECT_EQ(limit.Admit("e"), "") << "still the same window";
+  now += 1;
+  EXPECT_EQ(limit.Admit("f"), "(3 similar lines left out) f");
+  EXPECT_EQ(limit.Admit("g"), "g");
+  EXPECT_EQ(limit.Admit("h"), "");
+  now += 100;
+  EXPECT_EQ(limit.Admit("i"), "(1 similar lines left out) i");
+}
+
+TEST(LogLevel, NamesAsSpdlogReadsThem) {
+  log::Level l = log::Level::kOff;
+  EXPECT_TRUE(log::ParseLevel("debug", &l));
+  EXPECT_EQ(l, log::Level::kDebug);
+  EXPECT_TRUE(log::ParseLevel("warn", &l));
+  EXPECT_EQ(l, log::Level::kWarn);
+  EXPECT_TRUE(log::ParseLevel("warning", &l));
+  EXPECT_EQ(l, log::Level::kWarn);
+  EXPECT_TRUE(log::ParseLevel("error", &l));
+  EXPECT_EQ(l, log::Level::kError);
+  EXPECT_TRUE(log::ParseLevel("off", &l));
+  EXPECT_EQ(l, log::Level::kOff);
+  EXPECT_FALSE(log::ParseLevel("loud", &l));
+  EXPECT_FALSE(log::ParseLevel("", &l));
+  log::SetLevel(log::Level::kWarn);
+  EXPECT_FALSE(log::Enabled(log::Level::kInfo));
+  EXPECT_TRUE(log::Enabled(log::Level::kError));
+  log::SetLevel(log::Level::kInfo);
 }
 
 }  // namespace
