@@ -83,7 +83,8 @@ class EpochfsSampler:
 
     sampler          the sampler to wrap (RandomSampler, DistributedSampler, ...)
     mount            the epochfs mount point
-    job_name         [A-Za-z0-9._-]{1,64}
+    job_name         [A-Za-z0-9._-]{1,64}; with a DistributedSampler of more than
+                     one replica, each rank's job is job_name.rankR
     dataset_samples  sample k's file: a list of paths, or of (path, class) pairs
                      as in ImageFolder.samples; absolute or relative to the cwd,
                      inside `mount`
@@ -110,7 +111,6 @@ class EpochfsSampler:
                  compute_ms=None, exist_ok=True, close_at_exit=True, strict=False):
         self.sampler = sampler
         self.mount = os.path.abspath(mount)
-        self.job_name = job_name
         self.batch_size = int(batch_size)
         self.epochs = int(epochs)
         self.loaders = max(1, int(loaders))
@@ -122,7 +122,13 @@ class EpochfsSampler:
         self._strict = bool(strict)
         self.disabled = None  # why the sampler stopped talking to epochfs, if it did
         self._owner_pid = os.getpid()
+        # Ranks of one DistributedSampler run each read their own shard: one
+        # job per rank, NAME.rankR, so that the ranks do not collide on one
+        # job's files (each declares what its rank reads).
+        if int(getattr(sampler, "num_replicas", 1) or 1) > 1:
+            job_name = "%s.rank%d" % (job_name, int(getattr(sampler, "rank", 0)))
         self.job = Job(self.mount, job_name)  # the control protocol (epochfs.job)
+        self.job_name = job_name
         self.job_dir = self.job.dir
 
         paths = [p[0] if isinstance(p, (tuple, list)) else p for p in dataset_samples]

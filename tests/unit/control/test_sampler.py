@@ -206,6 +206,28 @@ class SamplerTest(unittest.TestCase):
         with self.assertRaises(FileExistsError):
             self.make(FakeDistributedSampler(10, 0, 1), exist_ok=False)
 
+    def test_each_rank_of_a_distributed_run_is_its_own_job(self):
+        # torch's DistributedSampler has num_replicas and rank: one job per
+        # rank under the same name given, so that the ranks do not collide.
+        class Ddp(FakeDistributedSampler):
+            def __init__(self, n, rank, world):
+                super().__init__(n, rank, world)
+                self.num_replicas = world
+
+        ranks = [self.make(Ddp(10, r, 2)) for r in range(2)]
+        self.assertEqual([s.job_name for s in ranks], ["job1.rank0", "job1.rank1"])
+        for s in ranks:
+            list(s)
+        jobs = os.path.join(self.mount, ".epochfs", "jobs")
+        self.assertEqual(sorted(os.listdir(jobs)), ["job1.rank0", "job1.rank1"])
+        for r in range(2):
+            ref = Ddp(10, r, 2)
+            ref.set_epoch(0)
+            with open(os.path.join(jobs, "job1.rank%d" % r, "order", "0")) as f:
+                declared = [int(t) for t in f.read().split()]
+            self.assertEqual(declared, list(dict.fromkeys(ref)))  # its own shard
+        self.assertEqual(self.make(FakeDistributedSampler(10, 0, 1)).job_name, "job1")
+
     def test_toml_string_escaping(self):
         self.assertEqual(epochfs.job.toml_string('a"b\\c'), '"a\\"b\\\\c"')
         with self.assertRaises(ValueError):
