@@ -148,8 +148,8 @@ class EpochfsSampler:
         if self.disabled is None:
             try:
                 self._write_pid(os.getpid())
-            except OSError as e:
-                self._refused(EpochfsError(e.errno, "%s/pids: %s" % (self.job_dir, e.strerror)))
+            except EpochfsError as e:  # names the file and the daemon's reason
+                self._refused(e)
         self.worker_init_fn = PidRegistrar(self.job.path("pids"))
         if close_at_exit:
             atexit.register(self._close_at_exit)

@@ -1,13 +1,12 @@
 #include "epochfs/control/control_parse.h"
 
-#include "epochfs/common/toml_text.h"
-
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "epochfs/common/toml_text.h"
 
 namespace epochfs::control {
 namespace {
