@@ -1,7 +1,9 @@
 #include "epochfs/tools/mount_client.h"
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 
 #include "epochfs/common/text_file.h"
 
