@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "epochfs/cache/epoch_policy.h"
+#include "epochfs/cache/future_policy.h"
 #include "epochfs/cache/policy.h"
 
 namespace {
@@ -175,8 +176,12 @@ int main(int argc, char** argv) {
   (void)Replay(w, epochfs::cache::MakeEpochPolicy(params));
   const Result e = Replay(w, epochfs::cache::MakeEpochPolicy(params));
   const Result l = Replay(w, epochfs::cache::MakeLruPolicy(w.budget));
+  epochfs::cache::FuturePolicyParams fp;
+  fp.budget_bytes = w.budget;
+  const Result f = Replay(w, epochfs::cache::MakeFuturePolicy(fp));
   std::printf("%-6s %10s %10s %10s\n", "policy", "loop ns", "call ns", "hit ratio");
   std::printf("%-6s %10.1f %10.1f %10.3f\n", "epoch", e.loop_ns, e.call_ns, e.hit_ratio);
   std::printf("%-6s %10.1f %10.1f %10.3f\n", "lru", l.loop_ns, l.call_ns, l.hit_ratio);
+  std::printf("%-6s %10.1f %10.1f %10.3f\n", "future", f.loop_ns, f.call_ns, f.hit_ratio);
   return 0;
 }

@@ -1,0 +1,93 @@
+// DeclaredFuture: the future as the jobs declared it, for the "future" policy.
+//
+// It follows each registered job through the events the daemon shows every
+// policy (AddJob, SetSamples, SetOrder, BeginEpoch, accesses, EndJob) and
+// answers cache::Future's questions from them:
+//   - a sample not yet read in the current epoch is next read at its place in
+//     the current order; one already read, at its place in the next epoch's
+//     order; past the declared orders (the next order not declared yet, or a
+//     sample the next order leaves out while more epochs follow) at the middle
+//     of the first undeclared epoch: an estimate, refined when it is declared;
+//   - a job's position is its reads so far (positions count every epoch's
+//     reads from the job's start), its pace the time per read measured since
+//     its first read (before 64 reads: the reported compute per sample, else
+//     `default_pace_ns`);
+//   - an object read by several jobs (a shared dataset) is next read by the
+//     job whose read is estimated to come first;
+//   - an object no live job will read (no job's sample, or a job done with
+//     it) belongs to job index 0, "unclaimed": ranked after every claimed
+//     object, least recently used first, so reads nobody declared use only
+//     the space the declared future leaves idle.
+// Job indices 1.. are reused after a job ends.
+//
+// Errors are for the job's `status` file and change nothing, as the epoch
+// policy's (the same rules: include/epochfs/cache/policy.h).
+// Thread safety: not thread-safe; the policy serialises every call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "epochfs/cache/future.h"
+#include "epochfs/cache/policy.h"
+
+namespace epochfs::cache {
+
+class DeclaredFuture final : public Future {
+ public:
+  explicit DeclaredFuture(uint64_t default_pace_ns);
+  ~DeclaredFuture() override;
+
+  Status AddJob(const JobSpec& spec);
+  Status SetSamples(JobId id, std::vector<SampleRef> samples);
+  Status SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order);
+  Status BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns);
+  Status RestartEpoch(JobId id, uint64_t now_ns);
+  Status EndJob(JobId id);
+
+  // Gives `object` a slot (idempotent); every object the cache sees goes
+  // through here first. `now_ns` is the latest event's time.
+  void Touch(ObjectId object, uint64_t now_ns);
+  // An access attributed (or not) to a job: its counters and position.
+  void OnAccess(const Access& a, bool hit, uint64_t load_ns);
+  // The objects of job `id`'s sample list (empty if unknown).
+  std::vector<ObjectId> ObjectsOf(JobId id) const;
+  // Status figures; `bytes_by_index` from NextUseCache::BytesByJob.
+  std::vector<JobSnapshot> Snapshots(const std::vector<uint64_t>& bytes_by_index) const;
+  // The Future index of job `id`, 0 if unknown.
+  uint32_t IndexOf(JobId id) const;
+
+  size_t Slots() const override { return slot_objects_.size(); }
+  size_t Slot(ObjectId object) const override;
+  bool NextUse(ObjectId object, Use* out) const override;
+  size_t Jobs() const override { return by_index_.size(); }
+  Line LineOf(uint32_t job, uint64_t now) const override;
+
+ private:
+  struct Job;
+  struct Ref {
+    uint32_t index = 0;  // the job's Future index, 0: none
+    uint32_t sample = 0;
+  };
+  Job* Find(JobId id) const;
+  void Refresh(Job& j);
+  bool UseOf(const Job& j, uint32_t sample, bool spread, uint64_t* pos) const;
+  double PaceOf(const Job& j, uint64_t now) const;
+  void AddRef(size_t slot, Ref r);
+  void DropRefs(const Job& j);
+
+  uint64_t default_pace_ns_;
+  uint64_t now_ = 0;
+  std::map<JobId, std::unique_ptr<Job>> jobs_;
+  std::vector<Job*> by_index_{nullptr};  // index 0: unclaimed
+  std::vector<uint32_t> free_indices_;
+  std::unordered_map<ObjectId, uint32_t> slot_of_;
+  std::vector<ObjectId> slot_objects_;
+  std::vector<Ref> first_ref_;                       // by slot
+  std::unordered_multimap<uint32_t, Ref> more_refs_;  // slot → further refs (shared datasets)
+};
+
+}  // namespace epochfs::cache

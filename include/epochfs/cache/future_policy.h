@@ -1,0 +1,35 @@
+// The "future" policy: keeps what the jobs will read soonest.
+//
+// Every registered job declares its current and next epoch's order; together
+// with each job's position and measured pace that says, for every object,
+// when it will next be read and by whom (DeclaredFuture). The policy keeps the
+// objects whose next read comes soonest, weighing each by its size
+// (NextUseCache: evict the largest (time to next read) × size; bypass a loaded
+// object that would itself be the first to go) — the simulator's Belady
+// bound run online, with the declared orders in place of the oracle. No job
+// is starved by rank or arrival: a late, fast job's reads come soonest and win
+// space; a dataset shared by jobs is held once, filed under the job that reads
+// it first. Reads no job declared are cached least-recently-used in the space
+// the declared future leaves idle. docs/policy.md compares it with the epoch
+// policy (seed 000) on the simulator's grid.
+//
+// Thread safety: not thread-safe, like every Policy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "epochfs/cache/policy.h"
+
+namespace epochfs::cache {
+
+struct FuturePolicyParams {
+  uint64_t budget_bytes = 0;
+  // Pace assumed for a job before it has read 64 samples and reported no
+  // compute time (ns per read).
+  uint64_t default_pace_ns = 1'000'000;
+};
+
+std::unique_ptr<Policy> MakeFuturePolicy(const FuturePolicyParams& params);
+
+}  // namespace epochfs::cache

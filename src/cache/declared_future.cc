@@ -1,0 +1,431 @@
+#include "epochfs/cache/declared_future.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace epochfs::cache {
+namespace {
+
+constexpr uint32_t kAbsent = std::numeric_limits<uint32_t>::max();
+constexpr size_t kMaxOrders = 8;          // declared ahead, as the epoch policy
+constexpr uint64_t kMeasuredReads = 64;   // reads before the pace is measured
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+// Unclaimed objects are ranked as if next read this far (~1 year) after every
+// claimed one, and older ones later.
+constexpr uint64_t kUnclaimedNs = uint64_t{1} << 55;
+
+std::string Str(uint64_t v) { return std::to_string(v); }
+
+// A position in [0, len) for `sample` in epoch `epoch`, spread uniformly and
+// independently of the declared order (splitmix64 of both).
+uint64_t Spread(uint32_t sample, uint32_t epoch, uint64_t len) {
+  uint64_t z = (uint64_t{epoch} << 32 | sample) + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return len ? z % len : 0;
+}
+
+std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, size_t n) {
+  std::vector<uint32_t> pos(n, kAbsent);
+  for (uint32_t p = 0; p < order.size(); ++p) pos[order[p]] = p;
+  return pos;
+}
+
+}  // namespace
+
+struct DeclaredFuture::Job {
+  JobSpec spec;
+  uint32_t index = 0;
+  std::vector<SampleRef> samples;
+  std::map<uint32_t, std::vector<uint32_t>> orders;  // epoch → declared order
+  // Inverses of the current and next epoch's orders (empty when undeclared).
+  std::vector<uint32_t> pos_cur, pos_next;
+  uint64_t len_cur = 0, len_next = 0;  // their lengths (n when undeclared)
+  bool started = false;
+  uint32_t epoch = 0;
+  std::vector<uint32_t> read;  // per sample: 1 + the epoch it was last read in
+  uint64_t base = 0;           // reads planned before the current epoch
+  uint64_t consumed = 0;       // reads in the current epoch
+  uint64_t reads = 0;          // every read since the first
+  uint64_t first_read_ns = 0;
+  uint64_t epoch_start_ns = 0, last_epoch_ns = 0;
+  uint64_t load_ns = 0, loads = 0, bytes = 0;
+  EpochCounters current, previous;
+  size_t n() const { return samples.size(); }
+};
+
+DeclaredFuture::DeclaredFuture(uint64_t default_pace_ns) : default_pace_ns_(default_pace_ns) {}
+DeclaredFuture::~DeclaredFuture() = default;
+
+DeclaredFuture::Job* DeclaredFuture::Find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+uint32_t DeclaredFuture::IndexOf(JobId id) const {
+  const Job* j = Find(id);
+  return j ? j->index : 0;
+}
+
+Status DeclaredFuture::AddJob(const JobSpec& spec) {
+  if (spec.id == kNoJob) return InvalidArgument("job id 0 is reserved");
+  if (spec.batch_size == 0) return InvalidArgument("batch_size must be at least 1");
+  if (jobs_.count(spec.id) != 0) {
+    return Status(Code::kExists, "job id " + Str(spec.id) + " is already registered");
+  }
+  auto job = std::make_unique<Job>();
+  job->spec = spec;
+  if (job->spec.loaders == 0) job->spec.loaders = 1;
+  if (free_indices_.empty()) {
+    job->index = static_cast<uint32_t>(by_index_.size());
+    by_index_.push_back(job.get());
+  } else {
+    job->index = free_indices_.back();
+    free_indices_.pop_back();
+    by_index_[job->index] = job.get();
+  }
+  jobs_.emplace(spec.id, std::move(job));
+  return Status::Ok();
+}
+
+Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFound("no job " + Str(id));
+  if (samples.empty()) return InvalidArgument("the sample list is empty");
+  if (samples.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgument("more than 2^31-1 samples");
+  }
+  if (!j->orders.empty() || j->started) {
+    return Status(Code::kBusy, "the sample list is fixed once an order was declared");
+  }
+  DropRefs(*j);
+  j->samples = std::move(samples);
+  j->read.assign(j->n(), 0);
+  for (uint32_t s = 0; s < j->n(); ++s) {
+    Touch(j->samples[s].object, now_);
+    AddRef(slot_of_.at(j->samples[s].object), {j->index, s});
+  }
+  Refresh(*j);
+  return Status::Ok();
+}
+
+Status DeclaredFuture::SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFound("no job " + Str(id));
+  const std::string what = "order " + Str(epoch) + ": ";
+  if (j->samples.empty()) return InvalidArgument(what + "the sample list must be written first");
+  if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
+    return InvalidArgument(what + "the job has " + Str(j->spec.epochs) + " epochs (0.." +
+                           Str(j->spec.epochs - 1) + ")");
+  }
+  if (j->started && epoch < j->epoch) {
+    return InvalidArgument(what + "epoch " + Str(epoch) + " is over (current epoch " +
+                           Str(j->epoch) + ")");
+  }
+  if (order.empty()) return InvalidArgument(what + "the order is empty");
+  std::vector<uint32_t> pos(j->n(), kAbsent);
+  for (size_t p = 0; p < order.size(); ++p) {
+    const uint32_t x = order[p];
+    if (x >= j->n()) {
+      return InvalidArgument(what + "index " + Str(x) + " at position " + Str(p) +
+                             " is out of range (" + Str(j->n()) + " samples)");
+    }
+    if (pos[x] != kAbsent) {
+      return InvalidArgument(what + "index " + Str(x) + " appears twice (positions " +
+                             Str(pos[x]) + " and " + Str(p) + ")");
+    }
+    pos[x] = static_cast<uint32_t>(p);
+  }
+  auto it = j->orders.find(epoch);
+  if (it != j->orders.end()) {
+    const bool in_use = j->started && (epoch == j->epoch || epoch == j->epoch + 1);
+    if (in_use) {
+      if (it->second == order) return Status::Ok();  // same content: idempotent
+      return InvalidArgument(what + "epoch " + Str(epoch) +
+                             "'s order is in use and cannot be replaced");
+    }
+    it->second = std::move(order);
+  } else {
+    if (j->orders.size() >= kMaxOrders) {
+      return InvalidArgument(what + "too many orders declared ahead (at most " +
+                             Str(kMaxOrders) + ")");
+    }
+    j->orders.emplace(epoch, std::move(order));
+  }
+  Refresh(*j);
+  return Status::Ok();
+}
+
+Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFound("no job " + Str(id));
+  if (j->samples.empty()) return InvalidArgument("the sample list must be written first");
+  if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
+    return InvalidArgument("epoch " + Str(epoch) + " is past the job's " + Str(j->spec.epochs) +
+                           " epochs");
+  }
+  if (j->started && epoch < j->epoch) {
+    return InvalidArgument("epoch " + Str(epoch) + " is before the current epoch " +
+                           Str(j->epoch));
+  }
+  now_ = std::max(now_, now_ns);
+  if (j->started && epoch == j->epoch) return Status::Ok();
+  if (j->started) {
+    // Positions of the epochs skipped count as planned reads, so that the
+    // positions already handed out stay in the past or the future they were.
+    j->base += j->len_cur + uint64_t(epoch - j->epoch - 1) * j->n();
+    j->last_epoch_ns = now_ns > j->epoch_start_ns ? now_ns - j->epoch_start_ns : 0;
+    j->previous = j->current;
+  }
+  j->started = true;
+  j->epoch = epoch;
+  j->consumed = 0;
+  j->epoch_start_ns = now_ns;
+  j->current = EpochCounters{epoch, 0, 0};
+  while (!j->orders.empty() && j->orders.begin()->first < epoch) j->orders.erase(j->orders.begin());
+  Refresh(*j);
+  return Status::Ok();
+}
+
+Status DeclaredFuture::RestartEpoch(JobId id, uint64_t now_ns) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFound("no job " + Str(id));
+  if (!j->started) return Status::Ok();
+  now_ = std::max(now_, now_ns);
+  const uint32_t mark = j->epoch + 1;
+  for (uint32_t& r : j->read) {
+    if (r == mark) r = 0;
+  }
+  // Its reads of the epoch happen again: the position goes back, the plan
+  // moves forward by what was read (positions handed out stay valid).
+  j->base += j->consumed;
+  j->consumed = 0;
+  return Status::Ok();
+}
+
+Status DeclaredFuture::EndJob(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound("no job " + Str(id));
+  Job& j = *it->second;
+  DropRefs(j);
+  by_index_[j.index] = nullptr;
+  free_indices_.push_back(j.index);
+  jobs_.erase(it);
+  return Status::Ok();
+}
+
+void DeclaredFuture::Touch(ObjectId object, uint64_t now_ns) {
+  now_ = std::max(now_, now_ns);
+  auto [it, fresh] = slot_of_.try_emplace(object, static_cast<uint32_t>(slot_objects_.size()));
+  if (!fresh) return;
+  slot_objects_.push_back(object);
+  first_ref_.push_back(Ref{});
+}
+
+size_t DeclaredFuture::Slot(ObjectId object) const {
+  auto it = slot_of_.find(object);
+  return it == slot_of_.end() ? slot_objects_.size() : it->second;
+}
+
+void DeclaredFuture::AddRef(size_t slot, Ref r) {
+  if (first_ref_[slot].index == 0) {
+    first_ref_[slot] = r;
+  } else {
+    more_refs_.emplace(static_cast<uint32_t>(slot), r);
+  }
+}
+
+void DeclaredFuture::DropRefs(const Job& j) {
+  for (const SampleRef& s : j.samples) {
+    const uint32_t slot = slot_of_.at(s.object);
+    auto [b, e] = more_refs_.equal_range(slot);
+    for (auto it = b; it != e;) {
+      it = it->second.index == j.index ? more_refs_.erase(it) : std::next(it);
+    }
+    if (first_ref_[slot].index == j.index) {
+      first_ref_[slot] = Ref{};
+      auto again = more_refs_.find(slot);
+      if (again != more_refs_.end()) {
+        first_ref_[slot] = again->second;
+        more_refs_.erase(again);
+      }
+    }
+  }
+}
+
+void DeclaredFuture::Refresh(Job& j) {
+  const size_t n = j.n();
+  auto cur = j.orders.find(j.epoch);
+  auto next = j.orders.find(j.epoch + 1);
+  j.pos_cur = cur != j.orders.end() ? Inverse(cur->second, n) : std::vector<uint32_t>{};
+  j.len_cur = cur != j.orders.end() ? cur->second.size() : n;
+  j.pos_next = next != j.orders.end() ? Inverse(next->second, n) : std::vector<uint32_t>{};
+  j.len_next = next != j.orders.end() ? next->second.size() : n;
+}
+
+// The position of job j's next read of `sample`, false when it has none.
+bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t* pos) const {
+  const uint64_t n = j.n();
+  const uint32_t e = j.epoch;
+  const bool more1 = j.spec.epochs == 0 || e + 1 < j.spec.epochs;  // an epoch after this one
+  const bool more2 = j.spec.epochs == 0 || e + 2 < j.spec.epochs;
+  if (j.read[sample] != e + 1) {  // not read in the current epoch yet
+    if (j.pos_cur.empty()) {
+      *pos = j.base + n / 2;
+      return true;
+    }
+    if (j.pos_cur[sample] != kAbsent) {
+      *pos = j.base + j.pos_cur[sample];
+      return true;
+    }
+  }
+  if (!more1) return false;
+  const uint64_t next_base = j.base + j.len_cur;
+  if (j.pos_next.empty()) {
+    *pos = next_base + n / 2;
+    return true;
+  }
+  if (j.pos_next[sample] != kAbsent) {
+    // Not its declared place: which samples of the next epoch are held does
+    // not change how many hit, and a place spread uniformly spreads the hits
+    // over the epoch's batches (the misses then overlap compute instead of
+    // piling up at the epoch's end while storage idled at its start).
+    *pos = next_base + (spread ? Spread(sample, e + 1, j.len_next) : j.pos_next[sample]);
+    return true;
+  }
+  if (!more2) return false;
+  *pos = next_base + j.len_next + n / 2;
+  return true;
+}
+
+bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
+  auto sit = slot_of_.find(object);
+  bool found = false;
+  uint64_t best = 0;
+  const bool shared = sit != slot_of_.end() && more_refs_.count(sit->second) != 0;
+  auto consider = [&](const Ref& r) {
+    const Job* j = by_index_[r.index];
+    uint64_t pos = 0;
+    if (j == nullptr || !UseOf(*j, r.sample, !shared, &pos)) return;
+    const Use u{r.index, pos};
+    const uint64_t when = Estimate(u, now_);
+    if (!found || when < best) {
+      found = true;
+      best = when;
+      *out = u;
+    }
+  };
+  if (sit != slot_of_.end() && first_ref_[sit->second].index != 0) {
+    consider(first_ref_[sit->second]);
+    auto [b, e] = more_refs_.equal_range(sit->second);
+    for (auto it = b; it != e; ++it) consider(it->second);
+  }
+  if (!found) *out = Use{0, kMax - now_};  // unclaimed: least recently used first
+  return true;
+}
+
+double DeclaredFuture::PaceOf(const Job& j, uint64_t now) const {
+  if (j.reads >= kMeasuredReads && now > j.first_read_ns) {
+    return double(now - j.first_read_ns) / double(j.reads);
+  }
+  if (j.spec.compute_ns_per_batch > 0) {
+    return std::max(1.0, double(j.spec.compute_ns_per_batch) / double(j.spec.batch_size));
+  }
+  return double(default_pace_ns_);
+}
+
+Future::Line DeclaredFuture::LineOf(uint32_t index, uint64_t now) const {
+  Line l;
+  l.floor = now;
+  if (index == 0 || index >= by_index_.size() || by_index_[index] == nullptr) {
+    l.origin = now + kUnclaimedNs;
+    l.done = kMax - now;
+    l.pace = 1;
+    return l;
+  }
+  const Job& j = *by_index_[index];
+  l.origin = now;
+  l.done = j.base + j.consumed;
+  l.pace = PaceOf(j, now);
+  return l;
+}
+
+void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
+  Touch(a.object, a.now_ns);
+  Job* j = Find(a.job);
+  if (j == nullptr || j->samples.empty()) return;
+  int64_t s = a.sample;
+  if (s < 0 || static_cast<uint64_t>(s) >= j->n() || j->samples[s].object != a.object) {
+    s = -1;  // find it in the job's list
+    const uint32_t slot = slot_of_.at(a.object);
+    if (first_ref_[slot].index == j->index) s = first_ref_[slot].sample;
+    auto [b, e] = more_refs_.equal_range(slot);
+    for (auto it = b; it != e && s < 0; ++it) {
+      if (it->second.index == j->index) s = it->second.sample;
+    }
+    if (s < 0) return;  // not one of its samples
+  }
+  if (!j->started) {  // reads before the first epoch marker: epoch 0 began
+    j->started = true;
+    j->epoch_start_ns = a.now_ns;
+    j->current = EpochCounters{0, 0, 0};
+  }
+  if (j->reads == 0) j->first_read_ns = a.now_ns;
+  ++j->reads;
+  if (j->read[s] != j->epoch + 1) {
+    j->read[s] = j->epoch + 1;
+    ++j->consumed;
+  }
+  if (hit) {
+    ++j->current.hits;
+  } else {
+    ++j->current.misses;
+    j->load_ns += load_ns;
+    ++j->loads;
+  }
+  j->bytes += a.size;
+}
+
+std::vector<ObjectId> DeclaredFuture::ObjectsOf(JobId id) const {
+  std::vector<ObjectId> out;
+  if (const Job* j = Find(id)) {
+    out.reserve(j->n());
+    for (const SampleRef& s : j->samples) out.push_back(s.object);
+  }
+  return out;
+}
+
+std::vector<JobSnapshot> DeclaredFuture::Snapshots(
+    const std::vector<uint64_t>& bytes_by_index) const {
+  std::vector<JobSnapshot> out;
+  out.reserve(jobs_.size());
+  for (const auto& [id, jp] : jobs_) {
+    const Job& j = *jp;
+    JobSnapshot s;
+    s.id = id;
+    s.name = j.spec.name;
+    const bool last = j.spec.epochs > 0 && j.epoch + 1 >= j.spec.epochs;
+    s.state = last ? JobState::kLastEpoch : JobState::kCaching;
+    s.started = j.started;
+    s.epoch = j.epoch;
+    s.epochs = j.spec.epochs;
+    s.batch = j.consumed / j.spec.batch_size;
+    s.epoch_samples = j.len_cur;
+    s.current = j.current;
+    s.previous = j.previous;
+    // Bytes held because this job reads them next.
+    s.cur_bytes = j.index < bytes_by_index.size() ? bytes_by_index[j.index] : 0;
+    s.epoch_time_ns = j.last_epoch_ns;
+    s.load_ns_per_sample = j.loads ? j.load_ns / j.loads : 0;
+    s.compute_ns_per_batch = j.spec.compute_ns_per_batch;
+    s.mean_sample_bytes = j.reads ? j.bytes / j.reads : 0;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace epochfs::cache

@@ -1,0 +1,97 @@
+#include "epochfs/cache/future_policy.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "epochfs/cache/declared_future.h"
+#include "epochfs/cache/next_use_cache.h"
+
+namespace epochfs::cache {
+namespace {
+
+class FuturePolicy final : public Policy {
+ public:
+  explicit FuturePolicy(const FuturePolicyParams& p)
+      : future_(std::max<uint64_t>(1, p.default_pace_ns)), cache_(p.budget_bytes, future_) {}
+
+  const char* name() const override { return "future"; }
+  uint64_t budget() const override { return cache_.budget(); }
+  uint64_t resident_bytes() const override { return cache_.used(); }
+
+  Decision OnHit(const Access& a) override {
+    now_ = std::max(now_, a.now_ns);
+    future_.OnAccess(a, /*hit=*/true, 0);
+    return cache_.OnHit(a);
+  }
+  Decision OnMiss(const Access& a, uint64_t load_ns) override {
+    now_ = std::max(now_, a.now_ns);
+    future_.OnAccess(a, /*hit=*/false, load_ns);
+    return cache_.OnMiss(a);
+  }
+  void OnDropped(ObjectId id) override {
+    future_.Touch(id, now_);
+    cache_.OnDropped(id);
+  }
+
+  Status AddJob(const JobSpec& spec) override { return future_.AddJob(spec); }
+  Status SetSamples(JobId job, std::vector<SampleRef> samples) override {
+    std::vector<ObjectId> before = future_.ObjectsOf(job);
+    Status s = future_.SetSamples(job, std::move(samples));
+    if (s.ok()) Rekey(before, job);  // the old list's objects are unclaimed now
+    return s;
+  }
+  Status SetOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) override {
+    Status s = future_.SetOrder(job, epoch, std::move(order));
+    if (s.ok()) Rekey({}, job);
+    return s;
+  }
+  Result<Decision> BeginEpoch(JobId job, uint32_t epoch, uint64_t now_ns) override {
+    now_ = std::max(now_, now_ns);
+    Status s = future_.BeginEpoch(job, epoch, now_ns);
+    if (!s.ok()) return s;
+    return Rekey({}, job);
+  }
+  Status RestartEpoch(JobId job, uint64_t now_ns) override {
+    now_ = std::max(now_, now_ns);
+    Status s = future_.RestartEpoch(job, now_ns);
+    if (s.ok()) Rekey({}, job);
+    return s;
+  }
+  Result<Decision> EndJob(JobId job) override {
+    std::vector<ObjectId> objects = future_.ObjectsOf(job);
+    Status s = future_.EndJob(job);
+    if (!s.ok()) return s;
+    return Rekey(objects, kNoJob);
+  }
+  Result<Decision> SetBudget(uint64_t bytes) override { return cache_.SetBudget(bytes, now_); }
+
+  std::vector<JobSnapshot> Jobs() const override {
+    return future_.Snapshots(cache_.BytesByJob());
+  }
+  Status CheckInvariants() const override { return cache_.CheckInvariants(); }
+
+ private:
+  // Files `extra` and job `job`'s objects again under their next use. The
+  // Decision stays empty: every object keeps a next use (claimed or not).
+  Decision Rekey(const std::vector<ObjectId>& extra, JobId job) {
+    Decision d;
+    for (ObjectId o : extra) cache_.Rekey(o, now_, &d);
+    if (job != kNoJob) {
+      for (ObjectId o : future_.ObjectsOf(job)) cache_.Rekey(o, now_, &d);
+    }
+    return d;
+  }
+
+  uint64_t now_ = 0;
+  DeclaredFuture future_;
+  NextUseCache cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeFuturePolicy(const FuturePolicyParams& params) {
+  return std::make_unique<FuturePolicy>(params);
+}
+
+}  // namespace epochfs::cache
