@@ -151,8 +151,9 @@ bool SetAmount(const Raw& v, MemoryAmount* out) {
   return true;
 }
 
-constexpr std::string_view kPolicyNames[] = {"lru", "epoch"};
-constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch};
+constexpr std::string_view kPolicyNames[] = {"lru", "epoch", "future"};
+constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch,
+                                         PolicyKind::kFuture};
 constexpr std::string_view kConsistencyNames[] = {"immutable", "open"};
 constexpr Consistency kConsistencyValues[] = {Consistency::kImmutable, Consistency::kOpen};
 constexpr std::string_view kLevelNames[] = {"debug", "info", "warn", "error", "off"};
@@ -163,7 +164,7 @@ constexpr uint32_t kMaxU32 = std::numeric_limits<uint32_t>::max();
 
 const KeyDesc kKeys[] = {
     {"cache.memory", OptKind::kString, R"(bytes ("4GiB", integer) or "auto")", SetMemory},
-    {"cache.policy", OptKind::kString, R"("lru" or "epoch")",
+    {"cache.policy", OptKind::kString, R"("lru", "epoch" or "future")",
      [](Config* c, const Raw& v) {
        return SetEnum(v, kPolicyNames, kPolicyValues, &c->cache.policy);
      }},

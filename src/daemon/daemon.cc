@@ -15,6 +15,7 @@
 
 #include "epochfs/cache/cache_need.h"
 #include "epochfs/cache/epoch_policy.h"
+#include "epochfs/cache/future_policy.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/common/log.h"
 #include "epochfs/control/control_tree.h"
@@ -61,6 +62,11 @@ uint64_t ReadCgroupLimit() {
 
 std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   if (cfg.cache.policy == PolicyKind::kLru) return cache::MakeLruPolicy(budget);
+  if (cfg.cache.policy == PolicyKind::kFuture) {
+    cache::FuturePolicyParams f;
+    f.budget_bytes = budget;
+    return cache::MakeFuturePolicy(f);
+  }
   cache::EpochPolicyParams p;
   p.budget_bytes = budget;
   p.gain_max = cfg.policy.gain_max;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "epochfs/cache/epoch_policy.h"
+#include "epochfs/cache/future_policy.h"
 #include "epochfs/sim/baselines.h"
 
 namespace epochfs::sim {
@@ -21,6 +22,8 @@ const char* PolicyKindName(PolicyKind k) {
       return "minio";
     case PolicyKind::kEpoch:
       return "epoch";
+    case PolicyKind::kFuture:
+      return "future";
     case PolicyKind::kBelady:
       return "belady";
   }
@@ -29,14 +32,14 @@ const char* PolicyKindName(PolicyKind k) {
 
 std::vector<PolicyKind> AllPolicyKinds() {
   return {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio, PolicyKind::kEpoch,
-          PolicyKind::kBelady};
+          PolicyKind::kFuture, PolicyKind::kBelady};
 }
 
 Result<PolicyKind> ParsePolicyKind(const std::string& name) {
   for (PolicyKind k : AllPolicyKinds()) {
     if (name == PolicyKindName(k)) return k;
   }
-  return InvalidArgument("unknown policy '" + name + "' (none, lru, minio, epoch, belady)");
+  return InvalidArgument("unknown policy '" + name + "' (none, lru, minio, epoch, future, belady)");
 }
 
 namespace {
@@ -245,6 +248,12 @@ class Engine final : public Future {
       case PolicyKind::kBelady:
         policy_ = MakeBeladyPolicy(budget_, *this);
         break;
+      case PolicyKind::kFuture: {
+        cache::FuturePolicyParams p;
+        p.budget_bytes = budget_;
+        policy_ = cache::MakeFuturePolicy(p);
+        break;
+      }
       case PolicyKind::kEpoch: {
         cache::EpochPolicyParams p;
         p.budget_bytes = budget_;

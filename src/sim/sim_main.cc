@@ -31,12 +31,16 @@ int Main(int argc, char** argv) {
   std::string policies = "all";
   bool json = false;
   std::optional<uint64_t> seed;
+  std::optional<double> budget_percent;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)")->required();
   app.add_option("--policy", policies,
-                 "all, or a comma-separated list of none, lru, minio, epoch, belady");
+                 "all, or a comma-separated list of none, lru, minio, epoch, future, belady");
   app.add_flag("--json", json, "print JSON instead of the table");
   app.add_option("--seed", seed, "override the workload's seed");
+  app.add_option("--budget-percent", budget_percent,
+                 "override the workload's budget: a percentage of the distinct data")
+      ->check(CLI::Range(0.001, 1000.0));
   app.add_option("-j,--jobs", threads, "policies simulated in parallel")
       ->check(CLI::PositiveNumber);
   try {
@@ -66,6 +70,11 @@ int Main(int argc, char** argv) {
   if (!wl.ok()) return Fail(wl.status().message());
   Workload w = std::move(wl).value();
   if (seed) w.seed = *seed;
+  if (budget_percent) {
+    w.budget_is_percent = true;
+    w.budget_percent = *budget_percent;
+    w.budget_bytes = 0;
+  }
   auto trace = Trace::Make(w);
   if (!trace.ok()) return Fail(trace.status().message());
 

@@ -36,7 +36,7 @@ struct MemoryAmount {
   static MemoryAmount Percent(double p) { return {0, p, true}; }
   bool operator==(const MemoryAmount&) const = default;
 };
-enum class PolicyKind { kLru, kEpoch };
+enum class PolicyKind { kLru, kEpoch, kFuture };
 
 struct Config {
   struct Cache {

@@ -38,8 +38,8 @@
 
 namespace epochfs::sim {
 
-enum class PolicyKind : uint8_t { kNone, kLru, kMinio, kEpoch, kBelady };
-const char* PolicyKindName(PolicyKind k);  // "none", "lru", "minio", "epoch", "belady"
+enum class PolicyKind : uint8_t { kNone, kLru, kMinio, kEpoch, kFuture, kBelady };
+const char* PolicyKindName(PolicyKind k);  // "none", "lru", "minio", "epoch", "future", "belady"
 // Parses one name; InvalidArgument for anything else.
 Result<PolicyKind> ParsePolicyKind(const std::string& name);
 // Every policy, in report order.

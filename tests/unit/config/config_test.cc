@@ -234,7 +234,7 @@ TEST(ConfigErrors, WrongTypes) {
       {"[fuse]\nallow_other = \"yes\"", "t.toml:2: fuse.allow_other: expected true or false"},
       {"[fuse]\nallow_other = 1", "t.toml:2: fuse.allow_other: expected true or false, got 1"},
       {"[fuse]\nentry_timeout = \"1s\"", "t.toml:2: fuse.entry_timeout: expected seconds >= 0"},
-      {"[cache]\npolicy = 1", "t.toml:2: cache.policy: expected \"lru\" or \"epoch\", got 1"},
+      {"[cache]\npolicy = 1", "t.toml:2: cache.policy: expected \"lru\", \"epoch\" or \"future\", got 1"},
       {"[cache]\nmemory = true", "t.toml:2: cache.memory: expected bytes"},
       {"[cache]\nmemory = 4.5", "t.toml:2: cache.memory: expected bytes"},
       {"[cache]\nmemory = [1, 2]",
@@ -305,7 +305,7 @@ TEST(ConfigErrors, TheBriefsExampleMessage) {
 
 TEST(ConfigErrors, BadEnums) {
   EXPECT_NE(ErrorOf("cache.policy = \"LRU\"")
-                .find("cache.policy: expected \"lru\" or \"epoch\", got \"LRU\""),
+                .find("cache.policy: expected \"lru\", \"epoch\" or \"future\", got \"LRU\""),
             std::string::npos);
   EXPECT_NE(ErrorOf("cache.consistency = \"mutable\"")
                 .find("cache.consistency: expected \"immutable\" or \"open\", got \"mutable\""),
@@ -461,7 +461,7 @@ TEST(Override, Errors) {
        "-o cache.memory: expected bytes (\"4GiB\", integer) or \"auto\", got \"lots\""},
       {"cache.memory", "0", "-o cache.memory: expected bytes"},
       {"cache.memory", "-1G", "-o cache.memory: expected bytes"},
-      {"cache.policy", "fifo", "-o cache.policy: expected \"lru\" or \"epoch\", got \"fifo\""},
+      {"cache.policy", "fifo", "-o cache.policy: expected \"lru\", \"epoch\" or \"future\", got \"fifo\""},
       {"cache.consistency", "", "-o cache.consistency: expected \"immutable\" or \"open\""},
       {"warmup.batches", "1.5", "-o warmup.batches: expected integer >= 0, got \"1.5\""},
       {"warmup.batches", "-1", "-o warmup.batches: expected integer >= 0, got \"-1\""},
