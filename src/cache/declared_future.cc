@@ -1,5 +1,7 @@
 #include "epochfs/cache/declared_future.h"
 
+#include "epochfs/cache/order_rules.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -117,28 +119,9 @@ Status DeclaredFuture::SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> 
   Job* j = Find(id);
   if (j == nullptr) return NotFound("no job " + Str(id));
   const std::string what = "order " + Str(epoch) + ": ";
-  if (j->samples.empty()) return InvalidArgument(what + "the sample list must be written first");
-  if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
-    return InvalidArgument(what + "the job has " + Str(j->spec.epochs) + " epochs (0.." +
-                           Str(j->spec.epochs - 1) + ")");
-  }
-  if (j->started && epoch < j->epoch) {
-    return InvalidArgument(what + "epoch " + Str(epoch) + " is over (current epoch " +
-                           Str(j->epoch) + ")");
-  }
-  if (order.empty()) return InvalidArgument(what + "the order is empty");
-  std::vector<uint32_t> pos(j->n(), kAbsent);
-  for (size_t p = 0; p < order.size(); ++p) {
-    const uint32_t x = order[p];
-    if (x >= j->n()) {
-      return InvalidArgument(what + "index " + Str(x) + " at position " + Str(p) +
-                             " is out of range (" + Str(j->n()) + " samples)");
-    }
-    if (pos[x] != kAbsent) {
-      return InvalidArgument(what + "index " + Str(x) + " appears twice (positions " +
-                             Str(pos[x]) + " and " + Str(p) + ")");
-    }
-    pos[x] = static_cast<uint32_t>(p);
+  if (Status s = CheckOrder({j->n(), j->spec.epochs, j->started, j->epoch}, epoch, order, nullptr);
+      !s.ok()) {
+    return s;
   }
   auto it = j->orders.find(epoch);
   if (it != j->orders.end()) {

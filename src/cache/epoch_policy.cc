@@ -27,6 +27,8 @@
 // when an order is declared, regions are vectors with swap-pop removal.
 #include "epochfs/cache/epoch_policy.h"
 
+#include "epochfs/cache/order_rules.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -211,29 +213,11 @@ class EpochPolicy final : public Policy {
     Job* j = FindJob(id);
     if (j == nullptr) return NotFound("no job " + Str(id));
     const std::string what = "order " + Str(epoch) + ": ";
-    if (j->samples.empty()) return InvalidArgument(what + "the sample list must be written first");
-    if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
-      return InvalidArgument(what + "the job has " + Str(j->spec.epochs) + " epochs (0.." +
-                             Str(j->spec.epochs - 1) + ")");
-    }
-    if (j->started && epoch < j->epoch) {
-      return InvalidArgument(what + "epoch " + Str(epoch) + " is over (current epoch " +
-                             Str(j->epoch) + ")");
-    }
-    if (order.empty()) return InvalidArgument(what + "the order is empty");
     Order o;
-    o.pos.assign(j->N(), kAbsent);
-    for (size_t p = 0; p < order.size(); ++p) {
-      const uint32_t x = order[p];
-      if (x >= j->N()) {
-        return InvalidArgument(what + "index " + Str(x) + " at position " + Str(p) +
-                               " is out of range (" + Str(j->N()) + " samples)");
-      }
-      if (o.pos[x] != kAbsent) {
-        return InvalidArgument(what + "index " + Str(x) + " appears twice (positions " +
-                               Str(o.pos[x]) + " and " + Str(p) + ")");
-      }
-      o.pos[x] = static_cast<int32_t>(p);
+    if (Status s = CheckOrder({j->samples.size(), j->spec.epochs, j->started, j->epoch}, epoch,
+                              order, &o.pos);
+        !s.ok()) {
+      return s;
     }
     o.idx = std::move(order);
     auto it = j->orders.find(epoch);

@@ -1,0 +1,42 @@
+#include "epochfs/cache/order_rules.h"
+
+#include <string>
+
+namespace epochfs::cache {
+namespace {
+
+std::string Str(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Status CheckOrder(const OrderContext& job, uint32_t epoch, const std::vector<uint32_t>& order,
+                  std::vector<int32_t>* pos) {
+  const std::string what = "order " + Str(epoch) + ": ";
+  if (job.samples == 0) return InvalidArgument(what + "the sample list must be written first");
+  if (job.epochs > 0 && epoch >= job.epochs) {
+    return InvalidArgument(what + "the job has " + Str(job.epochs) + " epochs (0.." +
+                           Str(job.epochs - 1) + ")");
+  }
+  if (job.started && epoch < job.current) {
+    return InvalidArgument(what + "epoch " + Str(epoch) + " is over (current epoch " +
+                           Str(job.current) + ")");
+  }
+  if (order.empty()) return InvalidArgument(what + "the order is empty");
+  std::vector<int32_t> inverse(job.samples, -1);
+  for (size_t p = 0; p < order.size(); ++p) {
+    const uint32_t x = order[p];
+    if (x >= job.samples) {
+      return InvalidArgument(what + "index " + Str(x) + " at position " + Str(p) +
+                             " is out of range (" + Str(job.samples) + " samples)");
+    }
+    if (inverse[x] != -1) {
+      return InvalidArgument(what + "index " + Str(x) + " appears twice (positions " +
+                             Str(static_cast<uint64_t>(inverse[x])) + " and " + Str(p) + ")");
+    }
+    inverse[x] = static_cast<int32_t>(p);
+  }
+  if (pos != nullptr) *pos = std::move(inverse);
+  return Status::Ok();
+}
+
+}  // namespace epochfs::cache
