@@ -124,7 +124,9 @@ class EpochfsSampler:
         self._owner_pid = os.getpid()
         # Ranks of one DistributedSampler run each read their own shard: one
         # job per rank, NAME.rankR, so that the ranks do not collide on one
-        # job's files (each declares what its rank reads).
+        # job's files (each declares what its rank reads). Under
+        # cache.policy=future the ranks' jobs, reading the same files, share
+        # one cache as one job would (docs/future_policy.md).
         if int(getattr(sampler, "num_replicas", 1) or 1) > 1:
             job_name = "%s.rank%d" % (job_name, int(getattr(sampler, "rank", 0)))
         self.job = Job(self.mount, job_name)  # the control protocol (epochfs.job)

@@ -289,11 +289,26 @@ bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
   auto sit = slot_of_.find(object);
   bool found = false;
   uint64_t best = 0;
-  const bool shared = sit != slot_of_.end() && more_refs_.count(sit->second) != 0;
+  // Spread next-epoch places (UseOf) unless several jobs' next orders hold
+  // the object: then whose read comes first depends on the exact places. The
+  // ranks of a distributed run share the objects, but each epoch's shards are
+  // disjoint: one next order holds each, and its place is spread.
+  bool spread = true;
+  if (sit != slot_of_.end() && more_refs_.count(sit->second) != 0) {
+    int declaring = 0;
+    auto next_holds = [&](const Ref& r) {
+      const Job* j = by_index_[r.index];
+      if (j != nullptr && !j->pos_next.empty() && j->pos_next[r.sample] != kAbsent) ++declaring;
+    };
+    next_holds(first_ref_[sit->second]);
+    auto [b, e] = more_refs_.equal_range(sit->second);
+    for (auto it = b; it != e; ++it) next_holds(it->second);
+    spread = declaring <= 1;
+  }
   auto consider = [&](const Ref& r) {
     const Job* j = by_index_[r.index];
     uint64_t pos = 0;
-    if (j == nullptr || !UseOf(*j, r.sample, !shared, &pos)) return;
+    if (j == nullptr || !UseOf(*j, r.sample, spread, &pos)) return;
     const Use u{r.index, pos};
     const uint64_t when = Estimate(u, now_);
     if (!found || when < best) {
