@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <queue>
+#include <map>
 #include <unordered_map>
 
 #include "epochfs/cache/epoch_policy.h"
@@ -70,14 +71,16 @@ struct Job {
   uint32_t index = 0;
   cache::JobId id = cache::kNoJob;
   size_t dataset = 0;
-  uint32_t n = 0, b = 0, w = 0, epochs = 0, batches = 0;
+  uint32_t n = 0;    // samples in the dataset
+  uint32_t len = 0;  // reads per epoch: n, or the rank's shard
+  uint32_t b = 0, w = 0, epochs = 0, batches = 0;
   uint64_t compute_ns = 0, start_ns = 0;
   double pace_ns = 1;  // Belady's estimate of the time per access
 
   bool started = false, done = false;
   uint32_t epoch = 0;
   std::vector<uint32_t> order, next_order;
-  std::vector<uint32_t> pos_cur, pos_next;  // inverse permutations (for the Future)
+  std::vector<uint32_t> pos_cur, pos_next;  // inverse permutations (for the Future); kOut
   std::vector<uint32_t> issued;             // per sample: 1 + epoch of its last issued read
 
   std::vector<uint64_t> ready_ns;  // per batch of the current epoch; kUnset until loaded
@@ -87,11 +90,14 @@ struct Job {
   uint64_t free_since = 0;  // compute idle since (previous end or epoch start)
   std::vector<Worker> workers;
   std::vector<uint32_t> idle;  // idle workers (stack)
+  std::vector<uint32_t> peers;  // the ranks of its distributed run, itself included; or empty
   JobResult r;
 };
 
+constexpr uint32_t kOut = UINT32_MAX;  // not in the order (another rank's shard)
+
 std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, uint32_t n) {
-  std::vector<uint32_t> pos(n, 0);
+  std::vector<uint32_t> pos(n, kOut);
   for (uint32_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
   return pos;
 }
@@ -126,10 +132,11 @@ class Engine final : public Future {
       job.b = s.batch_size;
       job.w = s.loaders;
       job.epochs = s.epochs;
-      job.batches = (s.samples + s.batch_size - 1) / s.batch_size;
       job.compute_ns = static_cast<uint64_t>(s.compute_ms * 1e6);
       job.start_ns = static_cast<uint64_t>(s.start_s * 1e9);
       job.order = trace.Order(j, 0);
+      job.len = static_cast<uint32_t>(job.order.size());  // the same in every epoch
+      job.batches = (job.len + s.batch_size - 1) / s.batch_size;
       job.pos_cur = Inverse(job.order, job.n);
       if (job.epochs > 1) {
         job.next_order = trace.Order(j, 1);
@@ -149,6 +156,13 @@ class Engine final : public Future {
       job.pace_ns = std::max({double(job.compute_ns) / job.b, (1.0 - cached) * io, 1.0});
       by_dataset_[job.dataset].push_back(j);
       jobs_.push_back(std::move(job));
+    }
+    std::map<std::string, std::vector<uint32_t>> runs;
+    for (const Job& j : jobs_) {
+      if (j.spec->ranks > 1) runs[j.spec->run].push_back(j.index);
+    }
+    for (auto& [name, ranks] : runs) {
+      for (uint32_t r : ranks) jobs_[r].peers = ranks;
     }
   }
 
@@ -194,10 +208,10 @@ class Engine final : public Future {
       const Job& j = jobs_[ji];
       if (j.done) continue;
       Use u{ji, 0};
-      if (j.issued[s] != j.epoch + 1) {
-        u.pos = uint64_t{j.epoch} * j.n + j.pos_cur[s];
-      } else if (j.epoch + 1 < j.epochs) {
-        u.pos = uint64_t{j.epoch + 1} * j.n + j.pos_next[s];
+      if (j.issued[s] != j.epoch + 1 && j.pos_cur[s] != kOut) {
+        u.pos = uint64_t{j.epoch} * j.len + j.pos_cur[s];
+      } else if (j.epoch + 1 < j.epochs && j.pos_next[s] != kOut) {
+        u.pos = uint64_t{j.epoch + 1} * j.len + j.pos_next[s];
       } else {
         continue;
       }
@@ -397,7 +411,7 @@ class Engine final : public Future {
   void Step(Job& j, uint32_t w, uint64_t now) {
     Worker& wk = j.workers[w];
     const uint32_t first = wk.batch * j.b;
-    const uint32_t len = std::min(j.b, j.n - first);
+    const uint32_t len = std::min(j.b, j.len - first);
     EpochResult& er = j.r.epochs.back();
     while (wk.next < len) {
       const uint32_t s = j.order[first + wk.next];
@@ -455,8 +469,24 @@ class Engine final : public Future {
     }
   }
 
+  static bool Ready(const Job& j) {
+    return !j.computing && j.next_compute < j.batches && j.ready_ns[j.next_compute] != kUnset;
+  }
+
+  // Starts the next batch's compute when it is loaded. The ranks of a
+  // distributed run take each step together (DDP's gradient all-reduce):
+  // when all of them have the batch loaded and the previous step done.
   void TryCompute(Job& j, uint64_t now) {
-    if (j.computing || j.next_compute >= j.batches || j.ready_ns[j.next_compute] == kUnset) return;
+    if (!Ready(j)) return;
+    if (j.peers.empty()) return StartCompute(j, now);
+    for (uint32_t p : j.peers) {
+      const Job& o = jobs_[p];
+      if (!Ready(o) || o.epoch != j.epoch || o.next_compute != j.next_compute) return;
+    }
+    for (uint32_t p : j.peers) StartCompute(jobs_[p], now);
+  }
+
+  void StartCompute(Job& j, uint64_t now) {
     const uint64_t stall = now - j.free_since;
     j.r.stall_ns += stall;
     j.r.epochs.back().stall_ns += stall;

@@ -98,7 +98,7 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
         size["sigma"] = j.size.sigma;
         break;
     }
-    jobs.push_back({{"name", j.name},
+    json spec = {{"name", j.name},
                     {"dataset", j.dataset},
                     {"samples", j.samples},
                     {"size", size},
@@ -107,7 +107,13 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
                     {"loaders", j.loaders},
                     {"compute_ms", j.compute_ms},
                     {"start_s", j.start_s},
-                    {"report_compute", j.report_compute}});
+                    {"report_compute", j.report_compute}};
+    if (j.ranks > 1) {  // a rank of a distributed run: it reads its shard of each epoch
+      spec["run"] = j.run;
+      spec["rank"] = j.rank;
+      spec["ranks"] = j.ranks;
+    }
+    jobs.push_back(std::move(spec));
   }
   json doc;
   doc["workload"] = {{"file", origin},

@@ -102,13 +102,24 @@ Result<Trace> Trace::Make(const Workload& w) {
 }
 
 std::vector<uint32_t> Trace::Order(size_t job, uint32_t epoch) const {
-  std::vector<uint32_t> o(w_.jobs[job].samples);
+  const JobSpecW& j = w_.jobs[job];
+  std::vector<uint32_t> o(j.samples);
   std::iota(o.begin(), o.end(), 0u);
-  Rng rng(MixSeed(w_.seed, NameHash(w_.jobs[job].name), 0x0de7000000ULL + epoch));
+  // The ranks of a run shuffle alike (the run's name seeds it), then split.
+  const std::string& seed_name = j.ranks > 1 ? j.run : j.name;
+  Rng rng(MixSeed(w_.seed, NameHash(seed_name), 0x0de7000000ULL + epoch));
   for (size_t i = o.size(); i > 1; --i) {
     std::swap(o[i - 1], o[rng.Below(i)]);
   }
-  return o;
+  if (j.ranks <= 1) return o;
+  // DistributedSampler: pad to a multiple of the ranks with the shuffle's
+  // first indices, so every rank takes as many steps; rank r takes positions
+  // r, r+R, ... A padded index lands on another rank than its first place.
+  const size_t per = (o.size() + j.ranks - 1) / j.ranks;
+  std::vector<uint32_t> shard;
+  shard.reserve(per);
+  for (size_t i = j.rank; i < per * j.ranks; i += j.ranks) shard.push_back(o[i % o.size()]);
+  return shard;
 }
 
 }  // namespace epochfs::sim

@@ -146,7 +146,7 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
   const std::string p = "job[" + std::to_string(index) + "].";
   if (Status s = CheckKeys(c, p, t,
                            {"name", "dataset", "samples", "size", "batch_size", "epochs", "loaders",
-                            "compute_ms", "start_s", "report_compute"});
+                            "compute_ms", "start_s", "report_compute", "ranks"});
       !s.ok()) {
     return s;
   }
@@ -212,6 +212,11 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
     auto b = n->value_exact<bool>();
     if (!b) return c.Bad(p + "report_compute", n, "expected true or false");
     j.report_compute = *b;
+  }
+  if (const toml::node* n = t.get("ranks")) {
+    auto v = GetInt(c, p + "ranks", *n, 1, 4096);
+    if (!v.ok()) return v.status();
+    j.ranks = static_cast<uint32_t>(v.value());
   }
   return j;
 }
@@ -307,7 +312,17 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
       return c.Bad("job[" + std::to_string(i) + "]", &(*jobs)[i], "expected a table");
     auto j = GetJob(c, i, *t);
     if (!j.ok()) return j.status();
-    w.jobs.push_back(j.value());
+    if (j.value().ranks == 1) {
+      w.jobs.push_back(j.value());
+      continue;
+    }
+    for (uint32_t r = 0; r < j.value().ranks; ++r) {  // one job per rank, one shuffle
+      JobSpecW rank = j.value();
+      rank.run = rank.name;
+      rank.name += ".rank" + std::to_string(r);
+      rank.rank = r;
+      w.jobs.push_back(std::move(rank));
+    }
   }
   if (Status s = ValidateWorkload(w); !s.ok())
     return InvalidArgument(c.origin() + ": " + s.message());
@@ -329,6 +344,10 @@ Status ValidateWorkload(const Workload& w) {
     }
     if (j.samples == 0 || j.batch_size == 0 || j.epochs == 0 || j.loaders == 0) {
       return InvalidArgument(p + ": samples, batch_size, epochs and loaders must be >= 1");
+    }
+    if (j.ranks == 0 || j.rank >= j.ranks || (j.ranks > 1 && j.run.empty())) {
+      return InvalidArgument(p + ".ranks: rank " + std::to_string(j.rank) + " of " +
+                             std::to_string(j.ranks) + " (a rank needs its run's name)");
     }
     auto [it, fresh] = datasets.emplace(j.dataset, &j);
     if (!fresh && (it->second->samples != j.samples || !(it->second->size == j.size))) {

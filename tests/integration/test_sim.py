@@ -43,14 +43,17 @@ class SimTest(unittest.TestCase):
             first, last = None, 0
             for job, spec in zip(run["jobs"], wl["jobs"]):
                 self.assertEqual(job["name"], spec["name"])
-                self.assertEqual(job["accesses"], spec["samples"] * spec["epochs"], name)
+                # Per epoch: every sample, or a rank's (padded) shard.
+                ranks = spec.get("ranks", 1)
+                reads = -(-spec["samples"] // ranks)
+                self.assertEqual(job["accesses"], reads * spec["epochs"], name)
                 self.assertEqual(job["hits"] + job["misses"], job["accesses"], name)
                 self.assertLessEqual(job["coalesced"], job["misses"])
                 self.assertEqual(len(job["epochs"]), spec["epochs"])
                 start = job["start_ns"]
                 self.assertEqual(start, round(spec["start_s"] * 1e9))
                 for ep in job["epochs"]:
-                    self.assertEqual(ep["hits"] + ep["misses"], spec["samples"])
+                    self.assertEqual(ep["hits"] + ep["misses"], reads)
                     self.assertEqual(ep["start_ns"], start)
                     self.assertLessEqual(ep["stall_ns"], ep["time_ns"])
                     start += ep["time_ns"]
@@ -73,8 +76,8 @@ class SimTest(unittest.TestCase):
                 self.assertEqual(run["evictions"], 0)
         return {r["policy"]: r for r in doc["runs"]}
 
-    def test_small_and_three_jobs(self):
-        for f in ("small.toml", "three_jobs.toml"):
+    def test_small_three_jobs_and_ranks(self):
+        for f in ("small.toml", "three_jobs.toml", "ranks.toml"):
             path = os.path.join(CONF, f)
             out = sim(path, "--json").stdout
             runs = self.check_doc(json.loads(out), POLICIES)

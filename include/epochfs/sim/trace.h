@@ -4,7 +4,9 @@
 //     share a dataset share them);
 //   - each job's order for each epoch: a seeded Fisher-Yates shuffle of all its
 //     samples (its own seed per job and epoch), generated on demand so that a
-//     1.28M-sample, 10-epoch job never holds more than the orders in use;
+//     1.28M-sample, 10-epoch job never holds more than the orders in use; the
+//     ranks of a distributed run share one shuffle and each takes its shard
+//     (every ranks-th position from its rank on, padded as DistributedSampler);
 //   - the budget in bytes ("40%" resolved against the distinct bytes).
 //
 // Random numbers come from splitmix64 and our own bounded draws and normal
@@ -59,7 +61,8 @@ class Trace {
   uint64_t size(size_t job, uint32_t sample) const {
     return datasets_[job_dataset_[job]].sizes[sample];
   }
-  // Epoch `epoch`'s order of job j: a permutation of 0..samples-1.
+  // Epoch `epoch`'s order of job j: a permutation of 0..samples-1, or of its
+  // rank's shard of one (no index twice, none out of range).
   std::vector<uint32_t> Order(size_t job, uint32_t epoch) const;
   uint64_t distinct_bytes() const { return distinct_bytes_; }
   uint64_t budget() const { return budget_; }

@@ -6,7 +6,7 @@
 //   [storage]                 # bandwidth (bytes/s, all channels together),
 //   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
 //   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
-//   name = "a"                # loaders, compute_ms, start_s, report_compute
+//   name = "a"                # loaders, compute_ms, start_s, report_compute, ranks
 //
 // Plain data, validated once by ParseWorkload: every error names the key and
 // the line ("job[2].size (line 14): ..."). Unknown keys are errors too.
@@ -48,6 +48,16 @@ struct JobSpecW {
   // false: the epoch policy measures it during warm-up, as on a mount where the
   // job does not report it.
   bool report_compute = false;
+  // A distributed run (DistributedSampler): ParseWorkload expands a [[job]]
+  // with ranks = R > 1 into R jobs "NAME.rank0" .. "NAME.rank{R-1}", each with
+  // `run` = NAME and its `rank`. Every epoch they split one shuffle of the
+  // dataset: rank r reads positions r, r+R, r+2R, ... of it, padded as
+  // DistributedSampler pads (to a multiple of R, with the shuffle's first
+  // indices), so the ranks take equal steps; the engine runs their computes in
+  // step, as DDP's all-reduce does.
+  std::string run;     // the run's name; empty: not part of a distributed run
+  uint32_t rank = 0;   // < ranks
+  uint32_t ranks = 1;  // >= 1
 };
 
 struct StorageSpec {

@@ -160,6 +160,42 @@ TEST(Trace, OrdersArePermutationsAndRepeat) {
   EXPECT_EQ(t.value().budget(), 800u * 110 * 1024);
 }
 
+// ranks = R expands to R jobs that split one shuffle per epoch: together they
+// read every sample exactly once, each its stride of the run's permutation.
+TEST(Trace, RanksSplitOneShuffle) {
+  Workload w = Parse(std::string(kExample) + "ranks = 3\n");
+  ASSERT_EQ(w.jobs.size(), 3u);
+  auto t = Trace::Make(w);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(w.jobs[r].name, "a.rank" + std::to_string(r));
+    EXPECT_EQ(w.jobs[r].run, "a");
+    EXPECT_EQ(w.jobs[r].dataset, "a");
+    EXPECT_EQ(t.value().dataset_of(r), 0u);
+  }
+  for (uint32_t e = 0; e < 3; ++e) {
+    std::vector<uint32_t> all;
+    std::vector<std::vector<uint32_t>> shard(3);
+    for (uint32_t r = 0; r < 3; ++r) {
+      shard[r] = t.value().Order(r, e);
+      EXPECT_EQ(shard[r].size(), 667u);  // padded: 2001 = 3 x 667
+      EXPECT_EQ(std::set<uint32_t>(shard[r].begin(), shard[r].end()).size(), 667u);
+      all.insert(all.end(), shard[r].begin(), shard[r].end());
+    }
+    // Every sample once, and the padding: the shuffle's first index again.
+    EXPECT_EQ(shard[2].back(), shard[0].front());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    ASSERT_EQ(all.size(), 2000u);
+    EXPECT_EQ(all.back(), 1999u);
+    // Interleaved, the shards are one permutation: position i of rank r is
+    // position r + 3i of the run's shuffle; other epochs shuffle otherwise.
+    EXPECT_NE(shard[0], t.value().Order(0, e + 1));
+  }
+  EXPECT_NE(ParseError(std::string(kExample) + "ranks = 0\n").find("job[0].ranks (line"),
+            std::string::npos);
+}
+
 TEST(Trace, SizeDistributions) {
   Workload w = Parse(R"(budget = 1
 [storage]
@@ -230,14 +266,15 @@ void CheckConsistent(const Trace& t, const RunResult& r) {
   for (size_t i = 0; i < r.jobs.size(); ++i) {
     const JobResult& j = r.jobs[i];
     SCOPED_TRACE(r.policy + " job " + j.name);
-    EXPECT_EQ(j.accesses, uint64_t{w.jobs[i].samples} * w.jobs[i].epochs);
+    const uint64_t reads = t.Order(i, 0).size();  // per epoch: samples, or a rank's shard
+    EXPECT_EQ(j.accesses, reads * w.jobs[i].epochs);
     EXPECT_EQ(j.hits + j.misses, j.accesses);
     EXPECT_LE(j.coalesced, j.misses);
     ASSERT_EQ(j.epochs.size(), w.jobs[i].epochs);
     uint64_t eh = 0, em = 0, es = 0, et = 0;
     uint64_t prev_end = j.start_ns;
     for (const EpochResult& e : j.epochs) {
-      EXPECT_EQ(e.hits + e.misses, w.jobs[i].samples);
+      EXPECT_EQ(e.hits + e.misses, reads);
       EXPECT_EQ(e.start_ns, prev_end);  // epoch K+1 starts when K ends
       prev_end = e.start_ns + e.time_ns;
       EXPECT_LE(e.stall_ns, e.time_ns);
@@ -251,7 +288,7 @@ void CheckConsistent(const Trace& t, const RunResult& r) {
     EXPECT_EQ(es, j.stall_ns);
     EXPECT_EQ(j.completion_ns, j.start_ns + et);
     // Compute time is at least batches × compute per batch.
-    const uint64_t batches = (w.jobs[i].samples + w.jobs[i].batch_size - 1) / w.jobs[i].batch_size;
+    const uint64_t batches = (reads + w.jobs[i].batch_size - 1) / w.jobs[i].batch_size;
     EXPECT_GE(et - es + 1000,
               uint64_t(double(batches) * w.jobs[i].epochs * w.jobs[i].compute_ms * 1e6));
     acc += j.accesses;
@@ -487,11 +524,49 @@ TEST(Engine, SameSeedSameResultsOtherSeedOtherOrders) {
   EXPECT_NE(ja, FormatJson(t3.value(), "w", c));
 }
 
+// The ranks of one run share the cache as one job: under the future policy
+// they hit as often as the same training run as a single job (global batch,
+// all loaders), and at least as often as MinIO, on a tight and a loose budget.
+TEST(Engine, RanksOfARunHitLikeOneJob) {
+  for (uint64_t cap : {300u, 700u}) {
+    SCOPED_TRACE(cap);
+    Workload one = OneJob(1200, 4000, 8, 4, 4, 2.0, cap * 4000);
+    Workload ranks = OneJob(1200, 4000, 2, 4, 1, 2.0, cap * 4000);
+    ranks.jobs[0].ranks = 4;
+    std::vector<JobSpecW> split;
+    for (uint32_t r = 0; r < 4; ++r) {
+      JobSpecW j = ranks.jobs[0];
+      j.run = j.name;
+      j.name += ".rank" + std::to_string(r);
+      j.rank = r;
+      split.push_back(j);
+    }
+    ranks.jobs = split;
+    const RunResult a = MustRun(one, PolicyKind::kFuture);
+    const RunResult b = MustRun(ranks, PolicyKind::kFuture);
+    const RunResult m = MustRun(ranks, PolicyKind::kMinio);
+    ASSERT_EQ(b.jobs.size(), 4u);
+    EXPECT_EQ(b.accesses, a.accesses);
+    for (uint32_t e = 1; e < 4; ++e) {
+      uint64_t hits = 0;
+      for (const JobResult& j : b.jobs) hits += j.epochs[e].hits;
+      // One job holds `cap` objects of the next epoch: cap hits (MIN).
+      EXPECT_EQ(a.jobs[0].epochs[e].hits, cap) << "epoch " << e;
+      // The ranks run out of step, so their epochs overlap: a few more or
+      // fewer than `cap`, within 10 %.
+      EXPECT_GE(hits, cap * 9 / 10) << "epoch " << e;
+      EXPECT_LE(hits, cap * 11 / 10) << "epoch " << e;
+    }
+    EXPECT_GE(b.hits, m.hits);
+  }
+}
+
 // The shipped example workloads load and give consistent results (the
 // ImageNet-scale one only loads: replaying it takes seconds per policy).
 TEST(Engine, ShippedWorkloads) {
   const std::string dir = EPOCHFS_SOURCE_DIR "/conf/sim/";
-  for (const char* f : {"small.toml", "three_jobs.toml", "imagenet.toml"}) {
+  for (const char* f :
+       {"small.toml", "three_jobs.toml", "ranks.toml", "ranks_single.toml", "imagenet.toml"}) {
     SCOPED_TRACE(f);
     auto w = LoadWorkloadFile(dir + f);
     ASSERT_TRUE(w.ok()) << w.status().message();
