@@ -93,6 +93,8 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["refused"] = c.refused;
   j["invalidations"] = c.invalidations;
   j["lower_errors"] = c.lower_errors;
+  j["streamed_opens"] = c.streamed_opens;
+  j["streamed_bytes"] = c.streamed_bytes;
   const store::LowerGateCounters g = lower.gate_counters();
   j["lower_timeouts"] = g.timeouts;
   j["lower_interrupts"] = g.interrupts;
@@ -103,6 +105,13 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   nlohmann::json jobs = nlohmann::json::array();
   nlohmann::json warnings = nlohmann::json::array();
   for (const std::string& w : fixed) warnings.push_back(w);
+  if (c.streamed_opens != 0) {
+    warnings.push_back(std::to_string(c.streamed_opens) +
+                       " open(s) of files larger than max_object_bytes (" +
+                       std::to_string(cf.max_object_bytes()) +
+                       ": a quarter of cache.memory, at most 1 GiB) read them from LOWER "
+                       "uncached (streamed_bytes); a larger cache.memory caches them");
+  }
   cf.ReadPolicy([&](const cache::Policy& p) {
     j["pool"] = p.pool_bytes();
     j["shared"] = p.shared_bytes();

@@ -437,6 +437,7 @@ class FilesystemImpl final : public Filesystem {
       }
       file->kind = OpenFile::Kind::kStream;
       file->fd = std::move(fd).value();
+      self.cache_.CountStreamedOpen();
       file->writer = ctx->uid;
       auto now = self.lower_.FStat(file->fd.get());  // bounded, as every LOWER call
       if (!now.ok()) {

@@ -180,8 +180,13 @@ Result<uint64_t> CacheFront::SetBudget(uint64_t bytes) {
   return c_.evictions.load(std::memory_order_relaxed) - before;
 }
 
+void CacheFront::CountStreamedOpen() {
+  c_.streamed_opens.fetch_add(1, std::memory_order_relaxed);
+}
+
 void CacheFront::CountStreamed(uint64_t bytes, bool error) {
   c_.bytes_read_lower.fetch_add(bytes, std::memory_order_relaxed);
+  c_.streamed_bytes.fetch_add(bytes, std::memory_order_relaxed);
   if (error) c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -202,7 +207,8 @@ CacheCounters CacheFront::counters() const {
   auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   return {ld(c_.hits),      ld(c_.misses),       ld(c_.coalesced),
           ld(c_.bytes_read_lower), ld(c_.evictions), ld(c_.admissions),
-          ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations)};
+          ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations),
+          ld(c_.streamed_opens), ld(c_.streamed_bytes)};
 }
 
 }  // namespace epochfs::store

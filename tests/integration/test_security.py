@@ -642,7 +642,15 @@ class LowerFilesLimitTest(et.MountTestCase):
         fds = [os.open(d.path("big%d" % i), os.O_RDONLY) for i in range(4)]  # root
         for fd in fds:
             os.close(fd)
-        self.assertGreater(d.stats()["bytes_read_lower"], 0)
+        st = d.stats()
+        # Counted and warned of: the two files read whole, uncached, and every
+        # open that succeeded (2 + big3 at least once as nobody, 4 as root).
+        self.assertGreaterEqual(st["streamed_bytes"], 2 * 400 * KiB, st)
+        self.assertLessEqual(st["streamed_bytes"], st["bytes_read_lower"], st)
+        self.assertGreaterEqual(st["streamed_opens"], 7, st)
+        self.assertEqual((st["hits"], st["misses"], st["used"]), (0, 0, 0), st)
+        self.assertTrue(any("uncached" in w and "max_object_bytes" in w
+                            for w in st["warnings"]), st["warnings"])
         self.assertTrue(d.alive())
 
 

@@ -51,6 +51,8 @@ struct CacheCounters {
   uint64_t refused = 0;           // admissions the store refused (no room)
   uint64_t lower_errors = 0;
   uint64_t invalidations = 0;     // objects dropped because the lower file changed
+  uint64_t streamed_opens = 0;    // opens of files too large to cache (max_object_bytes())
+  uint64_t streamed_bytes = 0;    // bytes read from lower for them, uncached
 };
 
 class CacheFront {
@@ -65,7 +67,9 @@ class CacheFront {
   Result<ObjectRef> Get(const GetRequest& req);
   // Drops `id` from the RAM tier (the lower file changed).
   void Invalidate(cache::ObjectId id);
-  // Counts bytes the caller streamed from lower itself (large objects).
+  // Counts an open of a file too large to cache, which the caller streams
+  // from lower itself, and the bytes (or the error) of each such read.
+  void CountStreamedOpen();
   void CountStreamed(uint64_t bytes, bool error);
 
   // Changes the budget (memory governor, cache.memory = "auto"): the policy
@@ -117,7 +121,8 @@ class CacheFront {
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
-        admissions{0}, refused{0}, lower_errors{0}, invalidations{0};
+        admissions{0}, refused{0}, lower_errors{0}, invalidations{0}, streamed_opens{0},
+        streamed_bytes{0};
   } c_;
 };
 
