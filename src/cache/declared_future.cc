@@ -1,6 +1,6 @@
 #include "epochfs/cache/declared_future.h"
 
-#include "epochfs/cache/order_rules.h"
+#include "epochfs/cache/declaration_rules.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -74,11 +74,7 @@ uint32_t DeclaredFuture::IndexOf(JobId id) const {
 }
 
 Status DeclaredFuture::AddJob(const JobSpec& spec) {
-  if (spec.id == kNoJob) return InvalidArgument("job id 0 is reserved");
-  if (spec.batch_size == 0) return InvalidArgument("batch_size must be at least 1");
-  if (jobs_.count(spec.id) != 0) {
-    return Status(Code::kExists, "job id " + Str(spec.id) + " is already registered");
-  }
+  if (Status s = CheckNewJob(spec, jobs_.count(spec.id) != 0); !s.ok()) return s;
   auto job = std::make_unique<Job>();
   job->spec = spec;
   if (job->spec.loaders == 0) job->spec.loaders = 1;
@@ -97,12 +93,8 @@ Status DeclaredFuture::AddJob(const JobSpec& spec) {
 Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
   Job* j = Find(id);
   if (j == nullptr) return NotFound("no job " + Str(id));
-  if (samples.empty()) return InvalidArgument("the sample list is empty");
-  if (samples.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    return InvalidArgument("more than 2^31-1 samples");
-  }
-  if (!j->orders.empty() || j->started) {
-    return Status(Code::kBusy, "the sample list is fixed once an order was declared");
+  if (Status s = CheckSamples(samples.size(), !j->orders.empty() || j->started); !s.ok()) {
+    return s;
   }
   DropRefs(*j);
   j->samples = std::move(samples);

@@ -1,6 +1,7 @@
-// The rules every job-aware policy applies to a declared order (Policy::SetOrder
-// in include/epochfs/cache/policy.h), in one place so that the epoch and the
-// future policy refuse the same orders with the same words.
+// The rules every job-aware policy applies to what a job declares (Policy's
+// AddJob, SetSamples and SetOrder in include/epochfs/cache/policy.h), in one
+// place so that the epoch and the future policy refuse the same declarations
+// with the same words.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -8,9 +9,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "epochfs/cache/policy.h"
 #include "epochfs/common/status.h"
 
 namespace epochfs::cache {
+
+// AddJob: the id is not 0 and not `taken` by a registered job; batch_size >= 1.
+// InvalidArgument or Exists otherwise.
+Status CheckNewJob(const JobSpec& spec, bool taken);
+
+// SetSamples: `count` samples, at least 1 and at most 2^31-1, and the list not
+// yet `fixed` (an order declared or an epoch begun). InvalidArgument or Busy.
+Status CheckSamples(size_t count, bool fixed);
 
 // What a policy knows of the job when an order arrives.
 struct OrderContext {

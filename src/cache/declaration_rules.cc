@@ -1,5 +1,6 @@
-#include "epochfs/cache/order_rules.h"
+#include "epochfs/cache/declaration_rules.h"
 
+#include <limits>
 #include <string>
 
 namespace epochfs::cache {
@@ -8,6 +9,22 @@ namespace {
 std::string Str(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
+
+Status CheckNewJob(const JobSpec& spec, bool taken) {
+  if (spec.id == kNoJob) return InvalidArgument("job id 0 is reserved");
+  if (spec.batch_size == 0) return InvalidArgument("batch_size must be at least 1");
+  if (taken) return Status(Code::kExists, "job id " + Str(spec.id) + " is already registered");
+  return Status::Ok();
+}
+
+Status CheckSamples(size_t count, bool fixed) {
+  if (count == 0) return InvalidArgument("the sample list is empty");
+  if (count > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgument("more than 2^31-1 samples");
+  }
+  if (fixed) return Status(Code::kBusy, "the sample list is fixed once an order was declared");
+  return Status::Ok();
+}
 
 Status CheckOrder(const OrderContext& job, uint32_t epoch, const std::vector<uint32_t>& order,
                   std::vector<int32_t>* pos) {
