@@ -43,7 +43,7 @@ struct Config {
     // cache.memory: bytes; 0 with memory_auto = "auto".
     uint64_t memory_bytes = 0;
     bool memory_auto = true;  // "auto": the memory governor (docs/governor.md)
-    PolicyKind policy = PolicyKind::kEpoch;
+    PolicyKind policy = PolicyKind::kFuture;  // docs/future_policy.md: why
     Consistency consistency = Consistency::kImmutable;
     // The memory governor (memory_auto only): budget = total − predicted peak
     // of the memory used outside the cache − margin, within [min, max].

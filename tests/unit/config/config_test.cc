@@ -61,7 +61,7 @@ TEST(Config, DefaultsMatchHeaderDocumentation) {
   Config c;
   EXPECT_TRUE(c.cache.memory_auto);
   EXPECT_EQ(c.cache.memory_bytes, 0u);
-  EXPECT_EQ(c.cache.policy, PolicyKind::kEpoch);
+  EXPECT_EQ(c.cache.policy, PolicyKind::kFuture);
   EXPECT_EQ(c.cache.consistency, Consistency::kImmutable);
   EXPECT_EQ(c.log.level, "info");
 }
