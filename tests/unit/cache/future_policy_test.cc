@@ -190,8 +190,9 @@ TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   EXPECT_EQ(p->RestartEpoch(7, 1).code(), Code::kNotFound);
 }
 
-// Randomized schedules: jobs (some sharing a dataset) come and go, read their
-// declared orders interleaved at different paces with varied sizes, with
+// Randomized schedules: jobs (some sharing a dataset, some the ranks of one
+// distributed run: disjoint shards of one shuffle per epoch) come and go, read
+// their declared orders interleaved at different paces with varied sizes, with
 // unclaimed reads, store drops, restarts and budget changes in between. The
 // harness checks the contract after every event; the digest shows the same
 // schedule gives the same decisions.
@@ -234,12 +235,43 @@ uint64_t RandomRun(uint64_t seed, uint64_t* hits_out) {
     h.BeginEpoch(j.id, 0, t);
     jobs.push_back(j);
   };
+  // A distributed run: R ranks over the shared dataset; each epoch one
+  // shuffle, rank k reading positions k, k+R, ... (DistributedSampler).
+  auto add_run = [&] {
+    const uint32_t ranks = 2 + static_cast<uint32_t>(rng() % 2);
+    const uint32_t epochs = static_cast<uint32_t>(2 + rng() % 3);
+    std::vector<std::vector<uint32_t>> shuffles;
+    for (uint32_t e = 0; e < epochs; ++e) {
+      shuffles.push_back(Iota(static_cast<uint32_t>(shared.size())));
+      std::shuffle(shuffles.back().begin(), shuffles.back().end(), rng);
+    }
+    const uint32_t loaders = 1 + rng() % 4;
+    for (uint32_t k = 0; k < ranks; ++k) {
+      J j;
+      j.id = next_id++;
+      j.epochs = epochs;
+      j.n = static_cast<uint32_t>(shared.size());
+      h.AddJob(Spec(j.id, j.epochs, loaders), shared);
+      for (uint32_t e = 0; e < epochs; ++e) {
+        std::vector<uint32_t> shard;
+        for (size_t i = k; i < shuffles[e].size(); i += ranks) shard.push_back(shuffles[e][i]);
+        j.orders.push_back(shard);
+      }
+      EXPECT_TRUE(h.policy().SetOrder(j.id, 0, j.orders[0]).ok());
+      EXPECT_TRUE(h.policy().SetOrder(j.id, 1, j.orders[1]).ok());
+      h.BeginEpoch(j.id, 0, t);
+      jobs.push_back(j);
+    }
+  };
   for (int i = 0; i < 3; ++i) add();
+  if (seed % 2 == 0) add_run();
   for (int step = 0; step < 6000; ++step) {
     t += 1 + rng() % 1000;
     const uint64_t r = rng() % 100;
     if (r < 2 && jobs.size() < 8) {
       add();
+    } else if (r < 3 && jobs.size() < 6) {
+      add_run();
     } else if (r < 4) {
       const ObjectId o = 900'000 + rng() % 50;
       h.set_size(o, 50 + o % 500);
