@@ -1,0 +1,72 @@
+// TraceEvent: one call a cache policy received, as the policy trace records it
+// (the daemon's `trace.file`) and `epochfs sim --replay` reads it back.
+//
+// A trace is text, one JSON object per line, in the order the policy saw the
+// calls (the daemon makes them under one lock):
+//
+//   {"ev":"start","policy":"future","budget":1073741824,"format":1}
+//   {"ev":"add_job","job":1,"name":"a","batch_size":32,"epochs":4,"loaders":2,"compute_ns":0}
+//   {"ev":"samples","job":1,"objects":[...],"sizes":[...]}
+//   {"ev":"order","job":1,"epoch":0,"order":[...]}
+//   {"ev":"begin_epoch","job":1,"epoch":0,"t":123}      t: monotonic ns
+//   {"ev":"restart_epoch","job":1,"t":123}
+//   {"ev":"end_job","job":1}
+//   {"ev":"budget","budget":536870912}
+//   {"ev":"hit","o":77,"size":4096,"job":1,"sample":5,"t":124}
+//   {"ev":"miss","o":78,"size":4096,"job":0,"sample":-1,"t":125,"load_ns":900000}
+//   {"ev":"dropped","o":78}
+//
+// Objects are the daemon's object ids (from the lower file's device and
+// inode), not paths. Parsing is strict: an unknown event, a missing or
+// mistyped field, or a value out of range is an error naming the line.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "epochfs/cache/policy.h"
+#include "epochfs/common/status.h"
+
+namespace epochfs::trace {
+
+inline constexpr int kTraceFormat = 1;
+
+enum class TraceKind : uint8_t {
+  kStart,
+  kAddJob,
+  kSamples,
+  kOrder,
+  kBeginEpoch,
+  kRestartEpoch,
+  kEndJob,
+  kBudget,
+  kHit,
+  kMiss,
+  kDropped,
+};
+
+struct TraceEvent {
+  TraceKind kind = TraceKind::kStart;
+  std::string policy;                    // kStart: the live policy's name
+  uint64_t budget = 0;                   // kStart, kBudget
+  cache::JobSpec spec;                   // kAddJob
+  cache::JobId job = cache::kNoJob;      // kSamples .. kEndJob
+  uint32_t epoch = 0;                    // kOrder, kBeginEpoch
+  uint64_t now_ns = 0;                   // kBeginEpoch, kRestartEpoch
+  std::vector<cache::SampleRef> samples;  // kSamples
+  std::vector<uint32_t> order;           // kOrder
+  cache::Access access;                  // kHit, kMiss; kDropped: access.object only
+  uint64_t load_ns = 0;                  // kMiss
+};
+
+// One line, without the newline.
+std::string FormatTraceEvent(const TraceEvent& e);
+// One line (`line_no` for messages). InvalidArgument "trace line N: ...".
+Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no);
+// A whole trace: every non-empty line; the first must be "start".
+Result<std::vector<TraceEvent>> ParseTrace(std::string_view text);
+
+}  // namespace epochfs::trace

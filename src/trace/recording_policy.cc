@@ -1,0 +1,133 @@
+#include "epochfs/trace/recording_policy.h"
+
+#include <utility>
+
+#include "epochfs/trace/trace_event.h"
+
+namespace epochfs::trace {
+namespace {
+
+using cache::Access;
+using cache::Decision;
+using cache::JobId;
+using cache::ObjectId;
+
+class RecordingPolicy final : public cache::Policy {
+ public:
+  RecordingPolicy(std::unique_ptr<cache::Policy> inner, TraceSink sink)
+      : inner_(std::move(inner)), sink_(std::move(sink)) {
+    TraceEvent e;
+    e.kind = TraceKind::kStart;
+    e.policy = inner_->name();
+    e.budget = inner_->budget();
+    Emit(e);
+  }
+
+  const char* name() const override { return inner_->name(); }
+  uint64_t budget() const override { return inner_->budget(); }
+  uint64_t resident_bytes() const override { return inner_->resident_bytes(); }
+  uint64_t pool_bytes() const override { return inner_->pool_bytes(); }
+  uint64_t shared_bytes() const override { return inner_->shared_bytes(); }
+
+  Decision OnHit(const Access& a) override {
+    TraceEvent e;
+    e.kind = TraceKind::kHit;
+    e.access = a;
+    Emit(e);
+    return inner_->OnHit(a);
+  }
+  Decision OnMiss(const Access& a, uint64_t load_ns) override {
+    TraceEvent e;
+    e.kind = TraceKind::kMiss;
+    e.access = a;
+    e.load_ns = load_ns;
+    Emit(e);
+    return inner_->OnMiss(a, load_ns);
+  }
+  void OnDropped(ObjectId id) override {
+    TraceEvent e;
+    e.kind = TraceKind::kDropped;
+    e.access.object = id;
+    Emit(e);
+    inner_->OnDropped(id);
+  }
+  Status AddJob(const cache::JobSpec& spec) override {
+    TraceEvent e;
+    e.kind = TraceKind::kAddJob;
+    e.spec = spec;
+    Emit(e);
+    return inner_->AddJob(spec);
+  }
+  Status SetSamples(JobId job, std::vector<cache::SampleRef> samples) override {
+    TraceEvent e;
+    e.kind = TraceKind::kSamples;
+    e.job = job;
+    e.samples = samples;
+    Emit(e);
+    return inner_->SetSamples(job, std::move(samples));
+  }
+  Status SetOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) override {
+    TraceEvent e;
+    e.kind = TraceKind::kOrder;
+    e.job = job;
+    e.epoch = epoch;
+    e.order = order;
+    Emit(e);
+    return inner_->SetOrder(job, epoch, std::move(order));
+  }
+  Result<Decision> BeginEpoch(JobId job, uint32_t epoch, uint64_t now_ns) override {
+    TraceEvent e;
+    e.kind = TraceKind::kBeginEpoch;
+    e.job = job;
+    e.epoch = epoch;
+    e.now_ns = now_ns;
+    Emit(e);
+    return inner_->BeginEpoch(job, epoch, now_ns);
+  }
+  Status RestartEpoch(JobId job, uint64_t now_ns) override {
+    TraceEvent e;
+    e.kind = TraceKind::kRestartEpoch;
+    e.job = job;
+    e.now_ns = now_ns;
+    Emit(e);
+    return inner_->RestartEpoch(job, now_ns);
+  }
+  Result<Decision> EndJob(JobId job) override {
+    TraceEvent e;
+    e.kind = TraceKind::kEndJob;
+    e.job = job;
+    Emit(e);
+    return inner_->EndJob(job);
+  }
+  Result<Decision> SetBudget(uint64_t bytes) override {
+    TraceEvent e;
+    e.kind = TraceKind::kBudget;
+    e.budget = bytes;
+    Emit(e);
+    return inner_->SetBudget(bytes);
+  }
+
+  std::vector<cache::JobSnapshot> Jobs() const override { return inner_->Jobs(); }
+  cache::Region Where(JobId job, uint32_t sample) const override {
+    return inner_->Where(job, sample);
+  }
+  std::vector<uint32_t> NextCounters(JobId job) const override {
+    return inner_->NextCounters(job);
+  }
+  Status CheckInvariants() const override { return inner_->CheckInvariants(); }
+
+ private:
+  void Emit(const TraceEvent& e) { sink_(FormatTraceEvent(e)); }
+
+  std::unique_ptr<cache::Policy> inner_;
+  TraceSink sink_;
+};
+
+}  // namespace
+
+std::unique_ptr<cache::Policy> MakeRecordingPolicy(std::unique_ptr<cache::Policy> inner,
+                                                   TraceSink sink) {
+  return std::make_unique<RecordingPolicy>(std::move(inner), std::move(sink));
+}
+
+}  // namespace epochfs::trace

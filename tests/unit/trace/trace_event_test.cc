@@ -1,0 +1,188 @@
+// The policy trace's line format: every event survives Format then Parse;
+// bad lines are refused with the line number; the recording policy records
+// each state-changing call before forwarding it and leaves the answers alone.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "epochfs/trace/recording_policy.h"
+#include "epochfs/trace/trace_event.h"
+
+namespace epochfs::trace {
+namespace {
+
+std::vector<TraceEvent> OneOfEach() {
+  std::vector<TraceEvent> v;
+  TraceEvent e;
+  e.kind = TraceKind::kStart;
+  e.policy = "future";
+  e.budget = 1ull << 40;
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kAddJob;
+  e.spec = {7, "job \"α\"\n", 32, 4, 2, 123456789};
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kSamples;
+  e.job = 7;
+  e.samples = {{(1ull << 63) + 5, 0}, {9, 4096}};
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kOrder;
+  e.job = 7;
+  e.epoch = 3;
+  e.order = {1, 0, 4294967295u};
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kBeginEpoch;
+  e.job = 7;
+  e.epoch = 1;
+  e.now_ns = 99;
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kRestartEpoch;
+  e.job = 7;
+  e.now_ns = 100;
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kEndJob;
+  e.job = 7;
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kBudget;
+  e.budget = 12345;
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kHit;
+  e.access = {9, 4096, 7, 1, 555};
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kMiss;
+  e.access = {10, 1, cache::kNoJob, -1, 556};
+  e.load_ns = 777;
+  v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kDropped;
+  e.access.object = 10;
+  v.push_back(e);
+  return v;
+}
+
+std::string Lines(const std::vector<TraceEvent>& v) {
+  std::string text;
+  for (const TraceEvent& e : v) text += FormatTraceEvent(e) + "\n";
+  return text;
+}
+
+TEST(TraceEvent, EveryKindRoundTrips) {
+  const std::vector<TraceEvent> v = OneOfEach();
+  auto back = ParseTrace(Lines(v));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back.value().size(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    SCOPED_TRACE(FormatTraceEvent(v[i]));
+    const TraceEvent& a = v[i];
+    const TraceEvent& b = back.value()[i];
+    EXPECT_EQ(FormatTraceEvent(b), FormatTraceEvent(a));
+    EXPECT_EQ(b.kind, a.kind);
+    EXPECT_EQ(b.spec.name, a.spec.name);
+    EXPECT_EQ(b.spec.compute_ns_per_batch, a.spec.compute_ns_per_batch);
+    EXPECT_EQ(b.order, a.order);
+    EXPECT_EQ(b.samples.size(), a.samples.size());
+    for (size_t k = 0; k < a.samples.size(); ++k) {
+      EXPECT_EQ(b.samples[k].object, a.samples[k].object);
+      EXPECT_EQ(b.samples[k].size, a.samples[k].size);
+    }
+    EXPECT_EQ(b.access.object, a.access.object);
+    EXPECT_EQ(b.access.sample, a.access.sample);
+    EXPECT_EQ(b.load_ns, a.load_ns);
+  }
+}
+
+TEST(TraceEvent, BadLinesNameTheLine) {
+  const std::string start = FormatTraceEvent(OneOfEach()[0]) + "\n";
+  struct Case {
+    std::string text, want;
+  } cases[] = {
+      {"", "the trace is empty"},
+      {"\n  \n", "the trace is empty"},
+      {"{\"ev\":\"hit\",\"o\":1,\"size\":1,\"job\":0,\"sample\":-1,\"t\":1}\n",
+       "trace line 1: a trace begins with a \"start\" event"},
+      {start + "not json\n", "trace line 2: not a JSON object"},
+      {start + "[1,2]\n", "trace line 2: not a JSON object"},
+      {start + "{\"ev\":\"fly\"}\n", "trace line 2: unknown event \"fly\""},
+      {start + "{\"ev\":\"hit\",\"o\":1}\n", "trace line 2: size: missing"},
+      {start + "{\"ev\":\"end_job\",\"job\":-1}\n", "trace line 2: job: expected an integer"},
+      {start + "{\"ev\":\"end_job\",\"job\":4294967296}\n", "trace line 2: job: expected an integer"},
+      {start + "{\"ev\":\"order\",\"job\":1,\"epoch\":0,\"order\":[1,\"x\"]}\n",
+       "trace line 2: order: expected integers"},
+      {start + "{\"ev\":\"samples\",\"job\":1,\"objects\":[1,2],\"sizes\":[3]}\n",
+       "trace line 2: objects and sizes differ in length"},
+      {"{\"ev\":\"start\",\"policy\":\"lru\",\"budget\":1,\"format\":9}\n",
+       "trace line 1: format: this epochfs reads format 1"},
+      {start + "\n{\"ev\":\"budget\",\"budget\":\"big\"}\n", "trace line 3: budget: expected"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseTrace(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos)
+        << c.text << " -> " << r.status().message();
+  }
+}
+
+// A policy that answers fixed things and counts the calls it gets.
+class Counting final : public cache::Policy {
+ public:
+  const char* name() const override { return "counting"; }
+  uint64_t budget() const override { return 1000; }
+  uint64_t resident_bytes() const override { return 10; }
+  cache::Decision OnHit(const cache::Access&) override {
+    ++calls;
+    return {false, {42}};
+  }
+  cache::Decision OnMiss(const cache::Access&, uint64_t) override {
+    ++calls;
+    return {true, {}};
+  }
+  void OnDropped(cache::ObjectId) override { ++calls; }
+  Status SetOrder(cache::JobId, uint32_t, std::vector<uint32_t>) override {
+    ++calls;
+    return InvalidArgument("no");
+  }
+  int calls = 0;
+};
+
+TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
+  auto inner = std::make_unique<Counting>();
+  Counting* c = inner.get();
+  std::vector<std::string> lines;
+  auto p = MakeRecordingPolicy(std::move(inner), [&](const std::string& l) {
+    lines.push_back(l);
+    // start, then one line per call, each before the call reaches the policy
+    if (lines.size() > 1) {
+      EXPECT_EQ(lines.size(), static_cast<size_t>(c->calls) + 2) << l;
+    }
+  });
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "{\"budget\":1000,\"ev\":\"start\",\"format\":1,\"policy\":\"counting\"}");
+  EXPECT_EQ(p->OnHit({5, 6, 1, 2, 3}).evict, std::vector<cache::ObjectId>{42});
+  EXPECT_TRUE(p->OnMiss({5, 6, 1, 2, 3}, 9).admit);
+  p->OnDropped(5);
+  EXPECT_EQ(p->SetOrder(1, 0, {0}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(p->resident_bytes(), 10u);  // queries: forwarded, not recorded
+  EXPECT_STREQ(p->name(), "counting");
+  ASSERT_EQ(lines.size(), 5u);
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  auto parsed = ParseTrace(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed.value()[1].kind, TraceKind::kHit);
+  EXPECT_EQ(parsed.value()[2].kind, TraceKind::kMiss);
+  EXPECT_EQ(parsed.value()[2].load_ns, 9u);
+  EXPECT_EQ(parsed.value()[3].kind, TraceKind::kDropped);
+  EXPECT_EQ(parsed.value()[4].kind, TraceKind::kOrder);
+}
+
+}  // namespace
+}  // namespace epochfs::trace
