@@ -275,6 +275,13 @@ const KeyDesc kKeys[] = {
        c->log.level = *s;
        return true;
      }},
+    {"trace.file", OptKind::kString, "a file path (\"\" = off)",
+     [](Config* c, const Raw& v) {
+       const auto* s = std::get_if<std::string>(&v);
+       if (s == nullptr) return false;
+       c->trace.file = *s;
+       return true;
+     }},
 };
 
 const KeyDesc* FindKey(std::string_view name) {

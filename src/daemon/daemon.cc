@@ -28,6 +28,7 @@
 #include "memory_governor.h"
 #include "mount_point.h"
 #include "orphan_reaper.h"
+#include "policy_trace.h"
 #include "spill_area.h"
 #include "unmount_watcher.h"
 
@@ -280,7 +281,13 @@ Status RunDaemon(const DaemonArgs& in) {
       log::Warn(fixed_warnings.back());
     }
   }
-  store::CacheFront cache(*lower.value(), MakePolicy(cfg, budget), budget);
+  std::unique_ptr<cache::Policy> policy = MakePolicy(cfg, budget);
+  if (!cfg.trace.file.empty()) {  // before daemonizing: a bad path fails the mount
+    auto recorded = RecordPolicyTrace(cfg.trace.file, std::move(policy));
+    if (!recorded.ok()) return recorded.status();
+    policy = std::move(recorded).value();
+  }
+  store::CacheFront cache(*lower.value(), std::move(policy), budget);
   // The spill area: checked now (a bad spill.path fails the mount), opened
   // after daemonizing (its threads would not survive the fork).
   std::unique_ptr<SpillArea> spill;

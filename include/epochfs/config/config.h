@@ -122,6 +122,12 @@ struct Config {
     std::string level = "info";  // "debug" | "info" | "warn" | "error" | "off"
     bool operator==(const Log&) const = default;
   } log;
+  struct Trace {
+    // trace.file: record every call the cache policy gets, one JSON line each,
+    // for `epochfs sim --replay` ("" = off).
+    std::string file;
+    bool operator==(const Trace&) const = default;
+  } trace;
 
   // Field-by-field; the tie test compares a loaded conf/epochfs.toml to Config{}.
   bool operator==(const Config&) const = default;

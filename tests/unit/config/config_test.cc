@@ -423,6 +423,8 @@ TEST(Override, EveryKeyType) {
   EXPECT_FALSE(c.fuse.kernel_cache);
   ASSERT_TRUE(ApplyOverride(&c, "log.level", "warn").ok());
   EXPECT_EQ(c.log.level, "warn");
+  ASSERT_TRUE(ApplyOverride(&c, "trace.file", "/var/tmp/policy.trace").ok());
+  EXPECT_EQ(c.trace.file, "/var/tmp/policy.trace");
 }
 
 TEST(Override, OverridesFileValues) {
@@ -503,7 +505,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 37u);
+  ASSERT_EQ(keys.size(), 38u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());
