@@ -23,6 +23,10 @@ class NoCachePolicy final : public cache::Policy {
   Decision OnHit(const Access&) override { return {}; }
   Decision OnMiss(const Access&, uint64_t) override { return {}; }
   void OnDropped(ObjectId) override {}
+  Result<Decision> SetBudget(uint64_t bytes) override {
+    budget_ = bytes;
+    return Decision{};
+  }
 
  private:
   uint64_t budget_;
@@ -42,9 +46,10 @@ class MinioPolicy final : public cache::Policy {
       used_ -= it->second;
       held_.erase(it);
     }
-    if (a.size > 0 && a.size <= budget_ - used_) {
+    if (a.size > 0 && used_ <= budget_ && a.size <= budget_ - used_) {
       held_.emplace(a.object, a.size);
       used_ += a.size;
+      order_.push_back(a.object);
       d.admit = true;
     }
     return d;
@@ -55,11 +60,28 @@ class MinioPolicy final : public cache::Policy {
     used_ -= it->second;
     held_.erase(it);
   }
+  // A replayed trace's budget change: a smaller budget gives up the objects
+  // admitted last (MinIO never chooses victims; this keeps its oldest set).
+  Result<Decision> SetBudget(uint64_t bytes) override {
+    Decision d;
+    budget_ = bytes;
+    while (used_ > budget_ && !order_.empty()) {
+      const ObjectId o = order_.back();
+      order_.pop_back();
+      auto it = held_.find(o);
+      if (it == held_.end()) continue;
+      used_ -= it->second;
+      held_.erase(it);
+      d.evict.push_back(o);
+    }
+    return d;
+  }
 
  private:
   uint64_t budget_;
   uint64_t used_ = 0;
   std::unordered_map<ObjectId, uint64_t> held_;
+  std::vector<ObjectId> order_;  // admissions, oldest first (may name dropped ones)
 };
 
 class BeladyPolicy final : public cache::Policy {
@@ -68,13 +90,22 @@ class BeladyPolicy final : public cache::Policy {
   const char* name() const override { return "belady"; }
   uint64_t budget() const override { return cache_.budget(); }
   uint64_t resident_bytes() const override { return cache_.used(); }
-  Decision OnHit(const Access& a) override { return cache_.OnHit(a); }
-  Decision OnMiss(const Access& a, uint64_t) override { return cache_.OnMiss(a); }
+  Decision OnHit(const Access& a) override {
+    now_ = a.now_ns;
+    return cache_.OnHit(a);
+  }
+  Decision OnMiss(const Access& a, uint64_t) override {
+    now_ = a.now_ns;
+    return cache_.OnMiss(a);
+  }
   void OnDropped(ObjectId id) override { cache_.OnDropped(id); }
+  // A replayed trace's budget change: the furthest next uses go first.
+  Result<Decision> SetBudget(uint64_t bytes) override { return cache_.SetBudget(bytes, now_); }
   Status CheckInvariants() const override { return cache_.CheckInvariants(); }
 
  private:
   cache::NextUseCache cache_;
+  uint64_t now_ = 0;  // the latest access's time
 };
 
 }  // namespace

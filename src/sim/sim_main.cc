@@ -9,7 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include "epochfs/common/text_file.h"
 #include "epochfs/sim/engine.h"
+#include "epochfs/sim/replay.h"
 #include "epochfs/sim/report.h"
 #include "epochfs/sim/trace.h"
 #include "epochfs/sim/workload.h"
@@ -20,6 +22,25 @@ namespace {
 int Fail(const std::string& msg, int code = 1) {
   std::fprintf(stderr, "epochfs sim: %s\n", msg.c_str());
   return code;
+}
+
+// `epochfs sim --replay TRACE`: the live run's figures, then each policy's.
+int ReplayMain(const std::string& path, const std::vector<PolicyKind>& kinds, bool json) {
+  auto text = ReadTextFile(path, "trace file");
+  if (!text.ok()) return Fail(text.status().message());
+  auto events = trace::ParseTrace(text.value());
+  if (!events.ok()) return Fail(path + ": " + events.status().message());
+  std::vector<ReplayResult> runs;
+  for (PolicyKind k : kinds) {
+    auto r = Replay(events.value(), k);
+    if (!r.ok()) return Fail(std::string(PolicyKindName(k)) + ": " + r.status().message(), 2);
+    runs.push_back(std::move(r).value());
+  }
+  const TraceSummary live = Summarize(events.value());
+  const std::string out = json ? FormatReplayJson(path, live, runs)
+                               : FormatReplayTable(path, live, runs);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
 }
 
 }  // namespace
@@ -33,7 +54,10 @@ int Main(int argc, char** argv) {
   std::optional<uint64_t> seed;
   std::optional<double> budget_percent;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)")->required();
+  std::string replay;
+  app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)");
+  app.add_option("--replay", replay,
+                 "replay a policy trace the daemon recorded (trace.file) instead of a workload");
   app.add_option("--policy", policies,
                  "all, or a comma-separated list of none, lru, minio, epoch, future, belady");
   app.add_flag("--json", json, "print JSON instead of the table");
@@ -65,6 +89,10 @@ int Main(int argc, char** argv) {
     }
     if (kinds.empty()) return Fail("--policy: empty list");
   }
+  if (file.empty() == replay.empty()) {
+    return Fail("give a WORKLOAD file or --replay TRACE, not both (see epochfs sim --help)");
+  }
+  if (!replay.empty()) return ReplayMain(replay, kinds, json);
 
   auto wl = LoadWorkloadFile(file);
   if (!wl.ok()) return Fail(wl.status().message());

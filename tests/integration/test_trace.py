@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""The policy trace on a real mount: `-o trace.file=FILE` records what the
+policy saw while a registered job (EpochfsSampler, one reader process) and a
+reader no job claims read through the mount; `epochfs sim --replay FILE` then
+gives the live run's own figures, equal to the daemon's stats; the policy that
+ran, replayed, makes the same decisions (same hits, misses); Belady's replay
+hits at least as often (the files are of one size); a damaged trace is refused
+naming its line; a trace.file that cannot be created fails the mount.
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import python_venv  # noqa: E402
+
+python_venv.reexec_in_venv()
+import epochfs_test as et  # noqa: E402
+import epochfs.sampler  # noqa: E402
+
+KiB = 1024
+FILES = 60
+SIZE = 8 * KiB
+EPOCHS = 3
+
+
+def replay(trace, *args, check=True):
+    p = subprocess.run([et.epochfs_bin(), "sim", "--replay", trace] + list(args),
+                       capture_output=True, text=True, timeout=120)
+    if check and p.returncode != 0:
+        raise AssertionError("epochfs sim --replay: exit %d\n%s" % (p.returncode, p.stderr))
+    return p
+
+
+class PolicyTraceTest(et.MountTestCase):
+    def test_record_and_replay(self):
+        lower = self.make_dir("lower")
+        want = {}
+        for i in range(FILES):
+            want[i] = et.det_bytes(SIZE, 900 + i)
+            et.write_file(os.path.join(lower, "data", "f%02d.bin" % i), want[i])
+        other = et.det_bytes(SIZE, 7)
+        et.write_file(os.path.join(lower, "other.bin"), other)
+        trace = os.path.join(self.make_dir("out"), "policy.trace")
+        d = self.mount(lower, opts=["cache.policy=future", "cache.memory=%d" % (24 * SIZE),
+                                    "trace.file=" + trace])
+        self.assertEqual(os.stat(trace).st_mode & 0o777, 0o600)
+        paths = [d.path("data", "f%02d.bin" % i) for i in range(FILES)]
+        perms = {}
+        for e in range(EPOCHS):
+            perm = list(range(FILES))
+            random.Random(40 + e).shuffle(perm)
+            perms[e] = perm
+        sampler = epochfs.sampler.EpochfsSampler(list(range(FILES)), d.mnt, "traced", paths, 4,
+                                                 EPOCHS, order_fn=lambda e: perms[e],
+                                                 compute_ms=0, strict=True)
+        for epoch in range(EPOCHS):
+            for k in sampler:
+                self.assertEqual(et.read_file_raw(paths[k]), want[k], "epoch %d file %d" % (epoch, k))
+            self.assertEqual(et.read_file_raw(d.path("other.bin")), other)  # nobody's
+        sampler.close()
+        stats = d.stats()
+        self.assertEqual(stats["hits"] + stats["misses"], EPOCHS * (FILES + 1))
+        self.assertGreater(stats["hits"], 0, stats)
+        self.assertEqual(d.unmount(), 0)  # the rest of the trace is written at unmount
+
+        doc = json.loads(replay(trace, "--json").stdout)
+        live = doc["trace"]
+        self.assertEqual(live["policy"], "future")
+        self.assertEqual(live["budget_bytes"], 24 * SIZE)
+        self.assertEqual(live["jobs"], 1)
+        self.assertEqual((live["hits"], live["misses"]), (stats["hits"], stats["misses"]))
+        runs = {r["policy"]: r for r in doc["replays"]}
+        self.assertEqual(set(runs), {"none", "lru", "minio", "epoch", "future", "belady"})
+        for r in runs.values():
+            self.assertEqual(r["accesses"], live["accesses"], r)
+        # The policy that ran decides as it did live.
+        self.assertEqual((runs["future"]["hits"], runs["future"]["misses"]),
+                         (live["hits"], live["misses"]), runs["future"])
+        self.assertEqual(runs["none"]["hits"], 0)
+        for p in ("lru", "minio", "epoch", "future"):
+            self.assertGreaterEqual(runs["belady"]["hits"], runs[p]["hits"], p)
+        table = replay(trace).stdout
+        print("\n" + table)
+        self.assertIn("live future", table)
+
+        # A damaged trace: refused, naming the line.
+        with open(trace) as f:
+            lines = f.read().splitlines()
+        bad = os.path.join(os.path.dirname(trace), "bad.trace")
+        with open(bad, "w") as f:
+            f.write("\n".join(lines[:3] + ['{"ev":"hit","o":1}'] + lines[3:]) + "\n")
+        p = replay(bad, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("trace line 4: size: missing", p.stderr)
+        p = subprocess.run([et.epochfs_bin(), "sim"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("give a WORKLOAD file or --replay TRACE", p.stderr)
+
+    def test_unwritable_trace_file_fails_the_mount(self):
+        lower = self.make_dir("lower")
+        et.write_file(os.path.join(lower, "a.bin"), b"x")
+        missing = os.path.join(self.tmp, "no", "such", "dir", "t.trace")
+        mnt = self.make_mountpoint()
+        p = subprocess.run(self.epochfs_cmd(lower, mnt, ["trace.file=" + missing]),
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("trace.file " + missing, p.stderr)
+        self.assertFalse(et.is_mounted(mnt))
+
+
+if __name__ == "__main__":
+    et.main()
