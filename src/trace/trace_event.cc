@@ -165,7 +165,9 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       j["o"] = e.access.object;
       break;
   }
-  return j.dump();
+  // Job names are checked ASCII on a mount; replace anything else rather
+  // than throw under the policy's lock.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {

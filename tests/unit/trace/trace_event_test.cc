@@ -100,6 +100,16 @@ TEST(TraceEvent, EveryKindRoundTrips) {
   }
 }
 
+TEST(TraceEvent, InvalidUtf8IsReplacedNotThrown) {
+  TraceEvent e;
+  e.kind = TraceKind::kAddJob;
+  e.spec = {3, std::string("bad\xff\xfe"), 1, 1, 1, 0};
+  const std::string line = FormatTraceEvent(e);
+  auto back = ParseTraceEvent(line, 1);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value().spec.name, "bad\xEF\xBF\xBD\xEF\xBF\xBD");  // U+FFFD twice
+}
+
 TEST(TraceEvent, BadLinesNameTheLine) {
   const std::string start = FormatTraceEvent(OneOfEach()[0]) + "\n";
   struct Case {
