@@ -53,6 +53,8 @@ struct DeclaredFuture::Job {
   uint64_t base = 0;           // reads planned before the current epoch
   uint64_t consumed = 0;       // reads in the current epoch
   uint64_t reads = 0;          // every read since the first
+  size_t scan = 0;             // current order positions before it are all read (Upcoming)
+  size_t ahead = 0;            // ... and before this one read or held, >= scan (Upcoming)
   uint64_t first_read_ns = 0;
   uint64_t epoch_start_ns = 0, last_epoch_ns = 0;
   uint64_t load_ns = 0, loads = 0, bytes = 0;
@@ -179,6 +181,8 @@ Status DeclaredFuture::RestartEpoch(JobId id, uint64_t now_ns) {
   // moves forward by what was read (positions handed out stay valid).
   j->base += j->consumed;
   j->consumed = 0;
+  j->scan = 0;
+  j->ahead = 0;
   return Status::Ok();
 }
 
@@ -240,6 +244,8 @@ void DeclaredFuture::Refresh(Job& j) {
   j.len_cur = cur != j.orders.end() ? cur->second.size() : n;
   j.pos_next = next != j.orders.end() ? Inverse(next->second, n) : std::vector<uint32_t>{};
   j.len_next = next != j.orders.end() ? next->second.size() : n;
+  j.scan = 0;
+  j.ahead = 0;
 }
 
 // The position of job j's next read of `sample`, false when it has none.
@@ -378,6 +384,60 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
     ++j->loads;
   }
   j->bytes += a.size;
+}
+
+void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)>& held,
+                              const std::function<bool(ObjectId)>& skip,
+                              std::vector<PrefetchHint>* out) {
+  for (Job* jp : by_index_) {
+    if (jp == nullptr || jp->samples.empty()) continue;
+    Job& j = *jp;
+    auto cur = j.orders.find(j.epoch);
+    if (cur == j.orders.end()) continue;  // nothing declared: nothing known ahead
+    const std::vector<uint32_t>& order = cur->second;
+    const uint32_t mark = j.epoch + 1;
+    while (j.scan < order.size() && j.read[order[j.scan]] == mark) ++j.scan;
+    j.ahead = std::max(j.ahead, j.scan);
+    size_t found = 0, looked = 0;
+    // Whether sample s is a candidate; `prefix`: the cursor may pass it.
+    auto take = [&](uint32_t s, bool* passable) {
+      const SampleRef& r = j.samples[s];
+      if (held && held(r.object)) return;
+      *passable = false;
+      if (skip && skip(r.object)) return;
+      out->push_back({r.object, r.size, j.spec.id, s});
+      ++found;
+    };
+    bool prefix = true;
+    size_t p = j.ahead;
+    for (; p < order.size() && found < per_job && looked < kScan; ++p, ++looked) {
+      if (j.read[order[p]] != mark) take(order[p], &prefix);
+      if (prefix) j.ahead = p + 1;
+    }
+    const bool more = j.spec.epochs == 0 || j.epoch + 1 < j.spec.epochs;
+    auto next = j.orders.find(j.epoch + 1);
+    if (p < order.size() || !more || next == j.orders.end()) continue;
+    bool unused = true;
+    for (size_t q = 0; q < next->second.size() && found < per_job && q < kScanNext; ++q) {
+      if (j.read[next->second[q]] == mark) take(next->second[q], &unused);
+    }
+  }
+}
+
+void DeclaredFuture::Evicted(const std::vector<ObjectId>& objects) {
+  for (ObjectId o : objects) {
+    auto sit = slot_of_.find(o);
+    if (sit == slot_of_.end()) continue;
+    auto back = [&](const Ref& r) {
+      Job* j = r.index < by_index_.size() ? by_index_[r.index] : nullptr;
+      if (j == nullptr || j->pos_cur.empty() || j->pos_cur[r.sample] == kAbsent) return;
+      if (j->read[r.sample] == j->epoch + 1) return;  // read already: not ahead
+      j->ahead = std::min<size_t>(j->ahead, j->pos_cur[r.sample]);
+    };
+    if (first_ref_[sit->second].index != 0) back(first_ref_[sit->second]);
+    auto [b, e] = more_refs_.equal_range(sit->second);
+    for (auto it = b; it != e; ++it) back(it->second);
+  }
 }
 
 std::vector<ObjectId> DeclaredFuture::ObjectsOf(JobId id) const {

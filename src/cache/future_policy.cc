@@ -22,16 +22,46 @@ class FuturePolicy final : public Policy {
   Decision OnHit(const Access& a) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/true, 0);
-    return cache_.OnHit(a);
+    return Noted(cache_.OnHit(a));
   }
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/false, load_ns);
-    return cache_.OnMiss(a);
+    return Noted(cache_.OnMiss(a));
+  }
+  std::vector<PrefetchHint> PrefetchHints(size_t max, uint64_t now_ns,
+                                          const std::function<bool(ObjectId)>& skip) override {
+    now_ = std::max(now_, now_ns);
+    std::vector<PrefetchHint> upcoming;
+    future_.Upcoming(max, [&](ObjectId o) { return cache_.Holds(o); }, skip, &upcoming);
+    // Soonest first across jobs (an object several jobs read: its first read).
+    std::vector<std::pair<uint64_t, size_t>> when;
+    when.reserve(upcoming.size());
+    for (size_t i = 0; i < upcoming.size(); ++i) {
+      Future::Use use;
+      if (!future_.NextUse(upcoming[i].object, &use)) continue;
+      when.emplace_back(future_.Estimate(use, now_), i);
+    }
+    std::sort(when.begin(), when.end());
+    std::vector<PrefetchHint> ordered;
+    ordered.reserve(when.size());
+    for (const auto& [t, i] : when) {
+      const bool again = std::any_of(ordered.begin(), ordered.end(), [&](const PrefetchHint& h) {
+        return h.object == upcoming[i].object;
+      });
+      if (!again) ordered.push_back(upcoming[i]);
+    }
+    return cache_.Admissible(ordered, max, now_);
+  }
+  Decision OnPrefetched(const Access& a, uint64_t /*load_ns*/) override {
+    now_ = std::max(now_, a.now_ns);
+    future_.Touch(a.object, a.now_ns);  // no job read it: positions stay
+    return Noted(cache_.OnMiss(a));
   }
   void OnDropped(ObjectId id) override {
     future_.Touch(id, now_);
     cache_.OnDropped(id);
+    future_.Evicted({id});
   }
 
   Status AddJob(const JobSpec& spec) override { return future_.AddJob(spec); }
@@ -64,7 +94,9 @@ class FuturePolicy final : public Policy {
     if (!s.ok()) return s;
     return Rekey(objects, kNoJob);
   }
-  Result<Decision> SetBudget(uint64_t bytes) override { return cache_.SetBudget(bytes, now_); }
+  Result<Decision> SetBudget(uint64_t bytes) override {
+    return Noted(cache_.SetBudget(bytes, now_));
+  }
 
   std::vector<JobSnapshot> Jobs() const override {
     return future_.Snapshots(cache_.BytesByJob());
@@ -80,6 +112,11 @@ class FuturePolicy final : public Policy {
     if (job != kNoJob) {
       for (ObjectId o : future_.ObjectsOf(job)) cache_.Rekey(o, now_, &d);
     }
+    return Noted(std::move(d));
+  }
+  // Tells the future (prefetch cursors) what a Decision evicts.
+  Decision Noted(Decision d) {
+    if (!d.evict.empty()) future_.Evicted(d.evict);
     return d;
   }
 

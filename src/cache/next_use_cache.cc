@@ -95,6 +95,33 @@ Decision NextUseCache::OnMiss(const Access& a) {
   return d;
 }
 
+std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHint>& soonest_first,
+                                                   size_t max, uint64_t now) {
+  std::vector<PrefetchHint> out;
+  if (soonest_first.empty() || max == 0) return out;
+  Lines(now);
+  const size_t worst = Worst();
+  uint64_t room = budget_ - used_;
+  for (const PrefetchHint& h : soonest_first) {
+    if (out.size() >= max) break;
+    Future::Use use;
+    if (h.size == 0 || h.size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) {
+      continue;
+    }
+    if (h.size <= room) {
+      room -= h.size;
+      out.push_back(h);
+      continue;
+    }
+    room = 0;
+    if (worst == kNone || !(RankOf(lines_[use.job].At(use.pos), h.size, now) < ranks_[worst])) {
+      break;  // the later ones come later still
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
 void NextUseCache::OnDropped(ObjectId id) {
   Entry& e = At(id);
   if (e.size != 0) Forget(e);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -53,6 +54,19 @@ class DeclaredFuture final : public Future {
   void Touch(ObjectId object, uint64_t now_ns);
   // An access attributed (or not) to a job: its counters and position.
   void OnAccess(const Access& a, bool hit, uint64_t load_ns);
+  // Appends, for every job with a declared current order, up to `per_job`
+  // samples it has not read yet in the order it will read them (the rest of
+  // the current order, then the next order's samples already read in this
+  // epoch), leaving out those `held` (resident) or `skip`ped; at most kScan
+  // positions looked at per job. For prefetch. Amortized O(per_job + skipped)
+  // per call: a cursor per job passes the leading samples already read or
+  // held once, and goes back when one of them is evicted (Evicted).
+  static constexpr size_t kScan = 2048;
+  static constexpr size_t kScanNext = 256;
+  void Upcoming(size_t per_job, const std::function<bool(ObjectId)>& held,
+                const std::function<bool(ObjectId)>& skip, std::vector<PrefetchHint>* out);
+  // `objects` left the cache (Upcoming's cursors go back to them).
+  void Evicted(const std::vector<ObjectId>& objects);
   // The objects of job `id`'s sample list (empty if unknown).
   std::vector<ObjectId> ObjectsOf(JobId id) const;
   // Status figures; `bytes_by_index` from NextUseCache::BytesByJob.

@@ -38,6 +38,12 @@ class NextUseCache {
   Decision OnHit(const Access& a);
   // `a.object` was loaded: admitted unless it is the least worth keeping.
   Decision OnMiss(const Access& a);
+  // Of `soonest_first` (objects not held), up to `max` that OnMiss would
+  // admit now, in order: those that fit the free bytes, then those that rank
+  // before the held object least worth keeping (an estimate: admitting one
+  // changes the ranks, and OnMiss decides).
+  std::vector<PrefetchHint> Admissible(const std::vector<PrefetchHint>& soonest_first, size_t max,
+                                       uint64_t now);
   // The store lost `id`: forgotten.
   void OnDropped(ObjectId id);
   // The future of `id` changed (a job declared an order, ended): it is filed

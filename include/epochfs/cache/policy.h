@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,15 @@ struct JobSpec {
 struct SampleRef {
   ObjectId object = 0;
   uint64_t size = 0;
+};
+
+// An object worth loading ahead of its read (prefetch, Policy::PrefetchHints):
+// not resident, read soon by job `job` as its sample `sample`.
+struct PrefetchHint {
+  ObjectId object = 0;
+  uint64_t size = 0;
+  JobId job = kNoJob;
+  uint32_t sample = 0;
 };
 
 // Where a job holds one of its samples.
@@ -152,6 +162,19 @@ class Policy {
   // The store lost `id` outside the policy's decisions (invalidation after a
   // lower change, a refused insert, a checksum failure). The policy forgets it.
   virtual void OnDropped(ObjectId id) = 0;
+
+  // Prefetch. PrefetchHints: up to `max` objects, soonest read first, that are
+  // not resident, not `skip`ped, and that OnPrefetched would admit now (an
+  // estimate: OnPrefetched decides). Policies with no declared future (LRU,
+  // epoch) return none, and the daemon then prefetches nothing.
+  virtual std::vector<PrefetchHint> PrefetchHints(size_t /*max*/, uint64_t /*now_ns*/,
+                                                  const std::function<bool(ObjectId)>& /*skip*/) {
+    return {};
+  }
+  // `a.object` was loaded ahead of any read of it (in load_ns). Admitted or
+  // not as a miss would be, but nobody has read it: no job's position or
+  // counters move. REQUIRES: not resident. The default admits nothing.
+  virtual Decision OnPrefetched(const Access& /*a*/, uint64_t /*load_ns*/) { return {}; }
 
   // Job lifecycle. Job-blind policies (LRU) accept and ignore these.
   // AddJob: InvalidArgument for id kNoJob or batch_size 0; Exists if the id is taken.

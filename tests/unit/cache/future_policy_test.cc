@@ -190,13 +190,77 @@ TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   EXPECT_EQ(p->RestartEpoch(7, 1).code(), Code::kNotFound);
 }
 
+// Prefetch: the hints are the job's next unread samples in its declared
+// order; a prefetched object is held without moving the job (its read later
+// is a hit, counted then).
+TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
+  Harness h(Future(1000));  // room for all 10
+  h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr).empty()) << "no order declared yet";
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Reversed(10)).ok());
+  std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 1, nullptr);
+  ASSERT_EQ(hints.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(hints[i].sample, 9 - i);
+    EXPECT_EQ(hints[i].job, 1u);
+  }
+  // skip: what the caller has in flight
+  hints = h.policy().PrefetchHints(2, 1, [](ObjectId o) { return o == 1009; });
+  ASSERT_EQ(hints.size(), 2u);
+  EXPECT_EQ(hints[0].sample, 8u);
+  EXPECT_EQ(h.Prefetch(2), 1009u);
+  EXPECT_EQ(h.Prefetch(3), 1008u);
+  EXPECT_EQ(h.Prefetch(4), 1007u);
+  const JobSnapshot before = h.policy().Jobs().at(0);
+  EXPECT_EQ(before.batch, 0u);
+  EXPECT_EQ(before.current.hits + before.current.misses, 0u);
+  h.BeginEpoch(1, 0, 5);
+  EXPECT_TRUE(h.Read(1, 9, 10));
+  EXPECT_TRUE(h.Read(1, 8, 11));
+  // Read out of order: 6 before 7. The hints start after what was read.
+  EXPECT_FALSE(h.Read(1, 6, 12));
+  hints = h.policy().PrefetchHints(3, 13, nullptr);
+  ASSERT_EQ(hints.size(), 3u);
+  EXPECT_EQ(hints[0].sample, 5u);  // 7 is resident, 6 was read
+  EXPECT_EQ(hints[1].sample, 4u);
+  const JobSnapshot after = h.policy().Jobs().at(0);
+  EXPECT_EQ(after.current.hits, 2u);
+  EXPECT_EQ(after.current.misses, 1u);
+}
+
+// With the budget full of reads that come sooner, nothing is worth loading;
+// once a held object's next read moves to the next epoch, the current
+// epoch's next unread sample is.
+TEST(FuturePolicyPrefetch, StopsWhereTheCacheHoldsSoonerReads) {
+  Harness h(Future(400));  // room for 4 of 10
+  h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+  ASSERT_TRUE(h.policy().SetOrder(1, 1, Iota(10)).ok());
+  h.BeginEpoch(1, 0, 1);
+  for (uint64_t t = 2; t < 6; ++t) EXPECT_NE(h.Prefetch(t), 0u);
+  EXPECT_EQ(h.resident_set(), (std::set<ObjectId>{1000, 1001, 1002, 1003}));
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 7, nullptr).empty());
+  EXPECT_TRUE(h.Read(1, 0, 8));
+  EXPECT_EQ(h.Prefetch(9), 1004u);
+  EXPECT_FALSE(h.resident(1000)) << "read again only next epoch: the first to go";
+}
+
+TEST(FuturePolicyPrefetch, PoliciesWithoutADeclaredFutureGiveNoHints) {
+  Harness h(MakeLruPolicy(1000));
+  h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr).empty());
+  EXPECT_TRUE(h.policy().OnPrefetched(Access{1000, 100, 1, 0, 2}, 1).evict.empty());
+  EXPECT_FALSE(h.policy().OnPrefetched(Access{1000, 100, 1, 0, 2}, 1).admit);
+}
+
 // Randomized schedules: jobs (some sharing a dataset, some the ranks of one
 // distributed run: disjoint shards of one shuffle per epoch) come and go, read
 // their declared orders interleaved at different paces with varied sizes, with
 // unclaimed reads, store drops, restarts and budget changes in between. The
 // harness checks the contract after every event; the digest shows the same
 // schedule gives the same decisions.
-uint64_t RandomRun(uint64_t seed, uint64_t* hits_out) {
+uint64_t RandomRun(uint64_t seed, bool prefetch, uint64_t* hits_out, uint64_t* prefetched_out) {
   std::mt19937_64 rng(seed);
   Harness h(Future(20'000));
   struct J {
@@ -284,6 +348,8 @@ uint64_t RandomRun(uint64_t seed, uint64_t* hits_out) {
       Result<Decision> d = h.policy().SetBudget(5'000 + rng() % 30'000);
       EXPECT_TRUE(d.ok());
       h.Apply(d.value(), 0);
+    } else if (prefetch && r >= 7 && r < 22) {
+      if (h.Prefetch(t, 1 + rng() % 8) != 0) ++*prefetched_out;
     } else if (r < 7) {
       for (J& j : jobs) {
         if (j.live && rng() % 3 == 0) {
@@ -325,18 +391,31 @@ uint64_t RandomRun(uint64_t seed, uint64_t* hits_out) {
   return h.digest;
 }
 
-TEST(FuturePolicyRandom, ContractHoldsAndDecisionsAreDeterministic) {
+class FuturePolicyRandom : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FuturePolicyRandom, ContractHoldsAndDecisionsAreDeterministic) {
+  const bool prefetch = GetParam();
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    uint64_t hits1 = 0, hits2 = 0;
-    const uint64_t a = RandomRun(seed, &hits1);
-    const uint64_t b = RandomRun(seed, &hits2);
+    uint64_t hits1 = 0, hits2 = 0, prefetched1 = 0, prefetched2 = 0;
+    const uint64_t a = RandomRun(seed, prefetch, &hits1, &prefetched1);
+    const uint64_t b = RandomRun(seed, prefetch, &hits2, &prefetched2);
+    EXPECT_EQ(prefetched1, prefetched2);
+    if (prefetch) {
+      EXPECT_GT(prefetched1, 100u) << "nothing was prefetched";
+    }
     EXPECT_EQ(a, b);
     EXPECT_EQ(hits1, hits2);
     EXPECT_GT(hits1, 100u) << "the schedule never hit: the test tests nothing";
     if (HasFailure()) break;
   }
 }
+
+// Without and with prefetch steps (the daemon's, between the reads).
+INSTANTIATE_TEST_SUITE_P(FuturePolicy, FuturePolicyRandom, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "WithPrefetch" : "NoPrefetch";
+                         });
 
 }  // namespace
 }  // namespace epochfs::cache

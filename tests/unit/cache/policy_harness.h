@@ -45,6 +45,26 @@ class Harness {
     return hit;
   }
 
+  // One prefetch as the daemon makes it: the policy's first hint (at most
+  // `max` asked), loaded and reported. Checks that every hint is a
+  // non-resident object of its job's sample list. Returns the object
+  // prefetched and admitted, or 0.
+  ObjectId Prefetch(uint64_t now, size_t max = 4) {
+    std::vector<PrefetchHint> hints = p_->PrefetchHints(max, now, nullptr);
+    EXPECT_LE(hints.size(), max);
+    for (const PrefetchHint& h : hints) {
+      EXPECT_FALSE(resident(h.object)) << "hint of a resident object " << h.object;
+      const SampleRef& s = samples_.at(h.job).at(h.sample);
+      EXPECT_EQ(s.object, h.object);
+      EXPECT_EQ(s.size, h.size);
+    }
+    if (hints.empty()) return 0;
+    const PrefetchHint& h = hints.front();
+    last = p_->OnPrefetched(Access{h.object, h.size, h.job, h.sample, now}, 1000);
+    Apply(last, h.object);
+    return resident(h.object) ? h.object : 0;
+  }
+
   Decision BeginEpoch(JobId job, uint32_t epoch, uint64_t now) {
     Result<Decision> r = p_->BeginEpoch(job, epoch, now);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
