@@ -172,6 +172,8 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetEnum(v, kConsistencyNames, kConsistencyValues, &c->cache.consistency);
      }},
+    {"cache.prefetch", OptKind::kInteger, "integer 0..64",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->cache.prefetch); }},
     {"cache.memory_margin", OptKind::kString, R"(bytes ("512MiB", integer) or a percentage ("5%"))",
      [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.memory_margin); }},
     {"cache.memory_min", OptKind::kString, R"(bytes ("64MiB", integer) or a percentage ("1%"))",

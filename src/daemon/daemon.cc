@@ -29,6 +29,7 @@
 #include "mount_point.h"
 #include "orphan_reaper.h"
 #include "policy_trace.h"
+#include "prefetcher.h"
 #include "spill_area.h"
 #include "unmount_watcher.h"
 
@@ -96,6 +97,10 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["lower_errors"] = c.lower_errors;
   j["streamed_opens"] = c.streamed_opens;
   j["streamed_bytes"] = c.streamed_bytes;
+  j["prefetched"] = c.prefetched;
+  j["prefetch_bytes"] = c.prefetch_bytes;
+  j["prefetch_hits"] = c.prefetch_hits;
+  j["prefetch_wasted"] = c.prefetch_wasted;
   const store::LowerGateCounters g = lower.gate_counters();
   j["lower_timeouts"] = g.timeouts;
   j["lower_interrupts"] = g.interrupts;
@@ -296,6 +301,23 @@ Status RunDaemon(const DaemonArgs& in) {
     if (Status s = spill->Check(); !s.ok()) return s;
   }
   PolicyJobSink sink(*lower.value(), cache);
+  // Prefetch: only a policy with a declared future gives hints. Readers keep
+  // at least one LOWER worker of their own (lower.workers; 0 timeout: no
+  // workers, the calls run on the caller's thread).
+  uint32_t prefetch = cfg.cache.policy == PolicyKind::kFuture ? cfg.cache.prefetch : 0;
+  if (prefetch != 0 && cfg.lower.timeout > 0 && prefetch >= cfg.lower.workers) {
+    prefetch = cfg.lower.workers - 1;
+    log::Warn("cache.prefetch " + std::to_string(cfg.cache.prefetch) + " lowered to " +
+              std::to_string(prefetch) + ": readers keep one of the " +
+              std::to_string(cfg.lower.workers) + " lower.workers");
+  }
+  std::unique_ptr<Prefetcher> prefetcher;
+  if (prefetch != 0) {
+    prefetcher = std::make_unique<Prefetcher>(cache, prefetch);
+    Prefetcher* pf = prefetcher.get();
+    sink.SetPathListener([pf](cache::ObjectId id, const std::string& rel) { pf->Remember(id, rel); });
+    cache.SetActivityListener([pf] { pf->Kick(); });
+  }
   control::JobRegistryOptions registry_opts;
   registry_opts.max_jobs_per_user = cfg.limits.jobs_per_user;
   registry_opts.max_samples_per_user = cfg.limits.samples_per_user;
@@ -361,6 +383,7 @@ Status RunDaemon(const DaemonArgs& in) {
       [&need_watch] { need_watch.Tick(); });
   reaper.Start();  // threads start after Daemonize's fork
   lower.value()->StartGate();
+  if (prefetcher) prefetcher->Start();
   if (governor) {
     governor->Attach(&cache);
     governor->Start();
@@ -379,6 +402,7 @@ Status RunDaemon(const DaemonArgs& in) {
   Status s = session.value()->Run();
   if (!s.ok()) bg.Failed("cannot mount " + args.mountpoint + ": " + s.message());
   if (governor) governor->Stop();
+  if (prefetcher) prefetcher->Stop();
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   if (probe.joinable()) probe.join();

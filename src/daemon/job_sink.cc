@@ -39,6 +39,9 @@ Result<std::vector<cache::SampleRef>> PolicyJobSink::ResolveSamples(
     if (!S_ISREG(st.value().st_mode)) return InvalidArgument(where + ": not a regular file");
     out.push_back({store::ObjectIdOf(st.value()), static_cast<uint64_t>(st.value().st_size)});
   }
+  if (on_path_) {
+    for (size_t i = 0; i < out.size(); ++i) on_path_(out[i].object, rels[i]);
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 // Thread safety: thread-safe. Lock order: registry → policy → history_mu_.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -34,7 +35,13 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
 
   std::optional<control::JobFigures> Figures(cache::JobId id) const override;
 
+  // Told the LOWER path of every sample resolved (the prefetcher's paths).
+  // REQUIRES: set before the first samples write.
+  using PathListener = std::function<void(cache::ObjectId, const std::string&)>;
+  void SetPathListener(PathListener fn) { on_path_ = std::move(fn); }
+
  private:
+  PathListener on_path_;
   const store::Lower& lower_;
   store::CacheFront& cache_;
   mutable std::mutex history_mu_;

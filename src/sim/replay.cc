@@ -209,6 +209,20 @@ class Replayer {
         }
         break;
       }
+      case TraceKind::kPrefetch: {
+        // Loaded ahead by the daemon's prefetcher: a policy that takes
+        // prefetched objects (future) decides as it did live; the others
+        // admit none. Its bytes count when admitted.
+        const cache::Access& a = e.access;
+        if (resident_.count(a.object) != 0 || a.size > MaxObject()) break;
+        const uint64_t before = r_.admissions;
+        Apply(p.OnPrefetched(a, e.load_ns), a.object, a.size);
+        if (r_.admissions != before) {
+          ++r_.prefetched;
+          r_.bytes_read += a.size;
+        }
+        break;
+      }
       case TraceKind::kDropped: {
         const cache::ObjectId o = e.access.object;
         auto it = resident_.find(o);
@@ -245,6 +259,7 @@ TraceSummary Summarize(const std::vector<TraceEvent>& events) {
   }
   for (const TraceEvent& e : events) {
     if (e.kind == TraceKind::kAddJob) ++s.jobs;
+    if (e.kind == TraceKind::kPrefetch) ++s.prefetches;
     if (!IsAccess(e)) continue;
     ++s.accesses;
     if (e.kind == TraceKind::kHit) {
@@ -305,7 +320,8 @@ std::string FormatReplayJson(const std::string& origin, const TraceSummary& live
   nlohmann::json j;
   j["trace"] = {{"file", origin},       {"policy", live.policy},     {"budget_bytes", live.budget},
                 {"jobs", live.jobs},     {"accesses", live.accesses}, {"hits", live.hits},
-                {"misses", live.misses}, {"bytes_missed", live.bytes_missed}};
+                {"misses", live.misses}, {"bytes_missed", live.bytes_missed},
+                {"prefetches", live.prefetches}};
   nlohmann::json rs = nlohmann::json::array();
   for (const ReplayResult& r : runs) {
     rs.push_back({{"policy", r.policy},
@@ -317,6 +333,7 @@ std::string FormatReplayJson(const std::string& origin, const TraceSummary& live
                   {"admissions", r.admissions},
                   {"evictions", r.evictions},
                   {"refused", r.refused},
+                  {"prefetched", r.prefetched},
                   {"rejected_calls", r.rejected_calls}});
   }
   j["replays"] = std::move(rs);

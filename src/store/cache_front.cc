@@ -32,7 +32,9 @@ CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy
       max_object_(std::min<uint64_t>(budget / 4, uint64_t{1} << 30)),
       policy_(std::move(policy)) {}
 
-Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
+Result<ObjectRef> CacheFront::Get(const GetRequest& req) { return GetOnce(req, true); }
+
+Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
   if (ObjectRef hit = ram_.Find(req.id)) {
     if (hit->version == req.version) return ServeHit(req, std::move(hit));
     Invalidate(req.id);
@@ -41,19 +43,21 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   std::promise<Result<ObjectRef>> promise;
   std::shared_future<Result<ObjectRef>> fut;
   bool leader = false;
+  bool joined_prefetch = false;
   ObjectRef landed;
   {
     std::lock_guard lock(flights_mu_);
     auto it = flights_.find(req.id);
     if (it != flights_.end()) {
-      fut = it->second;
+      fut = it->second.done;
+      joined_prefetch = it->second.prefetch;
     } else if (ObjectRef now = ram_.Find(req.id); now && now->version == req.version) {
       // A load finished between the Find above and here (it inserts before it
       // drops its flight): this is a hit, not a second load.
       landed = std::move(now);
     } else {
       fut = promise.get_future().share();
-      flights_.emplace(req.id, fut);
+      flights_.emplace(req.id, Flight{fut, false});
       leader = true;
     }
   }
@@ -61,35 +65,88 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   if (!leader) {
     c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
-    return fut.get();
+    Result<ObjectRef> r = fut.get();
+    if (!joined_prefetch) return r;
+    // A prefetch's load: the bytes are this read's, a hit (a read LOWER was
+    // not asked for; also counted as coalesced), and the policy hears of the
+    // read now. A failed prefetch (or one of another version) is not
+    // this reader's answer: it loads for itself.
+    if (r.ok() && r.value()->version == req.version) return ServeHit(req, r.value());
+    if (retry_failed_prefetch) return GetOnce(req, false);
+    return r;
   }
-  Result<ObjectRef> r = Load(req);
+  demand_loads_.fetch_add(1, std::memory_order_relaxed);
+  Result<ObjectRef> r = Load(req, /*prefetch=*/false);
+  demand_loads_.fetch_sub(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(flights_mu_);
     flights_.erase(req.id);
   }
   promise.set_value(r);
+  Activity();
   return r;
 }
 
-Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
-  c_.hits.fetch_add(1, std::memory_order_relaxed);
-  if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
-  std::lock_guard lock(policy_mu_);
-  cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
-  // The store changes only under policy_mu_: look again. Evicted since the
-  // caller's Find, the policy has forgotten the object, so this read is a miss
-  // for it (of bytes already in hand, which it may admit again); otherwise the
-  // policy would be told of a hit on an object it does not know.
-  if (ram_.Find(req.id)) {
-    ApplyLocked(policy_->OnHit(a), nullptr);
-  } else {
-    ApplyLocked(policy_->OnMiss(a, 0), hit);
+Result<bool> CacheFront::Prefetch(const GetRequest& req) {
+  std::promise<Result<ObjectRef>> promise;
+  {
+    std::lock_guard lock(flights_mu_);
+    if (flights_.count(req.id) != 0 || ram_.Find(req.id)) return false;
+    flights_.emplace(req.id, Flight{promise.get_future().share(), true});
   }
+  bool admitted = false;
+  Result<ObjectRef> r = Load(req, /*prefetch=*/true, &admitted);
+  {
+    std::lock_guard lock(flights_mu_);
+    flights_.erase(req.id);
+  }
+  promise.set_value(r);
+  if (!r.ok()) return r.status();
+  return admitted;
+}
+
+std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
+    size_t max, const std::function<bool(cache::ObjectId)>& skip) {
+  std::vector<cache::ObjectId> flying;
+  {
+    std::lock_guard lock(flights_mu_);
+    flying.reserve(flights_.size());
+    for (const auto& [id, f] : flights_) flying.push_back(id);
+  }
+  auto skipped = [&](cache::ObjectId o) {
+    return std::find(flying.begin(), flying.end(), o) != flying.end() || (skip && skip(o));
+  };
+  std::lock_guard lock(policy_mu_);
+  return policy_->PrefetchHints(max, NowNs(), skipped);
+}
+
+Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
+  if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
+  {
+    std::lock_guard lock(policy_mu_);
+    if (unread_prefetched_.erase(req.id) != 0) {
+      c_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
+    }
+    cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
+    // The store changes only under policy_mu_: look again. Evicted since the
+    // caller's Find, the policy has forgotten the object, so this read is a
+    // miss for it (of bytes already in hand, which it may admit again);
+    // otherwise the policy would be told of a hit on an object it does not
+    // know.
+    // Counted as the policy hears it: stats, policy and trace agree.
+    if (ram_.Find(req.id)) {
+      c_.hits.fetch_add(1, std::memory_order_relaxed);
+      ApplyLocked(policy_->OnHit(a), nullptr);
+    } else {
+      c_.misses.fetch_add(1, std::memory_order_relaxed);
+      ApplyLocked(policy_->OnMiss(a, 0), hit);
+    }
+  }
+  Activity();
   return hit;
 }
 
-Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
+Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* admitted) {
   const uint64_t start = NowNs();
   auto fail = [this](Status s) -> Result<ObjectRef> {
     c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
@@ -113,14 +170,32 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req) {
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   const uint64_t now = NowNs();
-  c_.misses.fetch_add(1, std::memory_order_relaxed);
+  if (prefetch) {
+    c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);
+  } else {
+    c_.misses.fetch_add(1, std::memory_order_relaxed);
+  }
   if (log::Enabled(log::Level::kDebug)) {
-    log::Debug("miss " + req.rel + DebugWho(req) + ": " + std::to_string(obj->data.size()) +
-               " bytes from lower in " + std::to_string((now - start) / 1000) + " us");
+    log::Debug((prefetch ? "prefetch " : "miss ") + req.rel + DebugWho(req) + ": " +
+               std::to_string(obj->data.size()) + " bytes from lower in " +
+               std::to_string((now - start) / 1000) + " us");
   }
   c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
 
   ObjectRef ref = std::move(obj);
+  if (prefetch) {
+    std::lock_guard lock(policy_mu_);
+    if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
+    cache::Access a{req.id, ref->data.size(), req.job, req.sample, now};
+    ApplyLocked(policy_->OnPrefetched(a, now - start), ref);
+    const bool kept = ram_.Find(req.id) == ref;
+    if (kept) {
+      unread_prefetched_.insert(req.id);
+      c_.prefetched.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (admitted != nullptr) *admitted = kept;
+    return ref;
+  }
   if (ref->version != req.version) {
     // The file changed since the caller's stat: serve what is there now, but
     // do not cache bytes that disagree with the attributes the kernel holds.
@@ -143,7 +218,7 @@ void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) 
   for (cache::ObjectId victim : d.evict) {
     if (ram_.Erase(victim)) {
       c_.evictions.fetch_add(1, std::memory_order_relaxed);
-      if (on_drop_) on_drop_(victim);
+      LeftLocked(victim);
     }
   }
   if (d.admit && loaded) {
@@ -156,11 +231,18 @@ void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) 
   }
 }
 
+void CacheFront::LeftLocked(cache::ObjectId id) {
+  if (unread_prefetched_.erase(id) != 0) {
+    c_.prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (on_drop_) on_drop_(id);
+}
+
 void CacheFront::Invalidate(cache::ObjectId id) {
   std::lock_guard lock(policy_mu_);
   if (ram_.Erase(id)) {
     c_.invalidations.fetch_add(1, std::memory_order_relaxed);
-    if (on_drop_) on_drop_(id);
+    LeftLocked(id);
   }
   policy_->OnDropped(id);
 }
@@ -191,10 +273,13 @@ void CacheFront::CountStreamed(uint64_t bytes, bool error) {
 }
 
 Status CacheFront::WithPolicy(const std::function<Result<cache::Decision>(cache::Policy&)>& fn) {
-  std::lock_guard lock(policy_mu_);
-  Result<cache::Decision> d = fn(*policy_);
-  if (!d.ok()) return d.status();
-  ApplyLocked(d.value(), nullptr);
+  {
+    std::lock_guard lock(policy_mu_);
+    Result<cache::Decision> d = fn(*policy_);
+    if (!d.ok()) return d.status();
+    ApplyLocked(d.value(), nullptr);
+  }
+  Activity();
   return Status::Ok();
 }
 
@@ -208,7 +293,8 @@ CacheCounters CacheFront::counters() const {
   return {ld(c_.hits),      ld(c_.misses),       ld(c_.coalesced),
           ld(c_.bytes_read_lower), ld(c_.evictions), ld(c_.admissions),
           ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations),
-          ld(c_.streamed_opens), ld(c_.streamed_bytes)};
+          ld(c_.streamed_opens), ld(c_.streamed_bytes), ld(c_.prefetched),
+          ld(c_.prefetch_bytes), ld(c_.prefetch_hits), ld(c_.prefetch_wasted)};
 }
 
 }  // namespace epochfs::store

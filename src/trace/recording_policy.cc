@@ -44,6 +44,18 @@ class RecordingPolicy final : public cache::Policy {
     Emit(e);
     return inner_->OnMiss(a, load_ns);
   }
+  std::vector<cache::PrefetchHint> PrefetchHints(
+      size_t max, uint64_t now_ns, const std::function<bool(ObjectId)>& skip) override {
+    return inner_->PrefetchHints(max, now_ns, skip);  // a question: not recorded
+  }
+  Decision OnPrefetched(const Access& a, uint64_t load_ns) override {
+    TraceEvent e;
+    e.kind = TraceKind::kPrefetch;
+    e.access = a;
+    e.load_ns = load_ns;
+    Emit(e);
+    return inner_->OnPrefetched(a, load_ns);
+  }
   void OnDropped(ObjectId id) override {
     TraceEvent e;
     e.kind = TraceKind::kDropped;

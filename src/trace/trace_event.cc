@@ -20,6 +20,7 @@ constexpr std::pair<TraceKind, const char*> kNames[] = {
     {TraceKind::kHit, "hit"},
     {TraceKind::kMiss, "miss"},
     {TraceKind::kDropped, "dropped"},
+    {TraceKind::kPrefetch, "prefetch"},
 };
 
 const char* NameOf(TraceKind k) {
@@ -154,12 +155,13 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       break;
     case TraceKind::kHit:
     case TraceKind::kMiss:
+    case TraceKind::kPrefetch:
       j["o"] = e.access.object;
       j["size"] = e.access.size;
       j["job"] = e.access.job;
       j["sample"] = e.access.sample;
       j["t"] = e.access.now_ns;
-      if (e.kind == TraceKind::kMiss) j["load_ns"] = e.load_ns;
+      if (e.kind != TraceKind::kHit) j["load_ns"] = e.load_ns;
       break;
     case TraceKind::kDropped:
       j["o"] = e.access.object;
@@ -236,12 +238,13 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
       break;
     case TraceKind::kHit:
     case TraceKind::kMiss:
+    case TraceKind::kPrefetch:
       e.access.object = f.U64("o");
       e.access.size = f.U64("size");
       e.access.job = static_cast<cache::JobId>(f.U64("job", kMaxJob));
       e.access.sample = f.I64("sample");
       e.access.now_ns = f.U64("t");
-      if (e.kind == TraceKind::kMiss) e.load_ns = f.U64("load_ns");
+      if (e.kind != TraceKind::kHit) e.load_ns = f.U64("load_ns");
       break;
     case TraceKind::kDropped:
       e.access.object = f.U64("o");

@@ -8,12 +8,17 @@
 // of that file still succeed, so the failure shows up on the data path exactly
 // like a bad disk sector or a flaky network filesystem would. A read of a
 // file whose name contains "HANG" blocks while SOURCE/.hang exists (a hung
-// NFS server, on command: remove .hang to let it answer). Everything else
+// NFS server, on command: remove .hang to let it answer). While SOURCE/.delay_ms
+// holds a number N, every read of a regular file at offset 0 first sleeps N ms
+// (a high-latency store: an object store's time to first byte). Everything else
 // is a plain passthrough. Modifying operations are not implemented (ENOSYS /
 // EROFS from the kernel); tests change SOURCE directly instead.
 //
 // Files are opened with direct_io so that every read reaches this process and
-// the kernel page cache of the faultfs mount never hides a fault.
+// the kernel page cache of the faultfs mount never hides a fault; while
+// SOURCE/.page_cache exists they are opened with keep_cache instead (the
+// kernel's page cache of the mount serves repeated reads: a benchmark's
+// page-cache baseline over a slow store).
 //
 // Uses the high-level libfuse 3 API; single-threaded loop is not forced, so
 // every callback is reentrant (no shared mutable state besides g_source).
@@ -57,6 +62,19 @@ void HangWhileAsked(const char* path) {
   while (access(flag.c_str(), F_OK) == 0) usleep(20000);
 }
 
+// Sleeps the milliseconds SOURCE/.delay_ms holds, if it exists (at most 10 s).
+void DelayAsked() {
+  const std::string file = g_source + "/.delay_ms";
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd == -1) return;
+  char buf[16] = {};
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return;
+  const long ms = std::strtol(buf, nullptr, 10);
+  if (ms > 0 && ms <= 10000) usleep(static_cast<useconds_t>(ms) * 1000);
+}
+
 void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
   cfg->use_ino = 0;
   cfg->entry_timeout = 0;  // tests mutate SOURCE underneath us
@@ -97,13 +115,18 @@ int FaultOpen(const char* path, fuse_file_info* fi) {
   int fd = open(Real(path).c_str(), fi->flags & ~(O_CREAT | O_TRUNC | O_EXCL));
   if (fd == -1) return -errno;
   fi->fh = static_cast<uint64_t>(fd);
-  fi->direct_io = 1;
+  if (access((g_source + "/.page_cache").c_str(), F_OK) == 0) {
+    fi->keep_cache = 1;
+  } else {
+    fi->direct_io = 1;
+  }
   return 0;
 }
 
 int FaultRead(const char* path, char* buf, size_t size, off_t offset, fuse_file_info* fi) {
   if (IsFaulty(path)) return -EIO;
   HangWhileAsked(path);
+  if (offset == 0) DelayAsked();
   ssize_t n = pread(static_cast<int>(fi->fh), buf, size, offset);
   return n == -1 ? -errno : static_cast<int>(n);
 }

@@ -36,7 +36,9 @@ def replay(trace, *args, check=True):
 
 
 class PolicyTraceTest(et.MountTestCase):
-    def test_record_and_replay(self):
+    def record(self, prefetch):
+        """A sampler job and an unclaimed reader on a traced mount; returns
+        (trace path, the daemon's stats at the end)."""
         lower = self.make_dir("lower")
         want = {}
         for i in range(FILES):
@@ -45,8 +47,10 @@ class PolicyTraceTest(et.MountTestCase):
         other = et.det_bytes(SIZE, 7)
         et.write_file(os.path.join(lower, "other.bin"), other)
         trace = os.path.join(self.make_dir("out"), "policy.trace")
+        # cache.prefetch=0 by default here: Belady's replay (which does not
+        # prefetch) bounds the others' hits only without it.
         d = self.mount(lower, opts=["cache.policy=future", "cache.memory=%d" % (24 * SIZE),
-                                    "trace.file=" + trace])
+                                    "cache.prefetch=%d" % prefetch, "trace.file=" + trace])
         self.assertEqual(os.stat(trace).st_mode & 0o777, 0o600)
         paths = [d.path("data", "f%02d.bin" % i) for i in range(FILES)]
         perms = {}
@@ -66,7 +70,10 @@ class PolicyTraceTest(et.MountTestCase):
         self.assertEqual(stats["hits"] + stats["misses"], EPOCHS * (FILES + 1))
         self.assertGreater(stats["hits"], 0, stats)
         self.assertEqual(d.unmount(), 0)  # the rest of the trace is written at unmount
+        return trace, stats
 
+    def test_record_and_replay(self):
+        trace, stats = self.record(prefetch=0)
         doc = json.loads(replay(trace, "--json").stdout)
         live = doc["trace"]
         self.assertEqual(live["policy"], "future")
@@ -99,6 +106,19 @@ class PolicyTraceTest(et.MountTestCase):
         p = subprocess.run([et.epochfs_bin(), "sim"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("give a WORKLOAD file or --replay TRACE", p.stderr)
+
+    def test_a_run_with_prefetch_replays_to_its_decisions(self):
+        """The prefetcher's loads are in the trace ("prefetch" events): the
+        future policy replayed admits the same prefetches and gets the same
+        hits as live, whatever the timing of the run."""
+        trace, stats = self.record(prefetch=3)
+        self.assertGreater(stats["prefetched"], 0, stats)
+        doc = json.loads(replay(trace, "--json", "--policy", "future").stdout)
+        live = doc["trace"]
+        self.assertEqual((live["hits"], live["misses"]), (stats["hits"], stats["misses"]))
+        run = doc["replays"][0]
+        self.assertEqual((run["hits"], run["misses"]), (live["hits"], live["misses"]), run)
+        self.assertEqual(run["prefetched"], stats["prefetched"], run)
 
     def test_unwritable_trace_file_fails_the_mount(self):
         lower = self.make_dir("lower")

@@ -45,6 +45,9 @@ struct Config {
     bool memory_auto = true;  // "auto": the memory governor (docs/governor.md)
     PolicyKind policy = PolicyKind::kFuture;  // docs/future_policy.md: why
     Consistency consistency = Consistency::kImmutable;
+    // cache.prefetch: LOWER reads in flight loading what the jobs declared
+    // they read next (the "future" policy's hints); 0: no prefetch.
+    uint32_t prefetch = 4;
     // The memory governor (memory_auto only): budget = total − predicted peak
     // of the memory used outside the cache − margin, within [min, max].
     MemoryAmount memory_margin = MemoryAmount::Percent(5.0);

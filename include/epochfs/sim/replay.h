@@ -28,13 +28,15 @@ struct TraceSummary {
   std::string policy;   // the policy the daemon ran
   uint64_t budget = 0;  // at the start
   uint64_t jobs = 0, accesses = 0, hits = 0, misses = 0, bytes_missed = 0;
+  uint64_t prefetches = 0;  // "prefetch" events (loads by the prefetcher)
 };
 TraceSummary Summarize(const std::vector<trace::TraceEvent>& events);
 
 struct ReplayResult {
   std::string policy;
   uint64_t accesses = 0, hits = 0, misses = 0;
-  uint64_t bytes_read = 0;  // bytes of the misses
+  uint64_t bytes_read = 0;  // bytes of the misses and of the prefetches admitted
+  uint64_t prefetched = 0;  // "prefetch" events the policy admitted
   uint64_t admissions = 0, evictions = 0, refused = 0;
   uint64_t rejected_calls = 0;  // declarations the policy refused (as it would live)
 };

@@ -2,7 +2,10 @@
 //
 // Get() returns the bytes of one lower file: from the RAM store on a hit, else
 // loaded from Lower. N concurrent Gets of one missing object cause exactly one
-// lower read (single flight); the others wait for it. Every access is reported
+// lower read (single flight); the others wait for it. Prefetch() loads an
+// object ahead of its read, as the policy's PrefetchHints() ask; a Get of an
+// object being prefetched joins that load (it is never read twice), and is
+// reported to the policy as its read once the bytes are in. Every access is reported
 // to the Policy and its Decision applied to the store (evictions first, then
 // admission). Objects too large to cache (see max_object_bytes()) are not
 // loaded here: the caller streams them from Lower.
@@ -25,6 +28,8 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/store/lower.h"
@@ -42,8 +47,10 @@ struct GetRequest {
 };
 
 struct CacheCounters {
-  uint64_t hits = 0;              // served from RAM
-  uint64_t misses = 0;            // loaded from lower
+  // hits + misses: the reads the policy heard of, each as it heard it.
+  uint64_t hits = 0;              // served from RAM (or from a prefetch's load, joined)
+  uint64_t misses = 0;            // loaded from lower (or, rarely, served from bytes in hand
+                                  // that the store had dropped meanwhile)
   uint64_t coalesced = 0;         // waited for another reader's load
   uint64_t bytes_read_lower = 0;  // bytes read from lower (loads and streams)
   uint64_t evictions = 0;
@@ -53,6 +60,10 @@ struct CacheCounters {
   uint64_t invalidations = 0;     // objects dropped because the lower file changed
   uint64_t streamed_opens = 0;    // opens of files too large to cache (max_object_bytes())
   uint64_t streamed_bytes = 0;    // bytes read from lower for them, uncached
+  uint64_t prefetched = 0;        // objects loaded ahead of their read and admitted
+  uint64_t prefetch_bytes = 0;    // bytes read from lower by prefetch (in bytes_read_lower)
+  uint64_t prefetch_hits = 0;     // first reads of a prefetched object (resident or joined)
+  uint64_t prefetch_wasted = 0;   // prefetched objects evicted or dropped unread
 };
 
 class CacheFront {
@@ -65,6 +76,21 @@ class CacheFront {
   // max_object_bytes(). A resident object whose version differs from
   // req.version is dropped and reloaded.
   Result<ObjectRef> Get(const GetRequest& req);
+  // Loads `req.id` ahead of any read (req.version is ignored: the object
+  // takes the version it has on LOWER) and reports it with
+  // Policy::OnPrefetched. True when admitted; false when refused, already
+  // resident or already in flight (nothing read then).
+  Result<bool> Prefetch(const GetRequest& req);
+  // What the policy would prefetch now (Policy::PrefetchHints), skipping the
+  // objects in flight and those `skip` names.
+  std::vector<cache::PrefetchHint> PrefetchHints(size_t max,
+                                                 const std::function<bool(cache::ObjectId)>& skip);
+  // Demand loads (a reader's misses) in flight now.
+  uint64_t demand_loads() const { return demand_loads_.load(std::memory_order_relaxed); }
+  // Called after every read the policy hears of, and every declaration
+  // (WithPolicy), outside the policy lock: the prefetcher's wake-up. REQUIRES:
+  // set before the first Get.
+  void SetActivityListener(std::function<void()> fn) { on_activity_ = std::move(fn); }
   // Drops `id` from the RAM tier (the lower file changed).
   void Invalidate(cache::ObjectId id);
   // Counts an open of a file too large to cache, which the caller streams
@@ -102,10 +128,19 @@ class CacheFront {
 
  private:
   // A resident object of the requested version, found without policy_mu_.
+  // Counts a hit and reports the read to the policy.
   Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit);
-  Result<ObjectRef> Load(const GetRequest& req);
+  Result<ObjectRef> GetOnce(const GetRequest& req, bool retry_failed_prefetch);
+  // Reads the object from LOWER; a demand load reports it with OnMiss, a
+  // prefetch with OnPrefetched (*admitted says whether it stayed).
+  Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
   // REQUIRES: policy_mu_ held.
   void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);
+  // REQUIRES: policy_mu_ held. `id` left the RAM tier.
+  void LeftLocked(cache::ObjectId id);
+  void Activity() const {
+    if (on_activity_) on_activity_();
+  }
 
   const Lower& lower_;
   RamStore ram_;
@@ -115,14 +150,22 @@ class CacheFront {
   std::unique_ptr<cache::Policy> policy_;  // guarded by policy_mu_
 
   DropListener on_drop_;
+  std::function<void()> on_activity_;
+  // Prefetched objects not read yet (guarded by policy_mu_).
+  std::unordered_set<cache::ObjectId> unread_prefetched_;
 
+  struct Flight {
+    std::shared_future<Result<ObjectRef>> done;
+    bool prefetch = false;
+  };
   std::mutex flights_mu_;
-  std::unordered_map<cache::ObjectId, std::shared_future<Result<ObjectRef>>> flights_;
+  std::unordered_map<cache::ObjectId, Flight> flights_;
+  std::atomic<uint64_t> demand_loads_{0};
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
         admissions{0}, refused{0}, lower_errors{0}, invalidations{0}, streamed_opens{0},
-        streamed_bytes{0};
+        streamed_bytes{0}, prefetched{0}, prefetch_bytes{0}, prefetch_hits{0}, prefetch_wasted{0};
   } c_;
 };
 

@@ -15,6 +15,7 @@
 //   {"ev":"hit","o":77,"size":4096,"job":1,"sample":5,"t":124}
 //   {"ev":"miss","o":78,"size":4096,"job":0,"sample":-1,"t":125,"load_ns":900000}
 //   {"ev":"dropped","o":78}
+//   {"ev":"prefetch","o":79,"size":4096,"job":1,"sample":6,"t":126,"load_ns":800000}
 //
 // Objects are the daemon's object ids (from the lower file's device and
 // inode), not paths. Parsing is strict: an unknown event, a missing or
@@ -46,6 +47,7 @@ enum class TraceKind : uint8_t {
   kHit,
   kMiss,
   kDropped,
+  kPrefetch,  // Policy::OnPrefetched
 };
 
 struct TraceEvent {
@@ -58,8 +60,8 @@ struct TraceEvent {
   uint64_t now_ns = 0;                   // kBeginEpoch, kRestartEpoch
   std::vector<cache::SampleRef> samples;  // kSamples
   std::vector<uint32_t> order;           // kOrder
-  cache::Access access;                  // kHit, kMiss; kDropped: access.object only
-  uint64_t load_ns = 0;                  // kMiss
+  cache::Access access;                  // kHit, kMiss, kPrefetch; kDropped: access.object only
+  uint64_t load_ns = 0;                  // kMiss, kPrefetch
 };
 
 // One line, without the newline.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "epochfs/cache/epoch_policy.h"
+#include "epochfs/cache/future_policy.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/ram_store.h"
@@ -174,6 +175,105 @@ TEST(CacheFront, ConcurrentReadersOfOneMissingFileCauseOneLowerRead) {
   EXPECT_EQ(c.misses, 1u);
   EXPECT_EQ(c.hits + c.coalesced, static_cast<uint64_t>(kThreads - 1));
   EXPECT_EQ(c.bytes_read_lower, uint64_t{8} << 20);
+}
+
+// Prefetch through the cache front, with the "future" policy and one job
+// whose order reads b.bin then a.bin (ids 2 and 1).
+struct PrefetchFront : Front {
+  std::string a, b;
+  explicit PrefetchFront(uint64_t budget, size_t size = 4096)
+      : Front(budget, cache::MakeFuturePolicy({budget, 1'000'000})) {
+    a = dir.Write("a.bin", size, 1);
+    b = dir.Write("b.bin", size, 2);
+    EXPECT_TRUE(cache->WithPolicy([&](cache::Policy& p) -> Result<cache::Decision> {
+      cache::JobSpec spec;
+      spec.id = 1;
+      spec.name = "j";
+      spec.batch_size = 1;
+      spec.epochs = 1;
+      if (Status s = p.AddJob(spec); !s.ok()) return s;
+      if (Status s = p.SetSamples(1, {{1, size}, {2, size}}); !s.ok()) return s;
+      if (Status s = p.SetOrder(1, 0, {1, 0}); !s.ok()) return s;
+      return cache::Decision{};
+    }).ok());
+  }
+  GetRequest ReqOf(cache::ObjectId id) {
+    GetRequest r = Req(id == 1 ? "a.bin" : "b.bin", id);
+    r.job = 1;
+    r.sample = id == 1 ? 0 : 1;
+    return r;
+  }
+};
+
+TEST(CacheFrontPrefetch, PrefetchThenReadIsOneLowerReadAndAPrefetchHit) {
+  PrefetchFront f(1 << 20);
+  std::vector<cache::PrefetchHint> hints = f.cache->PrefetchHints(4, nullptr);
+  ASSERT_EQ(hints.size(), 2u);
+  EXPECT_EQ(hints[0].object, 2u);  // b.bin is read first
+  GetRequest pre{hints[0].object, "b.bin", {}, hints[0].job, static_cast<int64_t>(hints[0].sample)};
+  Result<bool> r = f.cache->Prefetch(pre);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.value());
+  EXPECT_FALSE(f.cache->Prefetch(pre).value()) << "resident: not read again";
+  EXPECT_EQ(f.cache->PrefetchHints(4, nullptr).size(), 1u);
+  EXPECT_TRUE(f.cache->PrefetchHints(4, [](cache::ObjectId o) { return o == 1; }).empty());
+  auto got = f.cache->Get(f.ReqOf(2));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(std::string(got.value()->data.begin(), got.value()->data.end()), f.b);
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.prefetched, 1u);
+  EXPECT_EQ(c.prefetch_hits, 1u);
+  EXPECT_EQ(c.prefetch_wasted, 0u);
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.misses, 0u);
+  EXPECT_EQ(c.bytes_read_lower, 4096u);
+  EXPECT_EQ(c.prefetch_bytes, 4096u);
+  // The job's read counted once, as a hit.
+  f.cache->ReadPolicy([](const cache::Policy& p) {
+    EXPECT_EQ(p.Jobs().at(0).current.hits, 1u);
+    EXPECT_EQ(p.Jobs().at(0).current.misses, 0u);
+  });
+}
+
+TEST(CacheFrontPrefetch, EvictedUnreadIsWasted) {
+  PrefetchFront f(1 << 20);
+  GetRequest pre{2, "b.bin", {}, 1, 1};
+  ASSERT_TRUE(f.cache->Prefetch(pre).value());
+  ASSERT_TRUE(f.cache->SetBudget(1000).ok());  // nothing fits
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.prefetch_wasted, 1u);
+  EXPECT_EQ(c.prefetch_hits, 0u);
+  EXPECT_EQ(f.cache->ram().used(), 0u);
+}
+
+// A prefetch and readers of one file at once, in any interleaving: the file
+// is read from LOWER once, and every reader gets its exact bytes.
+TEST(CacheFrontPrefetch, ConcurrentPrefetchAndReadsReadTheFileOnce) {
+  for (int round = 0; round < 20; ++round) {
+    PrefetchFront f(64 << 20, 4 << 20);
+    constexpr int kReaders = 4;
+    std::barrier start(kReaders + 1);
+    std::atomic<int> exact{0};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kReaders; ++i) {
+      ts.emplace_back([&] {
+        start.arrive_and_wait();
+        auto r = f.cache->Get(f.ReqOf(2));
+        if (r.ok() && std::equal(f.b.begin(), f.b.end(), r.value()->data.begin())) ++exact;
+      });
+    }
+    ts.emplace_back([&] {
+      start.arrive_and_wait();
+      EXPECT_TRUE(f.cache->Prefetch({2, "b.bin", {}, 1, 1}).ok());
+    });
+    for (auto& t : ts) t.join();
+    CacheCounters c = f.cache->counters();
+    EXPECT_EQ(exact.load(), kReaders);
+    EXPECT_EQ(c.bytes_read_lower, uint64_t{4} << 20);
+    EXPECT_EQ(c.misses + c.prefetched, 1u);
+    EXPECT_LE(c.prefetch_hits, 1u);
+    if (HasFailure()) break;
+  }
 }
 
 // Concurrent readers under a budget that keeps evicting: whatever the

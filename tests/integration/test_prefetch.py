@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Prefetch of the declared future (cache.prefetch, policy "future") on a real
+mount over faultfs (a passthrough LOWER whose reads of *HANG* files block while
+SOURCE/.hang exists):
+
+- a job declares its order and reads nothing: the daemon loads every file the
+  budget holds, soonest first, before any read; the reads are then all hits,
+  each file was read from LOWER once, byte-exact;
+- a reader who asks for a file while its prefetch is in flight joins that load
+  (the file is read from LOWER once, the reader gets its bytes);
+- a reader's miss never waits behind a prefetch: with the one prefetch slot
+  stuck in a hung LOWER read, another file still reads;
+- with a budget smaller than the dataset, what is prefetched stays within it.
+
+Nothing here depends on timing: every wait is for a state the daemon must
+reach (et.wait_for with a long bound), every check on counters and bytes.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import python_venv  # noqa: E402
+
+python_venv.reexec_in_venv()
+import epochfs_test as et  # noqa: E402
+import epochfs.sampler  # noqa: E402
+
+KiB = 1024
+SIZE = 32 * KiB
+WAIT = 120 * et.TIME_SCALE
+
+
+class PrefetchTest(et.MountTestCase):
+    def setUp(self):
+        super().setUp()
+        self.src = self.make_dir("src")
+        self.flag = os.path.join(self.src, ".hang")
+        # Runs first (cleanups are LIFO): lets every stuck call finish.
+        self.addCleanup(lambda: os.path.exists(self.flag) and os.unlink(self.flag))
+
+    def dataset(self, names):
+        want = {}
+        for i, name in enumerate(names):
+            want[name] = et.det_bytes(SIZE + 97 * i, 300 + i)
+            et.write_file(os.path.join(self.src, "data", name), want[name])
+        return want
+
+    def job(self, d, names, order, epochs=2, name="pf"):
+        paths = [d.path("data", n) for n in names]
+        sampler = epochfs.sampler.EpochfsSampler(list(range(len(names))), d.mnt, name, paths, 1,
+                                                 epochs, order_fn=lambda e: order, compute_ms=0,
+                                                 strict=True)
+        return sampler, paths
+
+    def test_declared_files_are_loaded_before_they_are_read(self):
+        names = ["f%02d.bin" % i for i in range(24)]
+        want = self.dataset(names)
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=3",
+                             "cache.memory=%d" % (64 * SIZE)])
+        order = list(reversed(range(len(names))))
+        sampler, paths = self.job(d, names, order)
+        it = iter(sampler)  # declares epochs 0 and 1: nothing read yet
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
+                        d.stats())
+        st = d.stats()
+        self.assertEqual(st["misses"] + st["hits"], 0, st)
+        self.assertEqual(st["prefetch_bytes"], sum(len(v) for v in want.values()), st)
+        for k in it:
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        st = d.stats()
+        self.assertEqual((st["hits"], st["misses"]), (len(names), 0), st)
+        self.assertEqual(st["prefetch_hits"], len(names), st)
+        self.assertEqual(st["prefetch_wasted"], 0, st)
+        self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
+        job = [j for j in st["jobs"] if j["name"] == "pf"][0]
+        self.assertEqual((job["hits"], job["misses"]), (len(names), 0), job)
+        sampler.close()
+        self.assertTrue(d.alive())
+
+    def test_a_reader_joins_the_prefetch_in_flight(self):
+        names = ["a_HANG.bin"] + ["f%02d.bin" % i for i in range(5)]
+        want = self.dataset(names)
+        et.write_file(self.flag, b"")
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=1", "lower.workers=4",
+                             "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)
+        # The first file in the order is the first prefetched: its read hangs.
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        self.assertEqual(d.stats()["prefetched"], 0)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            ok = et.read_file_raw(paths[0]) == want[names[0]]
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+        os.close(w)
+        self.assertTrue(et.wait_for(lambda: d.stats()["coalesced"] >= 1, WAIT), d.stats())
+        os.unlink(self.flag)  # LOWER answers: one read serves both
+        self.assertEqual(os.read(r, 1), b"1")
+        os.close(r)
+        os.waitpid(pid, 0)
+        st = d.stats()
+        self.assertEqual(st["misses"], 0, st)
+        self.assertEqual(st["hits"], 1, st)
+        self.assertEqual(st["prefetch_hits"], 1, st)
+        self.assertEqual(st["bytes_read_lower"] - st["prefetch_bytes"], 0, st)
+        for k in range(len(names)):
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        st = d.stats()
+        self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
+        self.assertEqual(st["misses"] + st["prefetched"], len(names), st)
+        sampler.close()
+
+    def test_a_readers_miss_does_not_wait_behind_a_prefetch(self):
+        names = ["a_HANG.bin"] + ["f%02d.bin" % i for i in range(5)]
+        want = self.dataset(names)
+        et.write_file(self.flag, b"")
+        # Two LOWER workers: cache.prefetch is lowered to 1 (stuck below), and
+        # a reader's miss has a worker of its own.
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=4", "lower.workers=2",
+                             "lower.timeout=60", "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        for k in range(1, len(names)):
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        st = d.stats()
+        self.assertEqual(st["prefetched"], 0, st)  # the slot is still stuck
+        self.assertEqual(st["misses"], len(names) - 1, st)
+        self.assertEqual(st["lower_timeouts"], 0, st)
+        self.assertIn("cache.prefetch 4 lowered to 1", d.stderr_text())
+        os.unlink(self.flag)
+        self.assertEqual(et.read_file_raw(paths[0]), want[names[0]])
+        sampler.close()
+
+    def test_prefetch_stays_within_a_small_budget(self):
+        names = ["f%02d.bin" % i for i in range(40)]
+        want = self.dataset(names)
+        budget = 10 * SIZE
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=4",
+                             "cache.memory=%d" % budget])
+        order = list(range(len(names)))
+        sampler, paths = self.job(d, names, order, epochs=3)
+        for _ in range(3):
+            for k in sampler:
+                self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+                st = d.stats()
+                self.assertLessEqual(st["used"], budget, st)
+                self.assertLessEqual(st["resident"], budget, st)
+        st = d.stats()
+        self.assertEqual(st["hits"] + st["misses"], 3 * len(names), st)
+        # Every file prefetched and kept was read since, is still held
+        # unread, or was counted wasted.
+        unread = st["prefetched"] - st["prefetch_hits"] - st["prefetch_wasted"]
+        self.assertGreaterEqual(unread, 0, st)
+        self.assertLessEqual(unread, st["objects"], st)
+        sampler.close()
+        self.assertTrue(d.alive())
+
+
+if __name__ == "__main__":
+    et.main()
