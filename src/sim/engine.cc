@@ -6,6 +6,7 @@
 #include <queue>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "epochfs/cache/epoch_policy.h"
 #include "epochfs/cache/future_policy.h"
@@ -47,7 +48,7 @@ namespace {
 
 constexpr uint64_t kUnset = ~uint64_t{0};
 
-enum class Ev : uint8_t { kJobStart, kLoadDone, kComputeDone };
+enum class Ev : uint8_t { kJobStart, kLoadDone, kComputeDone, kPrefetchDone };
 
 struct Event {
   uint64_t t;
@@ -112,6 +113,7 @@ class Engine final : public Future {
     latency_ns_ = static_cast<uint64_t>(st.latency_ms * 1e6);
     iops_gap_ns_ = st.iops > 0 ? static_cast<uint64_t>(1e9 / st.iops) : 0;
     for (uint32_t c = 0; c < st.concurrency; ++c) channels_.push(0);
+    prefetch_limit_ = std::min(wl.prefetch, st.concurrency);
     for (const Dataset& d : trace.datasets()) state_.emplace_back(d.sizes.size(), 0);
     by_dataset_.resize(trace.datasets().size());
     for (const Dataset& d : trace.datasets()) {
@@ -184,7 +186,11 @@ class Engine final : public Future {
         case Ev::kComputeDone:
           ComputeDone(jobs_[e.job], e.t);
           break;
+        case Ev::kPrefetchDone:
+          PrefetchDone(e);
+          break;
       }
+      if (prefetch_limit_ != 0) PrefetchMore(now_);
       if (opt_.check_every != 0 && events_ % opt_.check_every == 0) {
         if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
       }
@@ -306,6 +312,7 @@ class Engine final : public Future {
         st = kAbsent;
         used_ -= SizeOf(v);
         ++evictions_;
+        if (unread_prefetched_.erase(v) != 0) ++prefetch_wasted_;
       }
     }
     if (d.admit && loaded != 0) {
@@ -423,20 +430,31 @@ class Engine final : public Future {
       if (st == kResident) {
         ++j.r.hits;
         ++er.hits;
+        if (unread_prefetched_.erase(id) != 0) ++prefetch_hits_;
         Apply(policy_->OnHit({id, size, j.id, s, now}), 0);
         ++wk.next;
         continue;
       }
-      ++j.r.misses;
-      ++er.misses;
       if (st == kInFlight) {
+        // A prefetch's load is a hit for its reader (as the daemon counts
+        // it), told to the policy when it lands; a reader's, a miss.
+        if (prefetching_.count(id) != 0) {
+          ++j.r.hits;
+          ++er.hits;
+        } else {
+          ++j.r.misses;
+          ++er.misses;
+        }
         ++j.r.coalesced;
         waiters_[id].push_back({j.index, w});
         return;
       }
+      ++j.r.misses;
+      ++er.misses;
       const bool streamed = size > max_object_;
       if (!streamed) st = kInFlight;
       j.r.bytes_read += size;
+      ++demand_inflight_;
       const uint64_t end = Request(now, size);
       Push({end, 0, Ev::kLoadDone, streamed, j.index, w, s, now});
       return;
@@ -448,7 +466,68 @@ class Engine final : public Future {
     Assign(j, now);
   }
 
+  // Prefetch: while the requests in flight (readers' and prefetches') are
+  // fewer than min(prefetch, concurrency), loads the policy's hints, soonest
+  // first. An object the policy then declines is not hinted again for 1 s.
+  void PrefetchMore(uint64_t now) {
+    if (prefetch_inflight_ + demand_inflight_ >= prefetch_limit_) return;
+    if (now >= declined_until_) {
+      declined_.clear();
+      declined_until_ = now + 1'000'000'000;
+    }
+    const std::vector<cache::PrefetchHint> hints = policy_->PrefetchHints(
+        prefetch_limit_ - prefetch_inflight_ - demand_inflight_, now, [&](cache::ObjectId o) {
+          return State(o) != kAbsent || declined_.count(o) != 0;
+        });
+    for (const cache::PrefetchHint& h : hints) {
+      if (prefetch_inflight_ + demand_inflight_ >= prefetch_limit_) break;
+      if (State(h.object) != kAbsent || SizeOf(h.object) > max_object_) continue;
+      State(h.object) = kInFlight;
+      prefetching_.insert(h.object);
+      ++prefetch_inflight_;
+      prefetch_bytes_ += SizeOf(h.object);
+      const uint64_t end = Request(now, SizeOf(h.object));
+      Push({end, 0, Ev::kPrefetchDone, false, h.job - 1, 0, h.sample, now});
+    }
+  }
+
+  void PrefetchDone(const Event& e) {
+    const cache::ObjectId id = trace_.object(e.job, e.sample);
+    const uint64_t size = SizeOf(id);
+    State(id) = kAbsent;
+    prefetching_.erase(id);
+    --prefetch_inflight_;
+    const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
+    Apply(policy_->OnPrefetched(a, e.t - e.issued), id);
+    if (State(id) == kResident) {
+      ++prefetched_;
+      unread_prefetched_.insert(id);
+    } else {
+      declined_.insert(id);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> waiting;
+    if (auto it = waiters_.find(id); it != waiters_.end()) {
+      waiting = std::move(it->second);
+      waiters_.erase(it);
+    }
+    for (auto [ji, w] : waiting) {
+      Job& j = jobs_[ji];
+      Worker& wk = j.workers[w];
+      const uint32_t s = j.order[wk.batch * j.b + wk.next];
+      const cache::Access r{id, size, j.id, static_cast<int64_t>(s), e.t};
+      if (State(id) == kResident) {
+        if (unread_prefetched_.erase(id) != 0) ++prefetch_hits_;
+        Apply(policy_->OnHit(r), 0);
+      } else {
+        Apply(policy_->OnMiss(r, 0), id);
+      }
+      ++wk.next;
+      Step(j, w, e.t);
+    }
+  }
+
   void LoadDone(const Event& e) {
+    --demand_inflight_;
     Job& j = jobs_[e.job];
     const cache::ObjectId id = trace_.object(j.index, e.sample);
     if (!e.streamed) {
@@ -525,6 +604,11 @@ class Engine final : public Future {
       r.jobs.push_back(std::move(j.r));
     }
     r.makespan_ns = last - first;
+    r.bytes_read += prefetch_bytes_;
+    r.prefetched = prefetched_;
+    r.prefetch_hits = prefetch_hits_;
+    r.prefetch_wasted = prefetch_wasted_;
+    r.prefetch_bytes = prefetch_bytes_;
     r.admissions = admissions_;
     r.evictions = evictions_;
     r.refused = refused_;
@@ -553,6 +637,12 @@ class Engine final : public Future {
   std::unordered_map<cache::ObjectId, std::vector<std::pair<uint32_t, uint32_t>>> waiters_;
   uint64_t used_ = 0, max_resident_ = 0;
   uint64_t admissions_ = 0, evictions_ = 0, refused_ = 0;
+  // Prefetch.
+  uint32_t prefetch_limit_ = 0;  // min(workload prefetch, storage concurrency)
+  uint32_t prefetch_inflight_ = 0, demand_inflight_ = 0;
+  std::unordered_set<cache::ObjectId> prefetching_, unread_prefetched_, declined_;
+  uint64_t declined_until_ = 0;
+  uint64_t prefetched_ = 0, prefetch_hits_ = 0, prefetch_wasted_ = 0, prefetch_bytes_ = 0;
 
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;

@@ -68,12 +68,14 @@ std::string FormatTable(const Trace& trace, const std::string& origin,
     }
   }
   out += "\n" + Pad("policy", 8) + Pad("makespan_s", 12, true) + Pad("stall_s", 12, true) +
-         Pad("hit%", 7, true) + Pad("read", 12, true) + Pad("evictions", 11, true) + "\n";
+         Pad("hit%", 7, true) + Pad("read", 12, true) + Pad("evictions", 11, true) +
+         Pad("prefetched", 12, true) + "\n";
   for (const RunResult& r : runs) {
     out += Pad(r.policy, 8) + Pad(Fmt("%.2f", Sec(r.makespan_ns)), 12, true) +
            Pad(Fmt("%.2f", Sec(r.total_stall_ns)), 12, true) +
            Pad(Fmt("%.1f", 100 * r.hit_ratio()), 7, true) + Pad(Bytes(r.bytes_read), 12, true) +
-           Pad(std::to_string(r.evictions), 11, true) + "\n";
+           Pad(std::to_string(r.evictions), 11, true) +
+           Pad(std::to_string(r.prefetched), 12, true) + "\n";
   }
   return out;
 }
@@ -119,6 +121,7 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
   doc["workload"] = {{"file", origin},
                      {"seed", w.seed},
                      {"budget_bytes", trace.budget()},
+                     {"prefetch", w.prefetch},
                      {"distinct_bytes", trace.distinct_bytes()},
                      {"storage",
                       {{"bandwidth", w.storage.bandwidth},
@@ -162,6 +165,10 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
                   {"admissions", r.admissions},
                   {"evictions", r.evictions},
                   {"refused", r.refused},
+                  {"prefetched", r.prefetched},
+                  {"prefetch_hits", r.prefetch_hits},
+                  {"prefetch_wasted", r.prefetch_wasted},
+                  {"prefetch_bytes", r.prefetch_bytes},
                   {"max_resident_bytes", r.max_resident_bytes},
                   {"makespan_ns", r.makespan_ns},
                   {"makespan_s", Sec(r.makespan_ns)},

@@ -53,6 +53,7 @@ int Main(int argc, char** argv) {
   bool json = false;
   std::optional<uint64_t> seed;
   std::optional<double> budget_percent;
+  std::optional<uint32_t> prefetch;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string replay;
   app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)");
@@ -62,6 +63,9 @@ int Main(int argc, char** argv) {
                  "all, or a comma-separated list of none, lru, minio, epoch, future, belady");
   app.add_flag("--json", json, "print JSON instead of the table");
   app.add_option("--seed", seed, "override the workload's seed");
+  app.add_option("--prefetch", prefetch,
+                 "override the workload's prefetch (requests in flight; 0: off)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--budget-percent", budget_percent,
                  "override the workload's budget: a percentage of the distinct data")
       ->check(CLI::Range(0.001, 1000.0));
@@ -98,6 +102,7 @@ int Main(int argc, char** argv) {
   if (!wl.ok()) return Fail(wl.status().message());
   Workload w = std::move(wl).value();
   if (seed) w.seed = *seed;
+  if (prefetch) w.prefetch = *prefetch;
   if (budget_percent) {
     w.budget_is_percent = true;
     w.budget_percent = *budget_percent;

@@ -222,7 +222,7 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
 }
 
 Result<Workload> Walk(const Ctx& c, const toml::table& root) {
-  if (Status s = CheckKeys(c, "", root, {"seed", "budget", "storage", "epoch", "job"}); !s.ok()) {
+  if (Status s = CheckKeys(c, "", root, {"seed", "budget", "prefetch", "storage", "epoch", "job"}); !s.ok()) {
     return s;
   }
   Workload w;
@@ -230,6 +230,11 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
     auto v = GetInt(c, "seed", *n, 0, INT64_MAX);
     if (!v.ok()) return v.status();
     w.seed = v.value();
+  }
+  if (const toml::node* n = root.get("prefetch")) {
+    auto v = GetInt(c, "prefetch", *n, 0, 64);
+    if (!v.ok()) return v.status();
+    w.prefetch = static_cast<uint32_t>(v.value());
   }
   const toml::node* budget = root.get("budget");
   if (budget == nullptr) return c.Bad("budget", nullptr, "missing (required)");

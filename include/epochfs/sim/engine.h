@@ -17,6 +17,14 @@
 //     from the epoch's start for its first batch.
 //   - Epoch K+1 starts when epoch K's last compute ends (a DataLoader iterator
 //     per epoch); the job ends after its last epoch's last compute.
+//   - Prefetch (Workload::prefetch, the daemon's cache.prefetch): after every
+//     event, while the storage requests in flight (readers' and prefetches')
+//     are fewer than min(prefetch, concurrency), the policy's PrefetchHints
+//     are loaded as storage requests like any other; on completion
+//     OnPrefetched decides. A reader who reaches an object being prefetched
+//     waits for that load (a hit, as the daemon counts it; the policy hears
+//     of the read when the bytes land). Only policies with a declared future
+//     (future) give hints; the others never prefetch.
 //   - The policy sees what the daemon shows it, in the same order: at the
 //     job's start AddJob, SetSamples, SetOrder(0), SetOrder(1), BeginEpoch(0);
 //     at the start of epoch K>0 SetOrder(K+1) (when K+1 < epochs), BeginEpoch(K);
@@ -73,8 +81,11 @@ struct RunResult {
   uint64_t distinct_bytes = 0;
   std::vector<JobResult> jobs;
   uint64_t accesses = 0, hits = 0, misses = 0;
-  uint64_t bytes_read = 0;  // from storage, all jobs
+  uint64_t bytes_read = 0;  // from storage, all jobs (prefetch included)
   uint64_t admissions = 0, evictions = 0, refused = 0;
+  // Prefetch: objects loaded ahead and admitted, their first reads, those
+  // evicted unread, and the bytes of every prefetch load.
+  uint64_t prefetched = 0, prefetch_hits = 0, prefetch_wasted = 0, prefetch_bytes = 0;
   uint64_t max_resident_bytes = 0;  // peak bytes in the store
   uint64_t makespan_ns = 0;         // last completion − first start
   uint64_t total_stall_ns = 0;

@@ -3,6 +3,7 @@
 //
 //   seed = 1
 //   budget = "40%"            # bytes ("2GiB") or % of the distinct data of all jobs
+//   prefetch = 4              # the daemon's cache.prefetch (0 = off)
 //   [storage]                 # bandwidth (bytes/s, all channels together),
 //   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
 //   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
@@ -79,6 +80,10 @@ struct Workload {
   bool budget_is_percent = false;
   double budget_percent = 0;  // of the distinct bytes of all jobs' datasets, (0, 100+]
   uint64_t budget_bytes = 0;
+  // Storage requests the cache may have in flight loading what the jobs
+  // declared they read next (the daemon's cache.prefetch; policies that give
+  // no prefetch hints ignore it), 0..64.
+  uint32_t prefetch = 4;
   StorageSpec storage;
   EpochKnobs epoch;
   std::vector<JobSpecW> jobs;  // >= 1
