@@ -146,6 +146,7 @@ class Env:
         self.image = None
         self.loop = None
         self.lower = os.path.join(self.work, "lower")
+        self.source = self.lower  # what readers and the daemon read (see bench-torch --latency-ms)
         self.mnt = os.path.join(self.work, "mnt")
         self.lower_mounted = False
         self.blkio = None
@@ -238,7 +239,7 @@ class Env:
         def preexec():
             self.enter_blkio()
         self.daemon = subprocess.Popen(
-            [self.epochfs, "-f", "-o", ",".join(opts), self.lower, self.mnt],
+            [self.epochfs, "-f", "-o", ",".join(opts), self.source, self.mnt],
             stdout=open(logpath, "w"), stderr=subprocess.STDOUT, preexec_fn=preexec)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
