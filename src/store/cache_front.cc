@@ -158,6 +158,12 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (!fst.ok()) return fail(fst.status());
   const struct stat st = fst.value();
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": no longer a regular file"));
+  // A prefetch names the object by the file its job's samples list resolved
+  // to; another file now at that path (replaced) is not that object, and its
+  // bytes must not be cached under its id.
+  if (prefetch && ObjectIdOf(st) != req.id) {
+    return NotFound(req.rel + ": replaced since its job's samples were resolved");
+  }
   auto data = lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
   if (!data.ok()) {
     log::Warn(req.rel + ": " + data.status().message());

@@ -178,13 +178,22 @@ TEST(CacheFront, ConcurrentReadersOfOneMissingFileCauseOneLowerRead) {
 }
 
 // Prefetch through the cache front, with the "future" policy and one job
-// whose order reads b.bin then a.bin (ids 2 and 1).
+// whose order reads b.bin then a.bin (object ids a_id and b_id, from their
+// device and inode as the daemon's).
 struct PrefetchFront : Front {
   std::string a, b;
+  cache::ObjectId a_id = 0, b_id = 0;
+  cache::ObjectId IdOf(const std::string& rel) {
+    struct stat st;
+    EXPECT_EQ(::stat((dir.path() + "/" + rel).c_str(), &st), 0);
+    return ObjectIdOf(st);
+  }
   explicit PrefetchFront(uint64_t budget, size_t size = 4096)
       : Front(budget, cache::MakeFuturePolicy({budget, 1'000'000})) {
     a = dir.Write("a.bin", size, 1);
     b = dir.Write("b.bin", size, 2);
+    a_id = IdOf("a.bin");
+    b_id = IdOf("b.bin");
     EXPECT_TRUE(cache->WithPolicy([&](cache::Policy& p) -> Result<cache::Decision> {
       cache::JobSpec spec;
       spec.id = 1;
@@ -192,32 +201,33 @@ struct PrefetchFront : Front {
       spec.batch_size = 1;
       spec.epochs = 1;
       if (Status s = p.AddJob(spec); !s.ok()) return s;
-      if (Status s = p.SetSamples(1, {{1, size}, {2, size}}); !s.ok()) return s;
+      if (Status s = p.SetSamples(1, {{a_id, size}, {b_id, size}}); !s.ok()) return s;
       if (Status s = p.SetOrder(1, 0, {1, 0}); !s.ok()) return s;
       return cache::Decision{};
     }).ok());
   }
   GetRequest ReqOf(cache::ObjectId id) {
-    GetRequest r = Req(id == 1 ? "a.bin" : "b.bin", id);
+    GetRequest r = Req(id == a_id ? "a.bin" : "b.bin", id);
     r.job = 1;
-    r.sample = id == 1 ? 0 : 1;
+    r.sample = id == a_id ? 0 : 1;
     return r;
   }
+  GetRequest PrefetchOfB() { return {b_id, "b.bin", {}, 1, 1}; }
 };
 
 TEST(CacheFrontPrefetch, PrefetchThenReadIsOneLowerReadAndAPrefetchHit) {
   PrefetchFront f(1 << 20);
   std::vector<cache::PrefetchHint> hints = f.cache->PrefetchHints(4, nullptr);
   ASSERT_EQ(hints.size(), 2u);
-  EXPECT_EQ(hints[0].object, 2u);  // b.bin is read first
+  EXPECT_EQ(hints[0].object, f.b_id);  // b.bin is read first
   GetRequest pre{hints[0].object, "b.bin", {}, hints[0].job, static_cast<int64_t>(hints[0].sample)};
   Result<bool> r = f.cache->Prefetch(pre);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r.value());
   EXPECT_FALSE(f.cache->Prefetch(pre).value()) << "resident: not read again";
   EXPECT_EQ(f.cache->PrefetchHints(4, nullptr).size(), 1u);
-  EXPECT_TRUE(f.cache->PrefetchHints(4, [](cache::ObjectId o) { return o == 1; }).empty());
-  auto got = f.cache->Get(f.ReqOf(2));
+  EXPECT_TRUE(f.cache->PrefetchHints(4, [&](cache::ObjectId o) { return o == f.a_id; }).empty());
+  auto got = f.cache->Get(f.ReqOf(f.b_id));
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(std::string(got.value()->data.begin(), got.value()->data.end()), f.b);
   CacheCounters c = f.cache->counters();
@@ -235,9 +245,34 @@ TEST(CacheFrontPrefetch, PrefetchThenReadIsOneLowerReadAndAPrefetchHit) {
   });
 }
 
+// The file at a sample's path was replaced (another inode) after the samples
+// were resolved: its bytes are not cached under the old object's id.
+TEST(CacheFrontPrefetch, AReplacedFileIsNotPrefetchedUnderTheOldId) {
+  PrefetchFront f(1 << 20);
+  const cache::ObjectId old_id = f.b_id;
+  ASSERT_TRUE(f.cache->WithPolicy([&](cache::Policy& p) -> Result<cache::Decision> {
+    cache::JobSpec spec;
+    spec.id = 2;
+    spec.name = "k";
+    spec.batch_size = 1;
+    spec.epochs = 1;
+    if (Status s = p.AddJob(spec); !s.ok()) return s;
+    if (Status s = p.SetSamples(2, {{old_id, 4096}}); !s.ok()) return s;
+    if (Status s = p.SetOrder(2, 0, {0}); !s.ok()) return s;
+    return cache::Decision{};
+  }).ok());
+  const std::string keep = f.dir.path() + "/old-b.bin";
+  ASSERT_EQ(::rename((f.dir.path() + "/b.bin").c_str(), keep.c_str()), 0);  // inode kept alive
+  f.dir.Write("b.bin", 4096, 9);  // a new inode at the path
+  Result<bool> r = f.cache->Prefetch({old_id, "b.bin", {}, 2, 0});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(f.cache->ram().Find(old_id), nullptr);
+  EXPECT_EQ(f.cache->counters().prefetched, 0u);
+}
+
 TEST(CacheFrontPrefetch, EvictedUnreadIsWasted) {
   PrefetchFront f(1 << 20);
-  GetRequest pre{2, "b.bin", {}, 1, 1};
+  GetRequest pre = f.PrefetchOfB();
   ASSERT_TRUE(f.cache->Prefetch(pre).value());
   ASSERT_TRUE(f.cache->SetBudget(1000).ok());  // nothing fits
   CacheCounters c = f.cache->counters();
@@ -258,13 +293,13 @@ TEST(CacheFrontPrefetch, ConcurrentPrefetchAndReadsReadTheFileOnce) {
     for (int i = 0; i < kReaders; ++i) {
       ts.emplace_back([&] {
         start.arrive_and_wait();
-        auto r = f.cache->Get(f.ReqOf(2));
+        auto r = f.cache->Get(f.ReqOf(f.b_id));
         if (r.ok() && std::equal(f.b.begin(), f.b.end(), r.value()->data.begin())) ++exact;
       });
     }
     ts.emplace_back([&] {
       start.arrive_and_wait();
-      EXPECT_TRUE(f.cache->Prefetch({2, "b.bin", {}, 1, 1}).ok());
+      EXPECT_TRUE(f.cache->Prefetch(f.PrefetchOfB()).ok());
     });
     for (auto& t : ts) t.join();
     CacheCounters c = f.cache->counters();
