@@ -15,12 +15,14 @@ void Prefetcher::Remember(cache::ObjectId id, const std::string& rel) {
   paths_.try_emplace(id, rel);
 }
 
+// One worker wakes per kick (a read calls this: waking all would cost every
+// read a context switch per worker); a worker that finds work wakes the next.
 void Prefetcher::Kick() {
   {
     std::lock_guard lock(wake_mu_);
     ++kicks_;
   }
-  cv_.notify_all();
+  cv_.notify_one();
 }
 
 void Prefetcher::Start() {
@@ -48,6 +50,7 @@ void Prefetcher::Worker() {
       seen = kicks_;
     }
     while (std::optional<Task> t = Take()) {
+      Kick();  // there may be more: the next worker looks
       store::GetRequest req{t->hint.object, t->rel, {}, t->hint.job, t->hint.sample};
       Result<bool> r = cache_.Prefetch(req);
       Done(*t, r.ok() && r.value());

@@ -7,7 +7,8 @@
 // prefetches and readers' misses in flight together are fewer than `depth`,
 // so a reader's miss never queues behind a prefetch (and the daemon keeps at
 // least one LOWER worker for readers: see the daemon). The workers sleep until
-// a read or a declaration (Kick) or 100 ms pass. An object the policy then
+// a read or a declaration (Kick: one worker wakes, and each that finds work
+// wakes the next) or 100 ms pass. An object the policy then
 // refuses, or whose load fails, is not tried again for a second.
 //
 // The policy names objects by id; their LOWER paths come from the jobs'
