@@ -11,13 +11,19 @@ constexpr auto kIdleWait = std::chrono::milliseconds(100);
 }  // namespace
 
 void Prefetcher::Remember(cache::ObjectId id, const std::string& rel) {
-  std::lock_guard lock(paths_mu_);
-  paths_.try_emplace(id, rel);
+  {
+    std::lock_guard lock(paths_mu_);
+    paths_.try_emplace(id, rel);
+  }
+  armed_.store(true, std::memory_order_relaxed);
 }
 
 // One worker wakes per kick (a read calls this: waking all would cost every
 // read a context switch per worker); a worker that finds work wakes the next.
 void Prefetcher::Kick() {
+  // Until a job's samples are known there is nothing to prefetch: reads of a
+  // mount no job uses cost no wake-up.
+  if (!armed_.load(std::memory_order_relaxed)) return;
   {
     std::lock_guard lock(wake_mu_);
     ++kicks_;

@@ -20,6 +20,7 @@
 // only.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -60,6 +61,7 @@ class Prefetcher {
   store::CacheFront& cache_;
   const uint32_t depth_;
 
+  std::atomic<bool> armed_{false};  // a path is known: Kick wakes workers
   std::mutex paths_mu_;
   std::unordered_map<cache::ObjectId, std::string> paths_;  // guarded by paths_mu_
 
