@@ -45,7 +45,8 @@ class FuturePolicy final : public Policy {
     std::sort(when.begin(), when.end());
     std::vector<PrefetchHint> ordered;
     ordered.reserve(when.size());
-    for (const auto& [t, i] : when) {
+    for (const auto& tw : when) {
+      const size_t i = tw.second;  // (no structured binding: lambdas below capture it)
       const bool again = std::any_of(ordered.begin(), ordered.end(), [&](const PrefetchHint& h) {
         return h.object == upcoming[i].object;
       });
