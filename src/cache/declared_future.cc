@@ -101,10 +101,8 @@ Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
   DropRefs(*j);
   j->samples = std::move(samples);
   j->read.assign(j->n(), 0);
-  for (uint32_t s = 0; s < j->n(); ++s) {
-    Touch(j->samples[s].object, now_);
-    AddRef(slot_of_.at(j->samples[s].object), {j->index, s});
-  }
+  slot_of_.reserve(slot_of_.size() + j->n());
+  for (uint32_t s = 0; s < j->n(); ++s) AddRef(Touch(j->samples[s].object, now_), {j->index, s});
   Refresh(*j);
   return Status::Ok();
 }
@@ -197,12 +195,21 @@ Status DeclaredFuture::EndJob(JobId id) {
   return Status::Ok();
 }
 
-void DeclaredFuture::Touch(ObjectId object, uint64_t now_ns) {
+uint32_t DeclaredFuture::Touch(ObjectId object, uint64_t now_ns, uint64_t size) {
   now_ = std::max(now_, now_ns);
   auto [it, fresh] = slot_of_.try_emplace(object, static_cast<uint32_t>(slot_objects_.size()));
-  if (!fresh) return;
-  slot_objects_.push_back(object);
-  first_ref_.push_back(Ref{});
+  if (fresh) {
+    slot_objects_.push_back(object);
+    first_ref_.push_back(Ref{});
+    slot_size_.push_back(0);
+  }
+  uint64_t& known = slot_size_[it->second];
+  if (size != 0 && size != known) {
+    if (known == 0) ++loaded_size_n_;
+    loaded_size_sum_ = loaded_size_sum_ - known + size;
+    known = size;
+  }
+  return it->second;
 }
 
 size_t DeclaredFuture::Slot(ObjectId object) const {
@@ -351,7 +358,7 @@ Future::Line DeclaredFuture::LineOf(uint32_t index, uint64_t now) const {
 }
 
 void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
-  Touch(a.object, a.now_ns);
+  Touch(a.object, a.now_ns, a.size);
   Job* j = Find(a.job);
   if (j == nullptr || j->samples.empty()) return;
   int64_t s = a.sample;
@@ -405,7 +412,10 @@ void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)
       if (held && held(r.object)) return;
       *passable = false;
       if (skip && skip(r.object)) return;
-      out->push_back({r.object, r.size, j.spec.id, s});
+      uint64_t size = r.size;
+      if (size == 0) size = slot_size_[slot_of_.at(r.object)];
+      if (size == 0 && loaded_size_n_ != 0) size = loaded_size_sum_ / loaded_size_n_;
+      out->push_back({r.object, size, j.spec.id, s});
       ++found;
     };
     bool prefix = true;

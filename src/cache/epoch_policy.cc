@@ -128,6 +128,7 @@ struct Job {
   uint64_t reserved = 0;
   uint64_t need = 0;
   uint64_t need_batches = 0;
+  uint64_t need_sample_bytes = 0;
   bool measured = false;  // FinishWarmup ran: e, need and T are estimates
   double lambda = 0.0;
   int32_t rank = -1;
@@ -340,6 +341,7 @@ class EpochPolicy final : public Policy {
       s.need_bytes = j.need;
       s.need_measured = j.measured;
       s.need_batches = j.need_batches;
+      s.need_sample_bytes = j.need_sample_bytes;
       s.rank = j.rank;
       s.lambda = j.lambda;
       s.h = H(j, share);
@@ -655,7 +657,8 @@ class EpochPolicy final : public Policy {
       const uint64_t hidden = j.spec.loaders * j.compute_ns / j.load_ns;
       j.e = hidden >= b ? 0 : static_cast<uint32_t>(b - hidden);
     }
-    j.need = static_cast<uint64_t>(j.e) * batches * j.MeanSize();
+    j.need_sample_bytes = j.MeanSize();
+    j.need = static_cast<uint64_t>(j.e) * batches * j.need_sample_bytes;
     j.need_batches = batches;
     j.measured = true;
     if (j.LastEpoch()) {

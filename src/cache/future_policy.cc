@@ -56,7 +56,7 @@ class FuturePolicy final : public Policy {
   }
   Decision OnPrefetched(const Access& a, uint64_t /*load_ns*/) override {
     now_ = std::max(now_, a.now_ns);
-    future_.Touch(a.object, a.now_ns);  // no job read it: positions stay
+    future_.Touch(a.object, a.now_ns, a.size);  // no job read it: positions stay
     return Noted(cache_.OnMiss(a));
   }
   void OnDropped(ObjectId id) override {

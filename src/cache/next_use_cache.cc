@@ -105,16 +105,18 @@ std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHin
   for (const PrefetchHint& h : soonest_first) {
     if (out.size() >= max) break;
     Future::Use use;
-    if (h.size == 0 || h.size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) {
-      continue;
-    }
-    if (h.size <= room) {
-      room -= h.size;
+    // Size 0: not known yet (a samples list without sizes, before any load):
+    // weighed as one byte here; the admission when it arrives (OnMiss) decides
+    // with its real size.
+    const uint64_t size = std::max<uint64_t>(h.size, 1);
+    if (size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) continue;
+    if (size <= room) {
+      room -= size;
       out.push_back(h);
       continue;
     }
     room = 0;
-    if (worst == kNone || !(RankOf(lines_[use.job].At(use.pos), h.size, now) < ranks_[worst])) {
+    if (worst == kNone || !(RankOf(lines_[use.job].At(use.pos), size, now) < ranks_[worst])) {
       break;  // the later ones come later still
     }
     out.push_back(h);

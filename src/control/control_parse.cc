@@ -1,11 +1,14 @@
 #include "epochfs/control/control_parse.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "epochfs/common/hash.h"
 #include "epochfs/common/toml_text.h"
 
 namespace epochfs::control {
@@ -46,6 +49,24 @@ Status ForEachLine(std::string_view text, Fn&& fn) {
     pos = nl + 1;
   }
   return Status::Ok();
+}
+
+// Whether `p` is a file path NormaliseRelativePath would return unchanged:
+// not empty, no NUL or '\r', relative, and every component a name (not
+// empty, ".", or "..").
+bool IsNormalFilePath(std::string_view p) {
+  if (p.empty() || p.size() > kMaxPathBytes) return false;
+  size_t start = 0;
+  for (size_t i = 0; i <= p.size(); ++i) {
+    if (i < p.size() && p[i] != '/') {
+      if (p[i] == '\0' || p[i] == '\r') return false;
+      continue;
+    }
+    const std::string_view comp = p.substr(start, i - start);
+    if (comp.empty() || comp == "." || comp == "..") return false;
+    start = i + 1;
+  }
+  return true;
 }
 
 // Decimal digits only → uint64, false on overflow or empty/non-digit input.
@@ -205,42 +226,66 @@ std::string FormatJobConfig(const JobConfig& c) {
 
 // One normalised relative file path per line (samples, spill_schedule): the
 // line rules both files share. `what` names the list in messages.
-static Result<std::vector<std::string>> ParsePathLines(std::string_view text, const char* what,
-                                                const char* items) {
+static Result<PathList> ParsePathLines(std::string_view text, const char* what,
+                                       const char* items) {
   if (Status s = TooLarge(text); !s.ok()) return s;
   if (text.empty()) return InvalidArgument(std::string("the ") + what + " is empty");
-  std::vector<std::string> out;
+  PathList out;
+  out.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1, text.size());
   Status st = ForEachLine(text, [&](size_t line, std::string_view l) -> Status {
     if (l.empty()) return InvalidArgument(LineMsg(line, "empty line"));
     if (l.size() > kMaxPathBytes) {
       return InvalidArgument(LineMsg(line, "path longer than " + std::to_string(kMaxPathBytes) +
                                                " bytes: " + QuoteForMessage(l)));
     }
-    Result<std::string> r = NormaliseRelativePath(l, PathKind::kFile);
-    if (!r.ok()) return InvalidArgument(LineMsg(line, r.status().message()));
     if (out.size() >= std::numeric_limits<uint32_t>::max() - 1) {
       return InvalidArgument(LineMsg(line, std::string("too many ") + items));
     }
-    out.push_back(std::move(r).value());
+    if (IsNormalFilePath(l)) {  // the common case: taken as it is
+      out.push_back(l);
+      return Status::Ok();
+    }
+    Result<std::string> r = NormaliseRelativePath(l, PathKind::kFile);
+    if (!r.ok()) return InvalidArgument(LineMsg(line, r.status().message()));
+    out.push_back(r.value());
     return Status::Ok();
   });
   if (!st.ok()) return st;
   return out;
 }
 
-Result<std::vector<std::string>> ParseSampleList(std::string_view text) {
+Result<PathList> ParseSampleList(std::string_view text) {
   auto parsed = ParsePathLines(text, "sample list", "samples");
   if (!parsed.ok()) return parsed.status();
-  std::vector<std::string> out = std::move(parsed).value();
-  // Duplicates: built after the vector stops moving so the views stay valid.
-  std::unordered_map<std::string_view, size_t> first;
-  first.reserve(out.size());
+  PathList out = std::move(parsed).value();
+  // Duplicates, by sorting (hash, line) pairs: lists run to millions of
+  // lines, and one sort costs less than a million-entry hash set. The line
+  // reported is the earliest that repeats an earlier one.
+  std::vector<std::pair<uint64_t, uint32_t>> keyed(out.size());
   for (size_t k = 0; k < out.size(); ++k) {
-    auto [it, inserted] = first.emplace(out[k], k);
-    if (!inserted) {
-      return InvalidArgument(LineMsg(k + 1, "duplicate of line " + std::to_string(it->second + 1) +
-                                                ": " + QuoteForMessage(out[k])));
+    keyed[k] = {Checksum(out[k].data(), out[k].size()), static_cast<uint32_t>(k)};
+  }
+  std::sort(keyed.begin(), keyed.end());
+  size_t dup = SIZE_MAX, first = 0;
+  for (size_t a = 0; a < keyed.size();) {
+    size_t b = a + 1;
+    while (b < keyed.size() && keyed[b].first == keyed[a].first) ++b;
+    for (size_t i = a + 1; i < b; ++i) {  // a run of equal hashes: compare the strings
+      for (size_t j = a; j < i; ++j) {
+        if (out[keyed[i].second] == out[keyed[j].second]) {
+          if (keyed[i].second < dup) {
+            dup = keyed[i].second;
+            first = keyed[j].second;
+          }
+          break;
+        }
+      }
     }
+    a = b;
+  }
+  if (dup != SIZE_MAX) {
+    return InvalidArgument(LineMsg(dup + 1, "duplicate of line " + std::to_string(first + 1) +
+                                                ": " + QuoteForMessage(out[dup])));
   }
   return out;
 }
@@ -290,7 +335,9 @@ Result<std::vector<uint32_t>> ParseOrder(std::string_view text, size_t sample_co
 }
 
 Result<std::vector<std::string>> ParseSpillSchedule(std::string_view text) {
-  return ParsePathLines(text, "spill schedule", "steps");
+  Result<PathList> parsed = ParsePathLines(text, "spill schedule", "steps");
+  if (!parsed.ok()) return parsed.status();
+  return parsed.value().ToStrings();
 }
 
 Result<uint64_t> ParseProgress(std::string_view text) {

@@ -307,6 +307,9 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
       epochs.push_back({{"epoch", e.epoch}, {"hits", e.hits}, {"misses", e.misses}});
     }
     j["epochs"] = epochs;
+    j["unreadable_samples"] = f->unreadable;
+    j["first_unreadable"] =
+        f->unreadable != 0 ? nlohmann::json(f->first_unreadable) : nlohmann::json(nullptr);
     j["cur_bytes"] = ps.cur_bytes;
     j["next_bytes"] = ps.next_bytes;
     j["tail_bytes"] = ps.tail_bytes;
@@ -319,7 +322,7 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
     j["cache_need_bytes"] = ps.need_measured ? nlohmann::json(ps.need_bytes) : nlohmann::json(nullptr);
     j["cache_need"] = {{"e", ps.e},
                        {"batches", ps.need_batches},
-                       {"mean_sample_bytes", ps.mean_sample_bytes},
+                       {"mean_sample_bytes", ps.need_sample_bytes},
                        {"measured", ps.need_measured}};
     j["rank"] = ps.rank;
     j["lambda"] = ps.lambda;
@@ -335,6 +338,8 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
     j["hits"] = 0;
     j["misses"] = 0;
     j["epochs"] = nlohmann::json::array();
+    j["unreadable_samples"] = 0;
+    j["first_unreadable"] = nullptr;
     for (const char* k : {"cur_bytes", "next_bytes", "tail_bytes", "granted_unused_bytes"}) j[k] = 0;
     if (s.orphaned_since_ns) j["state"] = "orphaned";
   }

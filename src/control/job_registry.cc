@@ -1,6 +1,8 @@
 #include "epochfs/control/job_registry.h"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "epochfs/common/hash.h"
@@ -18,6 +20,32 @@ const char* JobStateName(JobState s) {
   return "unknown";
 }
 
+namespace {
+
+// Object → sample index of one job's list: (object, sample) pairs sorted, so
+// a list of millions is one allocation and one sort (built without the
+// registry mutex). An object listed twice (two paths, one id) is its first
+// sample.
+class SampleIndex {
+ public:
+  SampleIndex() = default;
+  explicit SampleIndex(const std::vector<cache::SampleRef>& refs) : sorted_(refs.size()) {
+    for (size_t k = 0; k < refs.size(); ++k) sorted_[k] = {refs[k].object, static_cast<uint32_t>(k)};
+    std::sort(sorted_.begin(), sorted_.end());
+  }
+  std::optional<uint32_t> Find(cache::ObjectId object) const {
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(),
+                               std::pair<cache::ObjectId, uint32_t>{object, 0});
+    if (it == sorted_.end() || it->first != object) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  std::vector<std::pair<cache::ObjectId, uint32_t>> sorted_;
+};
+
+}  // namespace
+
 struct JobRegistry::Job {
   JobId id = kNoJob;
   std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
@@ -30,7 +58,7 @@ struct JobRegistry::Job {
   // daemon's store once resolved.
   size_t sample_count = 0;
   uint64_t samples_hash = 0;
-  std::unordered_map<cache::ObjectId, uint32_t> object_to_sample;
+  SampleIndex object_to_sample;
   std::unique_ptr<EpochTracker> tracker;  // set with the samples
   uint64_t accesses = 0;
   std::string last_error;
@@ -46,9 +74,10 @@ struct JobRegistry::Job {
 
 namespace {
 
-uint64_t Fingerprint(const std::vector<std::string>& paths) {
+uint64_t Fingerprint(const PathList& paths) {
   uint64_t h = paths.size();
-  for (const std::string& p : paths) {
+  for (size_t k = 0; k < paths.size(); ++k) {
+    const std::string_view p = paths[k];
     h = (h ^ Checksum(p.data(), p.size())) * 0x100000001b3ULL;
   }
   return h;
@@ -217,7 +246,7 @@ void JobRegistry::StartFreshLocked(Job* job) {
   job->state = JobState::kRegistered;
   job->sample_count = 0;
   job->samples_hash = 0;
-  job->object_to_sample.clear();
+  job->object_to_sample = SampleIndex();
   job->tracker.reset();
   job->reattach_pending = false;
   job->restart_on_marker = false;
@@ -307,7 +336,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
   }
   // Parsing and resolving run without the mutex: lists can be millions long
   // and resolving touches the lower store.
-  Result<std::vector<std::string>> parsed = ParseSampleList(text);
+  Result<PathList> parsed = ParseSampleList(text);
   uint64_t fp = parsed.ok() ? Fingerprint(parsed.value()) : 0;
   auto relock_same_job = [&]() -> Job* {
     auto it = by_id_.find(id);
@@ -358,6 +387,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     if (decided(relock_same_job(), &out)) return out;
   }
   Result<std::vector<cache::SampleRef>> refs = sink_.ResolveSamples(root, parsed.value());
+  SampleIndex map = refs.ok() ? SampleIndex(refs.value()) : SampleIndex();
   std::lock_guard<std::mutex> lock(mu_);
   Job* job = relock_same_job();
   Status out;
@@ -383,13 +413,11 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     job->config = cfg;
     job->state = JobState::kConfigured;
   }
-  std::unordered_map<cache::ObjectId, uint32_t> map;
-  map.reserve(refs.value().size());
-  for (size_t k = 0; k < refs.value().size(); ++k) {
-    map.emplace(refs.value()[k].object, static_cast<uint32_t>(k));  // first path wins
-  }
   const size_t n = refs.value().size();
-  if (Status s = sink_.OnSamples(id, std::move(refs).value()); !s.ok()) {
+  auto list = std::make_shared<SampleList>();
+  list->root = root;
+  list->paths = std::move(parsed).value();
+  if (Status s = sink_.OnSamples(id, std::move(refs).value(), std::move(list)); !s.ok()) {
     return Fail(job, "samples", s);
   }
   job->sample_count = n;
@@ -522,8 +550,8 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader
     int matches = 0;
     for (auto& [name, j] : jobs_) {
       if (j->state == JobState::kDone || !j->tracker) continue;
-      auto s = j->object_to_sample.find(object);
-      if (s != j->object_to_sample.end() && j->tracker->InPendingOrders(s->second)) {
+      const std::optional<uint32_t> s = j->object_to_sample.Find(object);
+      if (s && j->tracker->InPendingOrders(*s)) {
         if (reader != kAnyOwner && reader != j->owner) continue;  // another user
         if (pid != 0 && attributor_.Alive(j->id).alive > 0) continue;  // not its process
         ++matches;
@@ -536,12 +564,12 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader
   info.job = job->id;
   ++job->accesses;
   if (!job->tracker) return info;
-  auto s = job->object_to_sample.find(object);
-  if (s == job->object_to_sample.end()) return info;
-  info.sample = s->second;
+  const std::optional<uint32_t> s = job->object_to_sample.Find(object);
+  if (!s) return info;
+  info.sample = *s;
   job->reattach_pending = false;
   job->restart_on_marker = false;
-  TrackedAccess t = job->tracker->OnAccess(s->second);
+  TrackedAccess t = job->tracker->OnAccess(*s);
   ApplyTracked(job, t);
   info.epoch = t.epoch;
   info.batch = t.batch;

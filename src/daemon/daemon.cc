@@ -313,9 +313,14 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   std::unique_ptr<Prefetcher> prefetcher;
   if (prefetch != 0) {
-    prefetcher = std::make_unique<Prefetcher>(cache, prefetch);
+    prefetcher = std::make_unique<Prefetcher>(
+        cache, prefetch, [&sink](cache::JobId job, uint32_t sample) { return sink.PathOf(job, sample); });
     Prefetcher* pf = prefetcher.get();
-    sink.SetPathListener([pf](cache::ObjectId id, const std::string& rel) { pf->Remember(id, rel); });
+    sink.SetSamplesListener([pf] { pf->Arm(); });
+    pf->SetUnreadableListener(
+        [&sink](const cache::PrefetchHint& h, const std::string& rel, const Status& why) {
+          sink.SampleUnreadable(h.job, h.sample, rel, why);
+        });
     cache.SetActivityListener([pf] { pf->Kick(); });
   }
   control::JobRegistryOptions registry_opts;

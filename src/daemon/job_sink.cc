@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 #include "epochfs/common/log.h"
 
@@ -24,23 +26,44 @@ std::optional<cache::JobSnapshot> FindJob(const cache::Policy& p, cache::JobId i
 
 }  // namespace
 
-Result<std::vector<cache::SampleRef>> PolicyJobSink::ResolveSamples(
-    const std::string& root, const std::vector<std::string>& paths) {
+Result<std::vector<cache::SampleRef>> PolicyJobSink::ResolveSamples(const std::string& root,
+                                                                   const control::PathList& paths) {
+  // Objects are named by path (store::ObjectIdOf): no file is looked at here,
+  // each is checked at its first load (a missing one fails that read, and a
+  // prefetch that finds it missing says so in the job's status). Only the
+  // distinct directories are: one stat each, so that a wrong root or class
+  // directory is a clear error now rather than a run of failed reads.
   std::vector<cache::SampleRef> out;
   out.reserve(paths.size());
-  std::vector<std::string> rels;
-  rels.reserve(paths.size());
-  for (const std::string& p : paths) rels.push_back(root.empty() ? p : root + "/" + p);
-  std::vector<Result<struct stat>> stats = lower_.StatMany(rels);
+  std::vector<std::string> dirs;
+  std::vector<size_t> dir_line;  // the first line naming each directory
+  std::unordered_set<std::string> seen;
+  std::string rel = root.empty() ? std::string() : root + "/";
+  const size_t prefix = rel.size();
+  std::string last_dir = "\n";  // no directory is named so
   for (size_t i = 0; i < paths.size(); ++i) {
-    const Result<struct stat>& st = stats[i];
-    const std::string where = "line " + std::to_string(i + 1) + ": " + paths[i];
-    if (!st.ok()) return InvalidArgument(where + ": " + st.status().message());
-    if (!S_ISREG(st.value().st_mode)) return InvalidArgument(where + ": not a regular file");
-    out.push_back({store::ObjectIdOf(st.value()), static_cast<uint64_t>(st.value().st_size)});
+    rel.resize(prefix);
+    rel += paths[i];
+    out.push_back({store::ObjectIdOf(rel), 0});
+    const size_t slash = rel.rfind('/');
+    const std::string_view dir =
+        slash == std::string::npos ? std::string_view() : std::string_view(rel).substr(0, slash);
+    if (dir == last_dir) continue;  // lists are mostly grouped by directory
+    last_dir.assign(dir);
+    if (seen.insert(last_dir).second) {
+      dirs.push_back(last_dir);
+      dir_line.push_back(i);
+    }
   }
-  if (on_path_) {
-    for (size_t i = 0; i < out.size(); ++i) on_path_(out[i].object, rels[i]);
+  std::vector<Result<struct stat>> stats = lower_.StatMany(dirs);
+  for (size_t d = 0; d < dirs.size(); ++d) {
+    const Result<struct stat>& st = stats[d];
+    const size_t i = dir_line[d];
+    const std::string where = "line " + std::to_string(i + 1) + ": " + std::string(paths[i]) +
+                              ": directory " +
+                              (dirs[d].empty() ? std::string(".") : dirs[d]);
+    if (!st.ok()) return InvalidArgument(where + ": " + st.status().message());
+    if (!S_ISDIR(st.value().st_mode)) return InvalidArgument(where + ": not a directory");
   }
   return out;
 }
@@ -55,9 +78,29 @@ Status PolicyJobSink::OnConfigured(const cache::JobSpec& spec, const control::Jo
   return cache_.WithPolicy([&](cache::Policy& p) { return NoDecision(p.AddJob(s)); });
 }
 
-Status PolicyJobSink::OnSamples(control::JobId job, std::vector<cache::SampleRef> samples) {
-  return cache_.WithPolicy(
+Status PolicyJobSink::OnSamples(control::JobId job, std::vector<cache::SampleRef> samples,
+                                std::shared_ptr<const control::SampleList> list) {
+  Status s = cache_.WithPolicy(
       [&](cache::Policy& p) { return NoDecision(p.SetSamples(job, std::move(samples))); });
+  if (!s.ok()) return s;
+  {
+    std::lock_guard lock(lists_mu_);
+    lists_[job] = std::move(list);
+  }
+  if (on_samples_) on_samples_();
+  return s;
+}
+
+std::optional<std::string> PolicyJobSink::PathOf(cache::JobId job, uint32_t sample) const {
+  std::shared_ptr<const control::SampleList> list;
+  {
+    std::lock_guard lock(lists_mu_);
+    auto it = lists_.find(job);
+    if (it == lists_.end()) return std::nullopt;
+    list = it->second;
+  }
+  if (sample >= list->paths.size()) return std::nullopt;
+  return list->Path(sample);
 }
 
 Status PolicyJobSink::OnOrder(control::JobId job, uint32_t epoch, std::vector<uint32_t> order) {
@@ -96,8 +139,22 @@ void PolicyJobSink::OnEpochRestart(control::JobId job) {
 void PolicyJobSink::OnJobEnd(control::JobId job) {
   Status s = cache_.WithPolicy([&](cache::Policy& p) { return p.EndJob(job); });
   if (!s.ok() && s.code() != Code::kNotFound) log::Warn("job end: " + s.message());
+  {
+    std::lock_guard lock(lists_mu_);
+    lists_.erase(job);
+  }
   std::lock_guard lock(history_mu_);
   history_.erase(job);
+  unreadable_.erase(job);
+}
+
+void PolicyJobSink::SampleUnreadable(cache::JobId job, uint32_t sample, const std::string& rel,
+                                     const Status& why) {
+  log::Warn("job " + std::to_string(job) + ": sample " + std::to_string(sample) + " (" + rel +
+            "): " + why.message());
+  std::lock_guard lock(history_mu_);
+  Unreadable& u = unreadable_[job];
+  if (u.count++ == 0) u.first = "sample " + std::to_string(sample) + ": " + why.message();
 }
 
 std::optional<control::JobFigures> PolicyJobSink::Figures(cache::JobId id) const {
@@ -110,6 +167,10 @@ std::optional<control::JobFigures> PolicyJobSink::Figures(cache::JobId id) const
     std::lock_guard lock(history_mu_);
     auto it = history_.find(id);
     if (it != history_.end()) f.epochs = it->second;
+    if (auto u = unreadable_.find(id); u != unreadable_.end()) {
+      f.unreadable = u->second.count;
+      f.first_unreadable = u->second.first;
+    }
   }
   if (f.policy.started) f.epochs.push_back(f.policy.current);
   return f;

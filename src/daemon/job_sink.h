@@ -9,7 +9,10 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "epochfs/control/job_registry.h"
 #include "epochfs/control/policy_view.h"
@@ -24,10 +27,11 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
   PolicyJobSink(const store::Lower& lower, store::CacheFront& cache)
       : lower_(lower), cache_(cache) {}
 
-  Result<std::vector<cache::SampleRef>> ResolveSamples(
-      const std::string& root, const std::vector<std::string>& paths) override;
+  Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& root,
+                                                       const control::PathList& paths) override;
   Status OnConfigured(const cache::JobSpec& spec, const control::JobConfig& config) override;
-  Status OnSamples(control::JobId job, std::vector<cache::SampleRef> samples) override;
+  Status OnSamples(control::JobId job, std::vector<cache::SampleRef> samples,
+                   std::shared_ptr<const control::SampleList> list) override;
   Status OnOrder(control::JobId job, uint32_t epoch, std::vector<uint32_t> order) override;
   void OnEpochBegin(control::JobId job, uint32_t epoch) override;
   void OnEpochRestart(control::JobId job) override;
@@ -35,18 +39,30 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
 
   std::optional<control::JobFigures> Figures(cache::JobId id) const override;
 
-  // Told the LOWER path of every sample resolved (the prefetcher's paths).
+  // The LOWER path of sample `sample` of job `job`, if the job has one.
+  std::optional<std::string> PathOf(cache::JobId job, uint32_t sample) const;
+  // Called after a job's samples list is accepted (the prefetcher arms).
   // REQUIRES: set before the first samples write.
-  using PathListener = std::function<void(cache::ObjectId, const std::string&)>;
-  void SetPathListener(PathListener fn) { on_path_ = std::move(fn); }
+  void SetSamplesListener(std::function<void()> fn) { on_samples_ = std::move(fn); }
+  // Sample `sample` of job `job`, at LOWER path `rel`, cannot be loaded
+  // (`why`): counted in the job's figures (its `status`).
+  void SampleUnreadable(cache::JobId job, uint32_t sample, const std::string& rel,
+                        const Status& why);
 
  private:
-  PathListener on_path_;
+  std::function<void()> on_samples_;
   const store::Lower& lower_;
   store::CacheFront& cache_;
   mutable std::mutex history_mu_;
   // Finished epochs' counters per job, oldest first.
   std::map<cache::JobId, std::vector<cache::EpochCounters>> history_;  // guarded by history_mu_
+  struct Unreadable {
+    uint64_t count = 0;
+    std::string first;
+  };
+  std::map<cache::JobId, Unreadable> unreadable_;  // guarded by history_mu_
+  mutable std::mutex lists_mu_;
+  std::map<cache::JobId, std::shared_ptr<const control::SampleList>> lists_;  // guarded by lists_mu_
 };
 
 class RegistryAttributor final : public fs::Attributor {

@@ -10,14 +10,6 @@ constexpr auto kIdleWait = std::chrono::milliseconds(100);
 
 }  // namespace
 
-void Prefetcher::Remember(cache::ObjectId id, const std::string& rel) {
-  {
-    std::lock_guard lock(paths_mu_);
-    paths_.try_emplace(id, rel);
-  }
-  armed_.store(true, std::memory_order_relaxed);
-}
-
 // One worker wakes per kick (a read calls this: waking all would cost every
 // read a context switch per worker); a worker that finds work wakes the next.
 void Prefetcher::Kick() {
@@ -58,8 +50,7 @@ void Prefetcher::Worker() {
     while (std::optional<Task> t = Take()) {
       Kick();  // there may be more: the next worker looks
       store::GetRequest req{t->hint.object, t->rel, {}, t->hint.job, t->hint.sample};
-      Result<bool> r = cache_.Prefetch(req);
-      Done(*t, r.ok() && r.value());
+      Done(*t, cache_.Prefetch(req));
       std::lock_guard lock(wake_mu_);
       if (stop_) return;
     }
@@ -75,30 +66,43 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
     refused_since_ns_ = now;
   }
   std::vector<cache::PrefetchHint> hints = cache_.PrefetchHints(
-      depth_, [&](cache::ObjectId o) { return claimed_.count(o) != 0 || refused_.count(o) != 0; });
+      depth_, [&](cache::ObjectId o) {
+        return claimed_.count(o) != 0 || refused_.count(o) != 0 || failed_.count(o) != 0;
+      });
   for (const cache::PrefetchHint& h : hints) {
-    std::string rel;
-    {
-      std::lock_guard plock(paths_mu_);
-      auto it = paths_.find(h.object);
-      if (it != paths_.end()) rel = it->second;
+    if (h.size > cache_.max_object_bytes()) {  // streamed, never cached
+      failed_.insert(h.object);
+      continue;
     }
-    if (rel.empty() || h.size > cache_.max_object_bytes()) {  // unknown path, or streamed
+    std::optional<std::string> rel = path_of_(h.job, h.sample);
+    if (!rel) {  // the job went meanwhile
       refused_.insert(h.object);
       continue;
     }
     claimed_.insert(h.object);
     ++inflight_;
-    return Task{h, std::move(rel)};
+    return Task{h, std::move(*rel)};
   }
   return std::nullopt;
 }
 
-void Prefetcher::Done(const Task& t, bool keep_trying) {
-  std::lock_guard lock(mu_);
-  claimed_.erase(t.hint.object);
-  --inflight_;
-  if (!keep_trying) refused_.insert(t.hint.object);
+void Prefetcher::Done(const Task& t, const Result<bool>& r) {
+  // NotFound: missing, or no longer a regular file; InvalidArgument: too
+  // large to cache (CacheFront::Prefetch). Anything else (an I/O error, a
+  // timeout) may pass.
+  const bool unreadable =
+      !r.ok() && (r.status().code() == Code::kNotFound || r.status().code() == Code::kInvalidArgument);
+  {
+    std::lock_guard lock(mu_);
+    claimed_.erase(t.hint.object);
+    --inflight_;
+    if (unreadable) {
+      failed_.insert(t.hint.object);
+    } else if (!r.ok() || !r.value()) {
+      refused_.insert(t.hint.object);
+    }
+  }
+  if (unreadable && on_unreadable_) on_unreadable_(t.hint, t.rel, r.status());
 }
 
 }  // namespace epochfs

@@ -9,20 +9,24 @@
 // least one LOWER worker for readers: see the daemon). The workers sleep until
 // a read or a declaration (Kick: one worker wakes, and each that finds work
 // wakes the next) or 100 ms pass. An object the policy then
-// refuses, or whose load fails, is not tried again for a second.
+// refuses, or whose load fails, is not tried again for a second; one that
+// cannot be loaded at all (missing on LOWER, not a regular file, too large to
+// cache: the samples list names files unchecked) never again, and the
+// unreadable listener hears of it once (a line in its job's status).
 //
-// The policy names objects by id; their LOWER paths come from the jobs'
-// sample lists as they are resolved (Remember). Memory: one path per distinct
-// sample file of any job, for the life of the mount.
+// The policy names objects by id and says which job reads each as which
+// sample; the path source gives that sample's LOWER path (the jobs' samples
+// lists, kept by the daemon's job sink).
 //
 // Thread safety: thread-safe. Start after any fork; Stop before the cache
-// front goes. Lock order: mu_ → the cache front's locks; Kick takes wake_mu_
-// only.
+// front goes. Lock order: mu_ → the cache front's locks and the path
+// source's; Kick takes wake_mu_ only.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -37,13 +41,21 @@ namespace epochfs {
 
 class Prefetcher {
  public:
-  Prefetcher(store::CacheFront& cache, uint32_t depth) : cache_(cache), depth_(depth) {}
+  // The LOWER path of sample `sample` of job `job`, if known.
+  using PathSource = std::function<std::optional<std::string>(cache::JobId job, uint32_t sample)>;
+  Prefetcher(store::CacheFront& cache, uint32_t depth, PathSource paths)
+      : cache_(cache), depth_(depth), path_of_(std::move(paths)) {}
   ~Prefetcher() { Stop(); }
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
-  // `rel` is the LOWER path of object `id` (a sample of some job).
-  void Remember(cache::ObjectId id, const std::string& rel);
+  // A job's samples are known: from now on Kick wakes the workers.
+  void Arm() { armed_.store(true, std::memory_order_relaxed); }
+  // Told, once per object, that sample `hint.sample` of job `hint.job` at
+  // `rel` cannot be loaded, and why. REQUIRES: set before Start.
+  using UnreadableListener =
+      std::function<void(const cache::PrefetchHint& hint, const std::string& rel, const Status& why)>;
+  void SetUnreadableListener(UnreadableListener fn) { on_unreadable_ = std::move(fn); }
   // Something changed (a read, a declaration): the workers look again.
   void Kick();
   void Start();
@@ -56,18 +68,19 @@ class Prefetcher {
   };
   void Worker();
   std::optional<Task> Take();
-  void Done(const Task& t, bool keep_trying);
+  void Done(const Task& t, const Result<bool>& r);
 
   store::CacheFront& cache_;
   const uint32_t depth_;
+  PathSource path_of_;
+  UnreadableListener on_unreadable_;
 
-  std::atomic<bool> armed_{false};  // a path is known: Kick wakes workers
-  std::mutex paths_mu_;
-  std::unordered_map<cache::ObjectId, std::string> paths_;  // guarded by paths_mu_
+  std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
 
   std::mutex mu_;
   std::unordered_set<cache::ObjectId> claimed_;  // loads of ours in flight
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
+  std::unordered_set<cache::ObjectId> failed_;   // never tried again
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
 

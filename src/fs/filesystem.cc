@@ -410,7 +410,7 @@ class FilesystemImpl final : public Filesystem {
     if (!S_ISREG(v->st.st_mode)) return (void)fuse_reply_err(req, EACCES);
 
     struct stat st = v->st;
-    cache::ObjectId id = store::ObjectIdOf(st);
+    const cache::ObjectId id = store::ObjectIdOf(v->path);
     if (self.open_mode_) {
       auto fresh = self.lower_.Stat(v->path);
       if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
@@ -418,7 +418,6 @@ class FilesystemImpl final : public Filesystem {
         self.cache_.Invalidate(id);
       }
       st = fresh.value();
-      id = store::ObjectIdOf(st);
       self.inodes_.SetAttr(ino, st);
     }
 

@@ -158,11 +158,10 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (!fst.ok()) return fail(fst.status());
   const struct stat st = fst.value();
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": no longer a regular file"));
-  // A prefetch names the object by the file its job's samples list resolved
-  // to; another file now at that path (replaced) is not that object, and its
-  // bytes must not be cached under its id.
-  if (prefetch && ObjectIdOf(st) != req.id) {
-    return NotFound(req.rel + ": replaced since its job's samples were resolved");
+  // A samples list gives no sizes: a prefetch may name a file too large to
+  // cache (a reader's open streams those and never gets here).
+  if (prefetch && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {
+    return InvalidArgument(req.rel + ": larger than the largest cached object");
   }
   auto data = lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
   if (!data.ok()) {
@@ -171,8 +170,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   }
   auto obj = std::make_shared<Object>();
   obj->id = req.id;
-  obj->version = {static_cast<uint64_t>(st.st_size),
-                  st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec};
+  obj->version = VersionOf(st);
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   const uint64_t now = NowNs();

@@ -59,8 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 1: {
-      Result<std::vector<std::string>> s = ParseSampleList(text);
-      if (s.ok()) CheckPaths(s.value(), /*unique=*/true);
+      Result<PathList> s = ParseSampleList(text);
+      if (s.ok()) CheckPaths(s.value().ToStrings(), /*unique=*/true);
       break;
     }
     case 2: {

@@ -10,12 +10,15 @@ SOURCE/.hang exists):
   (the file is read from LOWER once, the reader gets its bytes);
 - a reader's miss never waits behind a prefetch: with the one prefetch slot
   stuck in a hung LOWER read, another file still reads;
-- with a budget smaller than the dataset, what is prefetched stays within it.
+- with a budget smaller than the dataset, what is prefetched stays within it;
+- samples that cannot be loaded (missing, a directory) are reported in the
+  job's status once each and the prefetch goes on past them.
 
 Nothing here depends on timing: every wait is for a state the daemon must
 reach (et.wait_for with a long bound), every check on counters and bytes.
 """
 
+import json
 import os
 import sys
 
@@ -138,6 +141,44 @@ class PrefetchTest(et.MountTestCase):
         os.unlink(self.flag)
         self.assertEqual(et.read_file_raw(paths[0]), want[names[0]])
         sampler.close()
+
+    def test_unreadable_samples_are_reported_once_and_skipped(self):
+        # The samples list is taken unchecked (only its directories are):
+        # a missing file and a directory among the samples are found when the
+        # prefetch goes to load them, reported in the job's status, and the
+        # rest of the order is prefetched past them.
+        names = ["f%02d.bin" % i for i in range(6)]
+        want = self.dataset(names)
+        os.mkdir(os.path.join(self.src, "data", "sub"))
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=2",
+                             "cache.memory=%d" % (64 * SIZE)])
+        all_names = names[:2] + ["gone.bin"] + names[2:4] + ["sub"] + names[4:]
+        sampler, paths = self.job(d, all_names, list(range(len(all_names))))
+        it = iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
+                        d.stats())
+
+        def status():
+            with open(d.path(".epochfs", "jobs", "pf", "status"), "rb") as f:
+                return json.loads(f.read().decode())
+        self.assertTrue(et.wait_for(lambda: status()["unreadable_samples"] == 2, WAIT), status())
+        first = status()["first_unreadable"]
+        self.assertIn("sample 2", first)
+        self.assertIn("gone.bin", first)
+        for k in it:
+            if all_names[k] in want:
+                self.assertEqual(et.read_file_raw(paths[k]), want[all_names[k]], all_names[k])
+            else:
+                with self.assertRaises(OSError):
+                    et.read_file_raw(paths[k])
+        st = d.stats()
+        self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
+        self.assertEqual(st["prefetch_hits"], len(names), st)
+        self.assertEqual(status()["unreadable_samples"], 2, "reported once each")
+        self.assertIn("gone.bin", d.stderr_text())
+        sampler.close()
+        self.assertTrue(d.alive())
 
     def test_prefetch_stays_within_a_small_budget(self):
         names = ["f%02d.bin" % i for i in range(40)]

@@ -50,14 +50,19 @@ class DeclaredFuture final : public Future {
   Status EndJob(JobId id);
 
   // Gives `object` a slot (idempotent); every object the cache sees goes
-  // through here first. `now_ns` is the latest event's time.
-  void Touch(ObjectId object, uint64_t now_ns);
+  // through here first. `now_ns` is the latest event's time; `size`, when
+  // not 0, the object's size as loaded (a samples list may not give sizes:
+  // SampleRef::size 0; Upcoming then hints the size learned here).
+  // Returns the object's slot.
+  uint32_t Touch(ObjectId object, uint64_t now_ns, uint64_t size = 0);
   // An access attributed (or not) to a job: its counters and position.
   void OnAccess(const Access& a, bool hit, uint64_t load_ns);
   // Appends, for every job with a declared current order, up to `per_job`
   // samples it has not read yet in the order it will read them (the rest of
   // the current order, then the next order's samples already read in this
-  // epoch), leaving out those `held` (resident) or `skip`ped; at most kScan
+  // epoch), leaving out those `held` (resident) or `skip`ped. A hint's size
+  // is the list's, else the size last loaded, else the mean of the sizes
+  // loaded so far, else 0 (nothing known yet); at most kScan
   // positions looked at per job. For prefetch. Amortized O(per_job + skipped)
   // per call: a cursor per job passes the leading samples already read or
   // held once, and goes back when one of them is evicted (Evicted).
@@ -101,6 +106,9 @@ class DeclaredFuture final : public Future {
   std::unordered_map<ObjectId, uint32_t> slot_of_;
   std::vector<ObjectId> slot_objects_;
   std::vector<Ref> first_ref_;                       // by slot
+  std::vector<uint64_t> slot_size_;                  // by slot: size last loaded, 0: unknown
+  uint64_t loaded_size_sum_ = 0;                     // over slots with a size
+  uint64_t loaded_size_n_ = 0;
   std::unordered_multimap<uint32_t, Ref> more_refs_;  // slot → further refs (shared datasets)
 };
 

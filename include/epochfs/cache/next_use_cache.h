@@ -41,7 +41,8 @@ class NextUseCache {
   // Of `soonest_first` (objects not held), up to `max` that OnMiss would
   // admit now, in order: those that fit the free bytes, then those that rank
   // before the held object least worth keeping (an estimate: admitting one
-  // changes the ranks, and OnMiss decides).
+  // changes the ranks, and OnMiss decides). A hint of size 0 (unknown) is
+  // weighed as one byte.
   std::vector<PrefetchHint> Admissible(const std::vector<PrefetchHint>& soonest_first, size_t max,
                                        uint64_t now);
   // The store lost `id`: forgotten.

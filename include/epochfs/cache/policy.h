@@ -129,6 +129,7 @@ struct JobSnapshot {
   uint64_t need_bytes = 0;            // e_i·⌈N_i/b_i⌉·mean sample size
   bool need_measured = false;         // need_bytes was estimated (warm-up over)
   uint64_t need_batches = 0;          // the batches per epoch need_bytes counts
+  uint64_t need_sample_bytes = 0;     // the mean sample size need_bytes counts
   int32_t rank = -1;                  // position in the sorted list, -1 if not in it
   double lambda = 0.0;                // λ_i
   double h = 0.0;                     // h_i = b_i·C_i/N_i (samples per batch)

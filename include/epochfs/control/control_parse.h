@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "epochfs/control/path_list.h"
 #include "epochfs/common/status.h"
 
 namespace epochfs::control {
@@ -74,7 +75,7 @@ std::string FormatJobConfig(const JobConfig& c);
 // except that the text may end with one '\n'. Duplicates (after
 // normalisation) are errors naming both lines. At least one sample; at most
 // UINT32_MAX - 1.
-Result<std::vector<std::string>> ParseSampleList(std::string_view text);
+Result<PathList> ParseSampleList(std::string_view text);
 
 // `spill_schedule`: the spill file each step uses, one path per line relative
 // to the mount's .spill/ (NormaliseRelativePath, kFile), in order of use; a

@@ -69,6 +69,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "epochfs/control/path_list.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/common/status.h"
 #include "epochfs/control/attribution.h"
@@ -81,6 +82,16 @@ enum class JobState : uint8_t { kRegistered, kConfigured, kRunning, kDone };
 // "registered" | "configured" | "running" | "done"
 const char* JobStateName(JobState s);
 
+// A job's samples list as accepted: sample k is the LOWER path
+// Path(k) = root/paths[k] (paths[k] alone when root is ""), normalised.
+struct SampleList {
+  std::string root;
+  PathList paths;
+  std::string Path(size_t k) const {
+    return root.empty() ? std::string(paths[k]) : root + "/" + std::string(paths[k]);
+  }
+};
+
 // Where the registry forwards accepted changes: implemented by the daemon
 // (resolve paths on the lower store, drive the Policy, apply its Decisions).
 class JobSink {
@@ -89,12 +100,15 @@ class JobSink {
   // Called WITHOUT the registry mutex (may block on lower-store I/O). Maps
   // `paths` (relative to dataset subdir `root`) to objects, in order. An error
   // fails the samples write (InvalidArgument recommended, naming the path).
-  virtual Result<std::vector<cache::SampleRef>> ResolveSamples(
-      const std::string& root, const std::vector<std::string>& paths) = 0;
+  virtual Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& root,
+                                                               const PathList& paths) = 0;
   // Called with the registry mutex held. An error fails the write; the
   // registry then commits nothing.
   virtual Status OnConfigured(const cache::JobSpec& spec, const JobConfig& config) = 0;
-  virtual Status OnSamples(JobId job, std::vector<cache::SampleRef> samples) = 0;
+  // `list`: the paths behind `samples`, shared (the daemon keeps it to find
+  // a sample's file for prefetch).
+  virtual Status OnSamples(JobId job, std::vector<cache::SampleRef> samples,
+                           std::shared_ptr<const SampleList> list) = 0;
   virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
   virtual void OnEpochBegin(JobId job, uint32_t epoch) = 0;
   // A re-attached job restarts its current epoch (Policy::RestartEpoch).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "epochfs/cache/policy.h"
@@ -14,6 +15,10 @@ namespace epochfs::control {
 struct JobFigures {
   cache::JobSnapshot policy;                // the policy's figures for the job
   std::vector<cache::EpochCounters> epochs;  // every epoch begun so far, oldest first
+  // Samples found unreadable on LOWER (missing, not a regular file, too large
+  // to cache) when the daemon went to load them, and the first one, with why.
+  uint64_t unreadable = 0;
+  std::string first_unreadable;
 };
 
 class PolicyView {

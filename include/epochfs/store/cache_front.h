@@ -79,7 +79,9 @@ class CacheFront {
   // Loads `req.id` ahead of any read (req.version is ignored: the object
   // takes the version it has on LOWER) and reports it with
   // Policy::OnPrefetched. True when admitted; false when refused, already
-  // resident or already in flight (nothing read then).
+  // resident or already in flight (nothing read then). Errors: NotFound (no
+  // regular file at req.rel), InvalidArgument (larger than
+  // max_object_bytes()), and LOWER's.
   Result<bool> Prefetch(const GetRequest& req);
   // What the policy would prefetch now (Policy::PrefetchHints), skipping the
   // objects in flight and those `skip` names.

@@ -9,15 +9,20 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "epochfs/cache/policy.h"
 
 namespace epochfs::store {
 
+// What a cached object's bytes are a copy of: the lower file's size, mtime
+// and inode number (a file replaced by another of the same size and mtime is
+// still another version).
 struct Version {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
+  uint64_t ino = 0;
   bool operator==(const Version&) const = default;
 };
 
@@ -30,10 +35,13 @@ struct Object {
 
 using ObjectRef = std::shared_ptr<const Object>;
 
-// The id of the object behind a lower file: a hash of its (st_dev, st_ino),
-// so hard links share one object and the id survives FUSE forgetting the inode.
-cache::ObjectId ObjectIdOf(const struct stat& st);
-// The version of a lower file: size and mtime.
+// The id of the object behind a lower file: a hash of its path relative to
+// LOWER's root, as the mount names it (a normalised path: no ".", "..", empty
+// or trailing components). A job's samples list names objects without a stat
+// of each file (the file is checked at its first load); the id survives FUSE
+// forgetting the inode. Two hard links to one file are two objects.
+cache::ObjectId ObjectIdOf(std::string_view rel);
+// The version of a lower file.
 Version VersionOf(const struct stat& st);
 
 }  // namespace epochfs::store

@@ -161,7 +161,7 @@ TEST(ParseJobConfig, AnyTomlFormOfAValue) {
 TEST(ParseSampleList, OnePathPerLine) {
   auto r = ParseSampleList("a/1.jpg\n./b/2.jpg\nc//3.jpg\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r.value(), (std::vector<std::string>{"a/1.jpg", "b/2.jpg", "c/3.jpg"}));
+  EXPECT_EQ(r.value().ToStrings(), (std::vector<std::string>{"a/1.jpg", "b/2.jpg", "c/3.jpg"}));
   EXPECT_EQ(ParseSampleList("only").value().size(), 1u);
   EXPECT_EQ(ParseSampleList("with space/x y.png\n").value()[0], "with space/x y.png");
 }

@@ -15,14 +15,16 @@ namespace {
 
 class AcceptingSink : public JobSink {
  public:
-  Result<std::vector<cache::SampleRef>> ResolveSamples(
-      const std::string& /*root*/, const std::vector<std::string>& paths) override {
+  Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& /*root*/,
+                                                       const PathList& paths) override {
     std::vector<cache::SampleRef> out;
     for (size_t i = 0; i < paths.size(); ++i) out.push_back({1000 + i, 10});
     return out;
   }
   Status OnConfigured(const cache::JobSpec&, const JobConfig&) override { return Status::Ok(); }
-  Status OnSamples(JobId, std::vector<cache::SampleRef>) override { return Status::Ok(); }
+  Status OnSamples(JobId, std::vector<cache::SampleRef>, std::shared_ptr<const SampleList>) override {
+    return Status::Ok();
+  }
   Status OnOrder(JobId, uint32_t, std::vector<uint32_t>) override { return Status::Ok(); }
   void OnEpochBegin(JobId, uint32_t) override {}
   void OnJobEnd(JobId job) override { ended.push_back(job); }

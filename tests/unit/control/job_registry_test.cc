@@ -23,11 +23,12 @@ using testing::FakeProcTable;
 // (path relative to the mount → object id).
 class FakeSink : public JobSink {
  public:
-  Result<std::vector<cache::SampleRef>> ResolveSamples(
-      const std::string& root, const std::vector<std::string>& paths) override {
+  Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& root,
+                                                       const PathList& paths) override {
     if (during_resolve) during_resolve();
     std::vector<cache::SampleRef> out;
-    for (const std::string& p : paths) {
+    for (size_t k = 0; k < paths.size(); ++k) {
+      const std::string p(paths[k]);
       std::string full = root.empty() ? p : root + "/" + p;
       auto it = objects.find(full);
       if (it == objects.end()) return InvalidArgument("no such sample file: " + full);
@@ -41,9 +42,11 @@ class FakeSink : public JobSink {
     configs.push_back(config);
     return fail_next ? std::exchange(fail_next, false), Internal("policy said no") : Status::Ok();
   }
-  Status OnSamples(JobId job, std::vector<cache::SampleRef> samples) override {
+  Status OnSamples(JobId job, std::vector<cache::SampleRef> samples,
+                   std::shared_ptr<const SampleList> list) override {
     std::lock_guard<std::mutex> l(mu);
     sample_counts[job] = samples.size();
+    EXPECT_EQ(list->paths.size(), samples.size());
     return Status::Ok();
   }
   Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) override {

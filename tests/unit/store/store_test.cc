@@ -134,7 +134,7 @@ struct Front {
   GetRequest Req(const std::string& rel, cache::ObjectId id) {
     struct stat st;
     EXPECT_EQ(::stat((dir.path() + "/" + rel).c_str(), &st), 0);
-    return {id, rel, {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec}};
+    return {id, rel, VersionOf(st)};
   }
 };
 
@@ -179,15 +179,11 @@ TEST(CacheFront, ConcurrentReadersOfOneMissingFileCauseOneLowerRead) {
 
 // Prefetch through the cache front, with the "future" policy and one job
 // whose order reads b.bin then a.bin (object ids a_id and b_id, from their
-// device and inode as the daemon's).
+// paths as the daemon's).
 struct PrefetchFront : Front {
   std::string a, b;
   cache::ObjectId a_id = 0, b_id = 0;
-  cache::ObjectId IdOf(const std::string& rel) {
-    struct stat st;
-    EXPECT_EQ(::stat((dir.path() + "/" + rel).c_str(), &st), 0);
-    return ObjectIdOf(st);
-  }
+  cache::ObjectId IdOf(const std::string& rel) { return ObjectIdOf(rel); }
   explicit PrefetchFront(uint64_t budget, size_t size = 4096)
       : Front(budget, cache::MakeFuturePolicy({budget, 1'000'000})) {
     a = dir.Write("a.bin", size, 1);
@@ -245,29 +241,50 @@ TEST(CacheFrontPrefetch, PrefetchThenReadIsOneLowerReadAndAPrefetchHit) {
   });
 }
 
-// The file at a sample's path was replaced (another inode) after the samples
-// were resolved: its bytes are not cached under the old object's id.
-TEST(CacheFrontPrefetch, AReplacedFileIsNotPrefetchedUnderTheOldId) {
+// The file at a sample's path is replaced after its prefetch by another of
+// the same size and mtime (another inode): a reader who stats the new file
+// gets the new bytes, never the prefetched ones.
+TEST(CacheFrontPrefetch, AFileReplacedAfterItsPrefetchIsNotServedStale) {
   PrefetchFront f(1 << 20);
-  const cache::ObjectId old_id = f.b_id;
-  ASSERT_TRUE(f.cache->WithPolicy([&](cache::Policy& p) -> Result<cache::Decision> {
-    cache::JobSpec spec;
-    spec.id = 2;
-    spec.name = "k";
-    spec.batch_size = 1;
-    spec.epochs = 1;
-    if (Status s = p.AddJob(spec); !s.ok()) return s;
-    if (Status s = p.SetSamples(2, {{old_id, 4096}}); !s.ok()) return s;
-    if (Status s = p.SetOrder(2, 0, {0}); !s.ok()) return s;
-    return cache::Decision{};
-  }).ok());
+  ASSERT_TRUE(f.cache->Prefetch(f.PrefetchOfB()).value());
+  const std::string path = f.dir.path() + "/b.bin";
+  struct stat old_st;
+  ASSERT_EQ(::stat(path.c_str(), &old_st), 0);
   const std::string keep = f.dir.path() + "/old-b.bin";
-  ASSERT_EQ(::rename((f.dir.path() + "/b.bin").c_str(), keep.c_str()), 0);  // inode kept alive
-  f.dir.Write("b.bin", 4096, 9);  // a new inode at the path
-  Result<bool> r = f.cache->Prefetch({old_id, "b.bin", {}, 2, 0});
-  EXPECT_FALSE(r.ok());
-  EXPECT_EQ(f.cache->ram().Find(old_id), nullptr);
+  ASSERT_EQ(::rename(path.c_str(), keep.c_str()), 0);  // the old inode stays alive
+  const std::string fresh = f.dir.Write("b.bin", 4096, 9);
+  const struct timespec times[2] = {old_st.st_atim, old_st.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);  // same size, same mtime
+  GetRequest req = f.ReqOf(f.b_id);
+  ASSERT_NE(req.version, VersionOf(old_st)) << "the inode number tells them apart";
+  auto got = f.cache->Get(req);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(std::string(got.value()->data.begin(), got.value()->data.end()), fresh);
+  EXPECT_NE(fresh, f.b);
+  EXPECT_EQ(f.cache->counters().bytes_read_lower, 2u * 4096u) << "loaded again";
+}
+
+// A samples list names files unchecked: a prefetch of a missing one, of a
+// directory, or of one too large to cache, fails with the error the
+// prefetcher reads as "never again", and caches nothing.
+TEST(CacheFrontPrefetch, UnreadableSamplesFailClearly) {
+  PrefetchFront f(1 << 20);
+  ASSERT_EQ(::mkdir((f.dir.path() + "/d").c_str(), 0755), 0);
+  f.dir.Write("big.bin", (1 << 20) / 4 + 1, 3);
+  struct Case {
+    const char* rel;
+    Code code;
+  };
+  for (const Case& c : {Case{"nope.bin", Code::kNotFound}, Case{"d", Code::kNotFound},
+                        Case{"big.bin", Code::kInvalidArgument}}) {
+    Result<bool> r = f.cache->Prefetch({ObjectIdOf(c.rel), c.rel, {}, 1, 0});
+    ASSERT_FALSE(r.ok()) << c.rel;
+    EXPECT_EQ(r.status().code(), c.code) << c.rel << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(c.rel), std::string::npos) << r.status().message();
+  }
+  EXPECT_EQ(f.cache->ram().used(), 0u);
   EXPECT_EQ(f.cache->counters().prefetched, 0u);
+  EXPECT_EQ(f.cache->counters().bytes_read_lower, 0u);
 }
 
 TEST(CacheFrontPrefetch, EvictedUnreadIsWasted) {
