@@ -156,6 +156,8 @@ constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch,
                                          PolicyKind::kFuture};
 constexpr std::string_view kConsistencyNames[] = {"immutable", "open"};
 constexpr Consistency kConsistencyValues[] = {Consistency::kImmutable, Consistency::kOpen};
+constexpr std::string_view kReaddirPlusNames[] = {"auto", "always"};
+constexpr ReaddirPlus kReaddirPlusValues[] = {ReaddirPlus::kAuto, ReaddirPlus::kAlways};
 constexpr std::string_view kLevelNames[] = {"debug", "info", "warn", "error", "off"};
 
 // ---- the key table (file order) ---------------------------------------------
@@ -267,6 +269,10 @@ const KeyDesc kKeys[] = {
      }},
     {"fuse.kernel_cache", OptKind::kBool, "true or false",
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.kernel_cache); }},
+    {"fuse.readdirplus", OptKind::kString, R"("auto" or "always")",
+     [](Config* c, const Raw& v) {
+       return SetEnum(v, kReaddirPlusNames, kReaddirPlusValues, &c->fuse.readdirplus);
+     }},
     {"log.level", OptKind::kString, R"("debug", "info", "warn", "error" or "off")",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);

@@ -186,10 +186,20 @@ class FilesystemImpl final : public Filesystem {
     auto* self = static_cast<FilesystemImpl*>(userdata);
     conn->max_background = self->cfg_.fuse.max_background;
     conn->congestion_threshold = conn->max_background * 3 / 4;
-    // Always READDIRPLUS (never the "auto" mix): a listing hands the kernel
-    // every entry's attributes, so a following walk needs no LOOKUPs.
+    // READDIRPLUS, by default in the kernel's "auto" mix (fuse.readdirplus):
+    // the first chunk of a listing comes with attributes, the rest only when
+    // the reader looked entries up, so `find -type f` or os.scandir over a
+    // million files costs names and types (d_type), not a million inodes in
+    // the kernel and a million lstat on LOWER. "always": every chunk, for
+    // walks that stat every entry (ls -l). A listing stats nothing itself; a
+    // readdirplus reply stats what it returns (StatForPlus).
     if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
-    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    if ((conn->capable & FUSE_CAP_READDIRPLUS_AUTO) &&
+        self->cfg_.fuse.readdirplus == ReaddirPlus::kAuto) {
+      conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+    } else {
+      conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    }
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -313,7 +323,9 @@ class FilesystemImpl final : public Filesystem {
         if (ino == FUSE_ROOT_ID && e.name == kControlDirName) continue;  // shadowed
         if (ino == FUSE_ROOT_ID && self.spill_ && e.name == kSpillDirName) continue;
         std::string path = Join(v->path, e.name);
-        dir->entries.push_back({std::move(e.name), e.st, NodeKind::kLower, std::move(path)});
+        struct stat st {};
+        st.st_mode = e.type;  // a plain readdir needs only the type
+        dir->entries.push_back({std::move(e.name), st, NodeKind::kLower, std::move(path), false});
       }
       if (ino == FUSE_ROOT_ID) {
         dir->entries.push_back({kControlDirName,
@@ -330,11 +342,52 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_open(req, fi);
   }
 
+  // The lower entries from offset `off` that a readdirplus reply of `size`
+  // bytes can hold get their lstat now, in one batch (a listing itself
+  // stats nothing: a plain readdir, which the kernel uses for a walk that
+  // needs only names and types, never pays for attributes). An entry gone
+  // since keeps no attributes (the reply then gives it none).
+  void StatForPlus(fuse_req_t req, const std::string& dir_path, OpenDir& dir, size_t size,
+                   off_t off) {
+    std::vector<size_t> want;
+    std::vector<std::string> names;
+    size_t room = size;
+    for (size_t i = static_cast<size_t>(off); i < dir.entries.size() + 2; ++i) {
+      const char* name = i == 0 ? "." : i == 1 ? ".." : dir.entries[i - 2].name.c_str();
+      const size_t len = fuse_add_direntry_plus(req, nullptr, 0, name, nullptr, 0);
+      if (len > room) break;
+      room -= len;
+      if (i >= 2 && !dir.entries[i - 2].have_st) {
+        want.push_back(i - 2);
+        names.push_back(dir.entries[i - 2].name);
+      }
+    }
+    if (want.empty()) return;
+    auto stats = lower_.StatEntries(dir_path, names);
+    if (!stats.ok()) return;  // attributes stay unknown; plain entries are still right
+    for (size_t k = 0; k < want.size(); ++k) {
+      OpenDir::Entry& e = dir.entries[want[k]];
+      e.have_st = true;
+      if (stats.value()[k]) {
+        e.st = *stats.value()[k];
+      } else {
+        e.gone = true;
+      }
+    }
+  }
+
   static void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                             fuse_file_info* fi, bool plus) {
+    const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     std::shared_ptr<OpenDir> dir = self.dirs_.Get(fi->fh);
     if (!dir) return (void)fuse_reply_err(req, EBADF);
+    std::lock_guard dir_lock(dir->mu);
+    if (plus && off >= 0) {
+      if (auto v = self.inodes_.Get(ino); v && v->kind == NodeKind::kLower) {
+        self.StatForPlus(req, v->path, *dir, size, off);
+      }
+    }
     std::vector<char> buf(size);
     size_t used = 0;
     // Offsets: 1 = ".", 2 = "..", 3 + i = entry i.
@@ -356,7 +409,17 @@ class FilesystemImpl final : public Filesystem {
         }
       } else {
         const OpenDir::Entry& ent = dir->entries[i - 2];
-        if (plus) {
+        if (plus && (!ent.have_st || ent.gone)) {
+          // No attributes (not statted, or gone): an entry the kernel only
+          // lists (node id 0 in a readdirplus reply: "no attributes given").
+          // Its d_ino must not be 0, which would hide it from readdir(3).
+          fuse_entry_param e {};
+          e.attr.st_mode = ent.st.st_mode;
+          e.attr.st_ino = self.inodes_.Peek(ent.kind, ent.path);
+          if (e.attr.st_ino == 0) e.attr.st_ino = FUSE_ROOT_ID;
+          len = fuse_add_direntry_plus(req, buf.data() + used, size - used, ent.name.c_str(), &e,
+                                       next);
+        } else if (plus) {
           // readdirplus hands the kernel a lookup on each entry it accepts.
           fuse_entry_param e {};
           NodeView v = self.inodes_.Ref(ent.kind, ent.path, ent.st);

@@ -35,11 +35,15 @@ struct OpenFile {
 struct OpenDir {
   struct Entry {
     std::string name;
-    struct stat st;   // lower: lstat; virtual: synthesised
+    struct stat st;   // lower: lstat once `have_st` (else only the type bits of st_mode, or 0);
+                      // virtual, spill: synthesised
     NodeKind kind;
     std::string path;  // child's lower or control path
+    bool have_st = true;
+    bool gone = false;  // lower: not there when its lstat was taken
   };
-  std::vector<Entry> entries;
+  std::mutex mu;  // a readdirplus fills in lower entries' st as it reaches them
+  std::vector<Entry> entries;  // guarded by mu
 };
 
 }  // namespace epochfs::fs

@@ -140,57 +140,74 @@ Result<struct stat> Lower::FStat(int fd) const {
   });
 }
 
+static mode_t TypeOf(unsigned char d_type) {
+  switch (d_type) {
+    case DT_REG: return S_IFREG;
+    case DT_DIR: return S_IFDIR;
+    case DT_LNK: return S_IFLNK;
+    case DT_FIFO: return S_IFIFO;
+    case DT_SOCK: return S_IFSOCK;
+    case DT_CHR: return S_IFCHR;
+    case DT_BLK: return S_IFBLK;
+    default: return 0;
+  }
+}
+
 Result<std::vector<DirEntry>> Lower::List(const std::string& rel) const {
-  // The names in one operation, their lstat in pieces.
-  struct Names {
-    std::shared_ptr<UniqueFd> dir;
-    std::vector<std::string> names;
-  };
-  auto names = Gated<Names>("list " + rel, [root = root_fd_, rel]() -> Result<Names> {
-    auto fd = OpenBeneath(root->get(), rel, O_RDONLY | O_DIRECTORY);
-    if (!fd.ok()) return fd.status();
-    const int dup = ::fcntl(fd.value().get(), F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) return StatusFromErrno(errno, rel);
-    DIR* dir = ::fdopendir(dup);
-    if (dir == nullptr) {
-      const int err = errno;
-      ::close(dup);
-      return StatusFromErrno(err, rel);
-    }
-    Names n;
-    n.dir = std::make_shared<UniqueFd>(std::move(fd).value());
-    errno = 0;
-    while (struct dirent* de = ::readdir(dir)) {
-      if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
-        n.names.emplace_back(de->d_name);
-      }
-      errno = 0;
-    }
-    const int err = errno;
-    ::closedir(dir);
-    if (err != 0) return StatusFromErrno(err, rel);
-    return n;
-  });
-  if (!names.ok()) return names.status();
-  auto all = std::make_shared<Names>(std::move(names).value());
-  std::vector<DirEntry> out;
-  out.reserve(all->names.size());
-  for (size_t at = 0; at < all->names.size(); at += kListPiece) {
-    const size_t end = std::min(all->names.size(), at + kListPiece);
-    auto piece = Gated<std::vector<DirEntry>>(
-        "list " + rel, [all, at, end]() -> Result<std::vector<DirEntry>> {
-          std::vector<DirEntry> v;
-          for (size_t i = at; i < end; ++i) {
-            DirEntry e;
-            e.name = all->names[i];
-            // Entries that vanish between readdir and stat are skipped.
-            if (::fstatat(all->dir->get(), e.name.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            v.push_back(std::move(e));
+  return Gated<std::vector<DirEntry>>(
+      "list " + rel, [root = root_fd_, rel]() -> Result<std::vector<DirEntry>> {
+        auto fd = OpenBeneath(root->get(), rel, O_RDONLY | O_DIRECTORY);
+        if (!fd.ok()) return fd.status();
+        DIR* dir = ::fdopendir(fd.value().get());
+        if (dir == nullptr) return StatusFromErrno(errno, rel);
+        (void)fd.value().release();  // the DIR owns it now
+        std::vector<DirEntry> out;
+        errno = 0;
+        while (struct dirent* de = ::readdir(dir)) {
+          if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) {
+            out.push_back({de->d_name, TypeOf(de->d_type)});
           }
-          return v;
-        });
+          errno = 0;
+        }
+        const int err = errno;
+        ::closedir(dir);
+        if (err != 0) return StatusFromErrno(err, rel);
+        return out;
+      });
+}
+
+Result<std::vector<std::optional<struct stat>>> Lower::StatEntries(
+    const std::string& rel, const std::vector<std::string>& names) const {
+  using Stats = std::vector<std::optional<struct stat>>;
+  auto dir = Gated<std::shared_ptr<UniqueFd>>(
+      "stat in " + rel, [root = root_fd_, rel]() -> Result<std::shared_ptr<UniqueFd>> {
+        auto fd = OpenBeneath(root->get(), rel, O_PATH | O_DIRECTORY);
+        if (!fd.ok()) return fd.status();
+        return std::make_shared<UniqueFd>(std::move(fd).value());
+      });
+  if (!dir.ok()) return dir.status();
+  auto all = std::make_shared<std::vector<std::string>>(names);
+  Stats out;
+  out.reserve(names.size());
+  for (size_t at = 0; at < names.size(); at += kListPiece) {
+    const size_t end = std::min(names.size(), at + kListPiece);
+    auto piece = Gated<Stats>("stat in " + rel, [all, d = dir.value(), at, end]() -> Result<Stats> {
+      Stats v;
+      v.reserve(end - at);
+      for (size_t i = at; i < end; ++i) {
+        struct stat st;
+        // Not beneath-checked: a name, never a path, relative to a
+        // directory opened beneath the root; symlinks are not followed.
+        if (::fstatat(d->get(), (*all)[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          v.emplace_back(st);
+        } else {
+          v.emplace_back(std::nullopt);
+        }
+      }
+      return v;
+    });
     if (!piece.ok()) return piece.status();
-    for (DirEntry& e : piece.value()) out.push_back(std::move(e));
+    for (auto& st : piece.value()) out.push_back(st);
   }
   return out;
 }

@@ -101,7 +101,12 @@ class ReadOnlyViewTest(et.MountTestCase):
         shutil.rmtree(cls.class_tmp, ignore_errors=True)
 
     def test_listings_and_stat_match_lower(self):
-        d = self.mount(self.lower)
+        for mode in ("auto", "always"):  # fuse.readdirplus
+            with self.subTest(readdirplus=mode):
+                self.listings_and_stat_match_lower(mode)
+
+    def listings_and_stat_match_lower(self, mode):
+        d = self.mount(self.lower, opts=["fuse.readdirplus=" + mode])
         want = walk(self.lower)
         got = walk(d.mnt)
         self.assertIn(".epochfs", got)
@@ -124,6 +129,14 @@ class ReadOnlyViewTest(et.MountTestCase):
                     self.assertEqual(ms.st_nlink, ls.st_nlink)
         self.assertEqual(os.stat(d.mnt).st_mtime_ns, os.stat(self.lower).st_mtime_ns)
         self.assertEqual(got["hardlink.txt"].st_nlink, 2)
+        # scandir's cached stat (from a readdirplus reply where the kernel
+        # used one) agrees with LOWER too.
+        with os.scandir(d.path("big")) as it:
+            for e in it:
+                ls = os.lstat(os.path.join(self.lower, "big", e.name))
+                self.assertEqual(e.stat(follow_symlinks=False).st_size, ls.st_size, e.name)
+                self.assertTrue(e.is_file(follow_symlinks=False), e.name)
+        self.assertEqual(d.unmount(), 0)
 
     def test_listdir_exact(self):
         d = self.mount(self.lower)
@@ -199,6 +212,35 @@ class ReadOnlyViewTest(et.MountTestCase):
         self.assertTrue(os.access(d.path("mode755.sh"), os.X_OK))
         self.assertFalse(os.access(d.path("plain.txt"), os.X_OK))
         self.assertEqual(et.read_file(d.path("mode600")), b"secret")
+
+
+class ListingChangesTest(et.MountTestCase):
+    def test_an_entry_gone_between_opendir_and_readdir(self):
+        # A listing is taken at opendir; its attributes when a readdirplus
+        # reply gets to them. An entry removed from LOWER in between is still
+        # listed (as LOWER listed it) without attributes, and a stat of it
+        # then says it is gone; the others keep theirs. Both modes.
+        for mode in ("auto", "always"):
+            with self.subTest(readdirplus=mode):
+                lower = self.make_dir("lower-" + mode)
+                for i in range(300):
+                    et.write_file(os.path.join(lower, "d", "f%03d" % i), b"x" * i)
+                d = self.mount(lower, opts=["fuse.readdirplus=" + mode])
+                it = os.scandir(d.path("d"))  # OPENDIR: LOWER listed now
+                os.unlink(os.path.join(lower, "d", "f007"))
+                os.unlink(os.path.join(lower, "d", "f250"))
+                names = sorted(e.name for e in it)
+                it.close()
+                self.assertEqual(len(names), 300)
+                for gone in ("f007", "f250"):
+                    with self.assertRaises(FileNotFoundError):
+                        os.stat(d.path("d", gone))
+                for i in (0, 6, 8, 249, 251, 299):
+                    self.assertEqual(os.stat(d.path("d", "f%03d" % i)).st_size, i)
+                    self.assertEqual(et.read_file_raw(d.path("d", "f%03d" % i)), b"x" * i)
+                # Under "immutable" the kernel keeps the listing it was given.
+                self.assertEqual(sorted(os.listdir(d.path("d"))), names)
+                self.assertEqual(d.unmount(), 0)
 
 
 class PermissionTest(et.MountTestCase):

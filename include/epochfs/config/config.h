@@ -19,6 +19,8 @@
 namespace epochfs {
 
 enum class Consistency { kImmutable, kOpen };
+// When a listing gives the kernel every entry's attributes (READDIRPLUS).
+enum class ReaddirPlus { kAuto, kAlways };
 
 // An amount in bytes or as a percentage of a whole: "512MiB", 1048576, "5%".
 // For cache.memory* the whole is the memory the daemon may use (the smaller of
@@ -119,6 +121,9 @@ struct Config {
     // Serve repeat reads of unchanged files from the kernel page cache (every
     // open still reaches the daemon, so every access is still seen).
     bool kernel_cache = true;
+    // "auto": the kernel's mix (attributes with a listing's first chunk, and
+    // with the rest once entries are looked up); "always": with every chunk.
+    ReaddirPlus readdirplus = ReaddirPlus::kAuto;
     bool operator==(const Fuse&) const = default;
   } fuse;
   struct Log {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@ namespace epochfs::store {
 
 struct DirEntry {
   std::string name;
-  struct stat st;
+  mode_t type = 0;  // S_IFREG, S_IFDIR, ... from readdir's d_type; 0: unknown
 };
 
 class Lower {
@@ -50,9 +51,14 @@ class Lower {
   std::vector<Result<struct stat>> StatMany(const std::vector<std::string>& rels) const;
   // fstat of a file this Lower opened.
   Result<struct stat> FStat(int fd) const;
-  // Entries of directory `rel` with their lstat, without "." and "..".
-  // Entries that vanish between readdir and stat are skipped.
+  // Entries of directory `rel`, without "." and "..": names and types only
+  // (no stat: a listing of a big directory costs one getdents per ~1000
+  // entries). In one gated operation.
   Result<std::vector<DirEntry>> List(const std::string& rel) const;
+  // lstat of entries `names` of directory `rel`, one result each, gated in
+  // pieces; nullopt for an entry that is gone.
+  Result<std::vector<std::optional<struct stat>>> StatEntries(
+      const std::string& rel, const std::vector<std::string>& names) const;
   Result<std::string> ReadLink(const std::string& rel) const;
   Result<struct statvfs> StatFs() const;
 

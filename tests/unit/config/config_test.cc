@@ -90,6 +90,7 @@ entry_timeout = 1.5
 attr_timeout = 0
 allow_other = true
 kernel_cache = false
+readdirplus = "always"
 [log]
 level = "debug"
 )");
@@ -110,6 +111,7 @@ level = "debug"
   EXPECT_DOUBLE_EQ(c.fuse.attr_timeout, 0.0);
   EXPECT_TRUE(c.fuse.allow_other);
   EXPECT_FALSE(c.fuse.kernel_cache);
+  EXPECT_EQ(c.fuse.readdirplus, ReaddirPlus::kAlways);
   EXPECT_EQ(c.log.level, "debug");
 }
 
@@ -421,6 +423,9 @@ TEST(Override, EveryKeyType) {
   EXPECT_FALSE(c.fuse.allow_other);
   ASSERT_TRUE(ApplyOverride(&c, "fuse.kernel_cache", "false").ok());
   EXPECT_FALSE(c.fuse.kernel_cache);
+  ASSERT_TRUE(ApplyOverride(&c, "fuse.readdirplus", "always").ok());
+  EXPECT_EQ(c.fuse.readdirplus, ReaddirPlus::kAlways);
+  EXPECT_FALSE(ApplyOverride(&c, "fuse.readdirplus", "sometimes").ok());
   ASSERT_TRUE(ApplyOverride(&c, "log.level", "warn").ok());
   EXPECT_EQ(c.log.level, "warn");
   ASSERT_TRUE(ApplyOverride(&c, "trace.file", "/var/tmp/policy.trace").ok());
@@ -505,7 +510,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 39u);
+  ASSERT_EQ(keys.size(), 40u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

@@ -109,17 +109,34 @@ TEST(Lower, RefusesEscapesAndSymlinkTraversal) {
   EXPECT_EQ(Lower::Open(d.path() + "/missing").status().code(), Code::kNotFound);
 }
 
-TEST(Lower, ListSkipsDotsAndStatsEntries) {
+TEST(Lower, ListGivesNamesAndTypesThenStatEntriesTheirAttributes) {
   TempDir d;
   d.Write("x/one", 3, 1);
   d.Write("x/two", 5, 2);
+  ASSERT_EQ(::mkdir((d.path() + "/x/sub").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("one", (d.path() + "/x/ln").c_str()), 0);
   auto lower = Lower::Open(d.path());
   auto list = lower.value()->List("x");
   ASSERT_TRUE(list.ok());
-  ASSERT_EQ(list.value().size(), 2u);
-  uint64_t total = 0;
-  for (auto& e : list.value()) total += static_cast<uint64_t>(e.st.st_size);
-  EXPECT_EQ(total, 8u);
+  std::map<std::string, mode_t> types;
+  for (auto& e : list.value()) types[e.name] = e.type;
+  // tmpfs and ext4 give d_type; 0 ("unknown") is allowed by the contract.
+  EXPECT_EQ(types.size(), 4u);
+  for (const auto& [name, want] : std::map<std::string, mode_t>{
+           {"one", S_IFREG}, {"two", S_IFREG}, {"sub", S_IFDIR}, {"ln", S_IFLNK}}) {
+    ASSERT_EQ(types.count(name), 1u) << name;
+    EXPECT_TRUE(types[name] == want || types[name] == 0) << name;
+  }
+  auto st = lower.value()->StatEntries("x", {"two", "gone", "ln", "one"});
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st.value().size(), 4u);
+  ASSERT_TRUE(st.value()[0]);
+  EXPECT_EQ(st.value()[0]->st_size, 5);
+  EXPECT_FALSE(st.value()[1]) << "a name that is not there";
+  ASSERT_TRUE(st.value()[2]);
+  EXPECT_TRUE(S_ISLNK(st.value()[2]->st_mode)) << "not followed";
+  EXPECT_EQ(st.value()[3]->st_size, 3);
+  EXPECT_EQ(lower.value()->StatEntries("nope", {"a"}).status().code(), Code::kNotFound);
 }
 
 struct Front {
