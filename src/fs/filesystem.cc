@@ -149,7 +149,7 @@ class FilesystemImpl final : public Filesystem {
   void ReplyEntry(fuse_req_t req, const NodeView& v, double timeout) {
     fuse_entry_param e {};
     e.ino = v.ino;
-    e.generation = 1;
+    e.generation = v.generation;
     e.attr = v.kind == NodeKind::kLower ? Exposed(v.ino, v.st) : v.st;
     e.attr_timeout = timeout;
     e.entry_timeout = timeout;
@@ -259,16 +259,13 @@ class FilesystemImpl final : public Filesystem {
       struct stat st = self.VirtualAttr(ino, vn.value());
       return (void)fuse_reply_attr(req, &st, 0.0);
     }
-    struct stat st = v->st;
-    // The kernel asks again once attr_timeout_ has passed: under "open", and
-    // on a shared mount (its permission checks use the owner and mode given
-    // here), answer from LOWER.
-    if (self.open_mode_ || self.recheck_) {
-      auto fresh = self.lower_.Stat(v->path);
-      if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
-      st = fresh.value();
-      self.inodes_.SetAttr(ino, st);
-    }
+    // The kernel asks once attr_timeout_ has passed (or for an inode it got
+    // from a readdirplus reply without attributes): answer from LOWER. The
+    // inode table keeps only what an open checks, not whole attributes.
+    auto fresh = self.lower_.Stat(v->path);
+    if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+    struct stat st = fresh.value();
+    self.inodes_.SetAttr(ino, st);
     st = Exposed(ino, st);
     fuse_reply_attr(req, &st, self.attr_timeout_);
   }
@@ -424,7 +421,7 @@ class FilesystemImpl final : public Filesystem {
           fuse_entry_param e {};
           NodeView v = self.inodes_.Ref(ent.kind, ent.path, ent.st);
           e.ino = v.ino;
-          e.generation = 1;
+          e.generation = v.generation;
           e.attr = ent.kind == NodeKind::kLower ? Exposed(v.ino, ent.st) : ent.st;
           e.attr.st_ino = v.ino;
           double t = ent.kind != NodeKind::kLower ? 0.0 : self.entry_timeout_;

@@ -4,119 +4,200 @@
 #include <utility>
 #include <vector>
 
-namespace epochfs::fs {
+#include "epochfs/common/hash.h"
+#include "epochfs/store/object.h"
 
-InodeTable::InodeTable(const struct stat& root_st) {
+namespace epochfs::fs {
+namespace {
+
+uint64_t VersionHash(const store::Version& v) {
+  const uint64_t key[3] = {v.size, static_cast<uint64_t>(v.mtime_ns), v.ino};
+  const uint64_t h = Checksum(key, sizeof(key));
+  return h == 0 ? 1 : h;  // 0 is "none"
+}
+
+}  // namespace
+
+size_t InodeTable::KeyHash::operator()(const Key& k) const {
+  return std::hash<std::string_view>()(k.path) ^ (static_cast<size_t>(k.kind) * 0x9e3779b97f4a7c15ULL);
+}
+
+size_t InodeTable::KeyHash::operator()(fuse_ino_t ino) const {
+  return (*this)(KeyEq{table}.Of(ino));
+}
+
+InodeTable::Key InodeTable::KeyEq::Of(fuse_ino_t ino) const {
+  const Node& n = table->At(ino);
+  return {n.kind, n.path};
+}
+
+bool InodeTable::KeyEq::operator()(const Key& a, fuse_ino_t b) const {
+  const Key k = Of(b);
+  return a.kind == k.kind && a.path == k.path;
+}
+
+InodeTable::InodeTable(const struct stat& root_st)
+    : by_key_(16, KeyHash{this}, KeyEq{this}) {
   Node root;
-  root.view = {FUSE_ROOT_ID, NodeKind::kLower, "", root_st};
   root.nlookup = 1;
-  nodes_.emplace(FUSE_ROOT_ID, root);
-  by_key_.emplace(Key(NodeKind::kLower, ""), FUSE_ROOT_ID);
+  SetLowerAttr(root, root_st);
+  nodes_.push_back(std::move(root));
+  by_key_.insert(FUSE_ROOT_ID);
+}
+
+void InodeTable::SetLowerAttr(Node& n, const struct stat& st) {
+  n.size = static_cast<uint64_t>(st.st_size);
+  n.mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  n.lower_ino = static_cast<uint64_t>(st.st_ino);
+  n.mode = st.st_mode;
+}
+
+NodeView InodeTable::ViewOf(fuse_ino_t ino) const {
+  const Node& n = At(ino);
+  NodeView v;
+  v.ino = ino;
+  v.generation = n.generation;
+  v.kind = n.kind;
+  v.path = n.path;
+  v.detached = n.detached;
+  if (n.kind == NodeKind::kLower) {
+    v.st.st_mode = n.mode;
+    v.st.st_size = static_cast<off_t>(n.size);
+    v.st.st_mtim.tv_sec = n.mtime_ns / 1'000'000'000LL;
+    v.st.st_mtim.tv_nsec = n.mtime_ns % 1'000'000'000LL;
+    v.st.st_ino = n.lower_ino;
+  }
+  return v;
 }
 
 NodeView InodeTable::Ref(NodeKind kind, const std::string& path, const struct stat& st) {
   std::unique_lock lock(mu_);
-  std::string key = Key(kind, path);
-  auto it = by_key_.find(key);
+  auto it = by_key_.find(Key{kind, path});
+  fuse_ino_t ino;
   if (it != by_key_.end()) {
-    Node& n = nodes_.at(it->second);
-    ++n.nlookup;
-    // A lower path that now names a different file (replaced under us) keeps
-    // its inode number but takes the new attributes.
-    n.view.st = st;
-    return n.view;
+    ino = *it;
+    ++At(ino).nlookup;
+  } else {
+    if (!free_.empty()) {
+      ino = free_.back();
+      free_.pop_back();
+      Node& n = At(ino);
+      const uint32_t generation = n.generation + 1;
+      n = Node{};
+      n.generation = generation;
+    } else {
+      nodes_.emplace_back();
+      ino = nodes_.size();  // FUSE_ROOT_ID is 1: node i is at [i - 1]
+    }
+    Node& n = At(ino);
+    n.path = path;
+    n.kind = kind;
+    n.nlookup = 1;
+    by_key_.insert(ino);
   }
-  fuse_ino_t ino = next_ino_++;
-  Node n;
-  n.view = {ino, kind, path, st};
-  n.nlookup = 1;
-  nodes_.emplace(ino, n);
-  by_key_.emplace(std::move(key), ino);
-  return n.view;
+  // A lower path that now names a different file (replaced under us) keeps
+  // its inode number but takes the new attributes.
+  if (kind == NodeKind::kLower) SetLowerAttr(At(ino), st);
+  NodeView v = ViewOf(ino);
+  if (kind == NodeKind::kLower) v.st = st;
+  return v;
 }
 
 std::optional<NodeView> InodeTable::Get(fuse_ino_t ino) const {
   std::shared_lock lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return std::nullopt;
-  return it->second.view;
+  if (!Live(ino)) return std::nullopt;
+  return ViewOf(ino);
 }
 
 fuse_ino_t InodeTable::Peek(NodeKind kind, const std::string& path) const {
   std::shared_lock lock(mu_);
-  auto it = by_key_.find(Key(kind, path));
-  return it == by_key_.end() ? 0 : it->second;
+  auto it = by_key_.find(Key{kind, path});
+  return it == by_key_.end() ? 0 : *it;
 }
 
 void InodeTable::SetAttr(fuse_ino_t ino, const struct stat& st) {
   std::unique_lock lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it != nodes_.end()) it->second.view.st = st;
+  if (Live(ino) && At(ino).kind == NodeKind::kLower) SetLowerAttr(At(ino), st);
 }
 
 bool InodeTable::MarkServed(fuse_ino_t ino, const store::Version& v) {
   std::unique_lock lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return false;
-  bool same = it->second.served == v;
-  it->second.served = v;
+  if (!Live(ino)) return false;
+  const uint64_t h = VersionHash(v);
+  const bool same = At(ino).served == h;
+  At(ino).served = h;
   return same;
+}
+
+void InodeTable::Unindex(fuse_ino_t ino) {
+  // The set hashes a number by its node's key: erase by iterator, found by
+  // that key, before the key changes.
+  auto it = by_key_.find(Key{At(ino).kind, At(ino).path});
+  if (it != by_key_.end() && *it == ino) by_key_.erase(it);
 }
 
 void InodeTable::Detach(NodeKind kind, const std::string& path) {
   std::unique_lock lock(mu_);
-  auto it = by_key_.find(Key(kind, path));
+  auto it = by_key_.find(Key{kind, path});
   if (it == by_key_.end()) return;
-  nodes_.at(it->second).view.detached = true;
+  const fuse_ino_t ino = *it;
   by_key_.erase(it);
+  At(ino).detached = true;
 }
 
 void InodeTable::DetachTree(NodeKind kind, const std::string& path) {
   std::unique_lock lock(mu_);
-  const std::string self = Key(kind, path);
-  const std::string below = self + "/";
-  for (auto it = by_key_.begin(); it != by_key_.end();) {
-    if (it->first == self || it->first.compare(0, below.size(), below) == 0) {
-      nodes_.at(it->second).view.detached = true;
-      it = by_key_.erase(it);
-    } else {
-      ++it;
+  const std::string below = path + "/";
+  for (fuse_ino_t ino = FUSE_ROOT_ID; ino - FUSE_ROOT_ID < nodes_.size(); ++ino) {
+    Node& n = At(ino);
+    if (n.nlookup == 0 || n.detached || n.kind != kind) continue;
+    if (n.path == path || n.path.compare(0, below.size(), below) == 0) {
+      Unindex(ino);
+      n.detached = true;
     }
   }
 }
 
 void InodeTable::Rename(NodeKind kind, const std::string& from, const std::string& to) {
   std::unique_lock lock(mu_);
-  if (auto old = by_key_.find(Key(kind, to)); old != by_key_.end()) {
-    nodes_.at(old->second).view.detached = true;
+  if (auto old = by_key_.find(Key{kind, to}); old != by_key_.end()) {
+    const fuse_ino_t ino = *old;
     by_key_.erase(old);
+    At(ino).detached = true;
   }
-  // Collect first: re-keying while iterating by_key_ would invalidate it.
-  const std::string self = Key(kind, from);
-  const std::string below = self + "/";
-  std::vector<std::pair<std::string, fuse_ino_t>> moved;
-  for (const auto& [key, ino] : by_key_) {
-    if (key == self || key.compare(0, below.size(), below) == 0) moved.emplace_back(key, ino);
+  const std::string below = from + "/";
+  std::vector<fuse_ino_t> moved;
+  for (fuse_ino_t ino = FUSE_ROOT_ID; ino - FUSE_ROOT_ID < nodes_.size(); ++ino) {
+    const Node& n = At(ino);
+    if (n.nlookup == 0 || n.detached || n.kind != kind) continue;
+    if (n.path == from || n.path.compare(0, below.size(), below) == 0) moved.push_back(ino);
   }
-  for (const auto& [key, ino] : moved) {
-    by_key_.erase(key);
-    Node& n = nodes_.at(ino);
-    n.view.path = to + n.view.path.substr(from.size());
-    by_key_[Key(kind, n.view.path)] = ino;
+  // Out of the index before any key changes, back in after.
+  for (fuse_ino_t ino : moved) Unindex(ino);
+  for (fuse_ino_t ino : moved) {
+    Node& n = At(ino);
+    n.path = to + n.path.substr(from.size());
+  }
+  for (fuse_ino_t ino : moved) {
+    // Two moved nodes cannot collide: their old paths differed after `from`.
+    by_key_.insert(ino);
   }
 }
 
 void InodeTable::Forget(fuse_ino_t ino, uint64_t n) {
   if (ino == FUSE_ROOT_ID) return;
   std::unique_lock lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
-  if (it->second.nlookup > n) {
-    it->second.nlookup -= n;
+  if (!Live(ino)) return;
+  Node& node = At(ino);
+  if (node.nlookup > n) {
+    node.nlookup -= n;
     return;
   }
-  if (!it->second.view.detached) by_key_.erase(Key(it->second.view.kind, it->second.view.path));
-  nodes_.erase(it);
+  if (!node.detached) Unindex(ino);
+  const uint32_t generation = node.generation;
+  node = Node{};
+  node.generation = generation;  // nlookup 0: free
+  free_.push_back(ino);
 }
 
 }  // namespace epochfs::fs

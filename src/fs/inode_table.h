@@ -3,11 +3,17 @@
 //
 // Inode 1 is the mount root (lower ""). Lower nodes are keyed by their lower
 // path, virtual nodes (the `.epochfs/` tree) by their control path, spill
-// nodes (the writable `.spill/` area) by their path under it; all get
-// numbers from one counter that never repeats within a mount. Spill paths
+// nodes (the writable `.spill/` area) by their path under it. Spill paths
 // change: Rename re-keys a node and its descendants, Detach unhooks a removed
-// one (its inode stays valid for open handles but no longer names a path). A node lives
-// while the kernel holds lookups on it (nlookup > 0); the root never dies.
+// one (its inode stays valid for open handles but no longer names a path). A
+// node lives while the kernel holds lookups on it (nlookup > 0); the root
+// never dies. The number of a node the kernel forgot is given to a later node
+// with the next generation (the pair never repeats within a mount).
+//
+// Memory: a mount of a million-file dataset knows a million inodes, so a node
+// keeps only what the data path needs: its path, lookups, and of a lower
+// file the fields an open checks (mode, size, mtime, inode number); about
+// 90 bytes plus the path and ~40 bytes of index (docs/benchmarks.md, "Scale").
 // Thread safety: thread-safe (one shared_mutex; readers share it).
 #pragma once
 
@@ -18,7 +24,9 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "epochfs/store/object.h"
 
@@ -29,9 +37,14 @@ enum class NodeKind : uint8_t { kLower, kVirtual, kSpill };
 // A copy of a node's state, safe to use after the table lock is released.
 struct NodeView {
   fuse_ino_t ino = 0;
+  uint64_t generation = 1;
   NodeKind kind = NodeKind::kLower;
   std::string path;  // lower path, control path (virtual) or spill path
-  struct stat st {};  // lower nodes: lstat of the lower file (its own st_dev/st_ino)
+  // Lower nodes: from Ref, the lstat it was given; from Get, only st_mode,
+  // st_size, st_mtim and st_ino (the lower file's) of the last one (what an
+  // open needs; attributes for the kernel come from a fresh lstat).
+  // Virtual and spill nodes: empty (their callers make their attributes).
+  struct stat st {};
   bool detached = false;  // spill: removed; `path` no longer names it
 };
 
@@ -64,18 +77,50 @@ class InodeTable {
 
  private:
   struct Node {
-    NodeView view;
-    uint64_t nlookup = 0;
-    std::optional<store::Version> served;
+    std::string path;
+    uint64_t nlookup = 0;  // 0: a free slot
+    uint64_t size = 0;     // lower: st_size, st_mtim, st_ino (the lower file's), st_mode
+    int64_t mtime_ns = 0;
+    uint64_t lower_ino = 0;
+    uint64_t served = 0;  // a hash of the version last served (MarkServed), 0: none
+    uint32_t mode = 0;
+    uint32_t generation = 1;
+    NodeKind kind = NodeKind::kLower;
+    bool detached = false;
   };
-  static std::string Key(NodeKind kind, const std::string& path) {
-    return (kind == NodeKind::kVirtual ? "v:" : kind == NodeKind::kSpill ? "s:" : "l:") + path;
+  // The index: node numbers, hashed and compared by their (kind, path);
+  // probed with a Key (C++20 heterogeneous lookup), so no path is stored twice.
+  struct Key {
+    NodeKind kind;
+    std::string_view path;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    const InodeTable* table;
+    size_t operator()(const Key& k) const;
+    size_t operator()(fuse_ino_t ino) const;
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    const InodeTable* table;
+    Key Of(fuse_ino_t ino) const;
+    bool operator()(fuse_ino_t a, fuse_ino_t b) const { return a == b; }
+    bool operator()(const Key& a, fuse_ino_t b) const;
+    bool operator()(fuse_ino_t a, const Key& b) const { return (*this)(b, a); }
+  };
+  Node& At(fuse_ino_t ino) { return nodes_[ino - FUSE_ROOT_ID]; }
+  const Node& At(fuse_ino_t ino) const { return nodes_[ino - FUSE_ROOT_ID]; }
+  bool Live(fuse_ino_t ino) const {
+    return ino >= FUSE_ROOT_ID && ino - FUSE_ROOT_ID < nodes_.size() && At(ino).nlookup != 0;
   }
+  NodeView ViewOf(fuse_ino_t ino) const;
+  static void SetLowerAttr(Node& n, const struct stat& st);
+  void Unindex(fuse_ino_t ino);  // REQUIRES: mu_ held exclusively, node indexed
 
   mutable std::shared_mutex mu_;
-  fuse_ino_t next_ino_ = FUSE_ROOT_ID + 1;             // guarded by mu_
-  std::unordered_map<fuse_ino_t, Node> nodes_;         // guarded by mu_
-  std::unordered_map<std::string, fuse_ino_t> by_key_;  // guarded by mu_
+  std::vector<Node> nodes_;                 // guarded by mu_; node ino at [ino - 1]
+  std::vector<fuse_ino_t> free_;            // guarded by mu_; forgotten numbers
+  std::unordered_set<fuse_ino_t, KeyHash, KeyEq> by_key_;  // guarded by mu_; live, not detached
 };
 
 }  // namespace epochfs::fs

@@ -82,7 +82,7 @@ void SpillFs::ReplyEntry(fuse_req_t req, const std::string& path, const spill::S
   NodeView v = inodes_.Ref(NodeKind::kSpill, path, {});
   fuse_entry_param e {};
   e.ino = v.ino;
-  e.generation = 1;
+  e.generation = v.generation;
   e.attr = ToStat(v.ino, a);
   e.attr_timeout = 0.0;
   e.entry_timeout = 0.0;
@@ -93,7 +93,7 @@ void SpillFs::LookupRoot(fuse_req_t req) {
   NodeView v = inodes_.Ref(NodeKind::kSpill, "", {});
   fuse_entry_param e {};
   e.ino = v.ino;
-  e.generation = 1;
+  e.generation = v.generation;
   e.attr = RootAttr();
   e.attr.st_ino = v.ino;
   fuse_reply_entry(req, &e);
@@ -253,7 +253,7 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
   NodeView v = inodes_.Ref(NodeKind::kSpill, path, {});
   fuse_entry_param e {};
   e.ino = v.ino;
-  e.generation = 1;
+  e.generation = v.generation;
   e.attr = ToStat(v.ino, a.value());
   fi->fh = files_.Add(std::move(of));
   fi->direct_io = 1;

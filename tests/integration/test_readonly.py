@@ -238,8 +238,11 @@ class ListingChangesTest(et.MountTestCase):
                 for i in (0, 6, 8, 249, 251, 299):
                     self.assertEqual(os.stat(d.path("d", "f%03d" % i)).st_size, i)
                     self.assertEqual(et.read_file_raw(d.path("d", "f%03d" % i)), b"x" * i)
-                # Under "immutable" the kernel keeps the listing it was given.
-                self.assertEqual(sorted(os.listdir(d.path("d"))), names)
+                # A later listing is the kernel's cached one or LOWER's anew
+                # (the kernel drops its copy when it sees the directory's
+                # mtime move): either way the others are all there.
+                again = set(os.listdir(d.path("d")))
+                self.assertTrue(set(names) - {"f007", "f250"} <= again <= set(names))
                 self.assertEqual(d.unmount(), 0)
 
 
