@@ -270,14 +270,23 @@ Result<PathList> ParseSampleList(std::string_view text) {
   for (size_t a = 0; a < keyed.size();) {
     size_t b = a + 1;
     while (b < keyed.size() && keyed[b].first == keyed[a].first) ++b;
-    for (size_t i = a + 1; i < b; ++i) {  // a run of equal hashes: compare the strings
-      for (size_t j = a; j < i; ++j) {
-        if (out[keyed[i].second] == out[keyed[j].second]) {
-          if (keyed[i].second < dup) {
-            dup = keyed[i].second;
-            first = keyed[j].second;
-          }
-          break;
+    if (b - a > 1) {
+      // Equal hashes: sort the run by (path, line), so that equal paths are
+      // neighbours, each group's first line first (no pairwise compare: a
+      // list crafted to collide costs a sort, not a square).
+      std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(a),
+                keyed.begin() + static_cast<std::ptrdiff_t>(b),
+                [&](const auto& x, const auto& y) {
+                  const std::string_view px = out[x.second], py = out[y.second];
+                  return px != py ? px < py : x.second < y.second;
+                });
+      size_t group = a;
+      for (size_t i = a + 1; i < b; ++i) {
+        if (out[keyed[i].second] != out[keyed[group].second]) {
+          group = i;
+        } else if (keyed[i].second < dup) {
+          dup = keyed[i].second;
+          first = keyed[group].second;
         }
       }
     }

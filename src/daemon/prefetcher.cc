@@ -87,7 +87,7 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
 }
 
 void Prefetcher::Done(const Task& t, const Result<bool>& r) {
-  // NotFound: missing, or no longer a regular file; InvalidArgument: too
+  // NotFound: missing, or not a regular file; InvalidArgument: too
   // large to cache (CacheFront::Prefetch). Anything else (an I/O error, a
   // timeout) may pass.
   const bool unreadable =

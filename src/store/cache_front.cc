@@ -157,7 +157,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   auto fst = lower_.FStat(fd.value().get());
   if (!fst.ok()) return fail(fst.status());
   const struct stat st = fst.value();
-  if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": no longer a regular file"));
+  if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
   // A samples list gives no sizes: a prefetch may name a file too large to
   // cache (a reader's open streams those and never gets here).
   if (prefetch && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {

@@ -1,10 +1,32 @@
 #include "epochfs/store/object.h"
 
+#include <sys/random.h>
+
+#include <chrono>
+
 #include "epochfs/common/hash.h"
 
 namespace epochfs::store {
 
-cache::ObjectId ObjectIdOf(std::string_view rel) { return Checksum(rel.data(), rel.size()); }
+namespace {
+
+// Drawn once per process: a user who writes the paths of a samples list
+// cannot choose the ids they get, so the policy's tables keyed by id stay
+// balanced (ids are never compared across processes; a trace keeps its own).
+uint64_t IdSeed() {
+  static const uint64_t seed = [] {
+    uint64_t s = 0;
+    if (::getrandom(&s, sizeof(s), 0) != static_cast<ssize_t>(sizeof(s))) {
+      s = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    }
+    return s;
+  }();
+  return seed;
+}
+
+}  // namespace
+
+cache::ObjectId ObjectIdOf(std::string_view rel) { return SeededHash(rel.data(), rel.size(), IdSeed()); }
 
 Version VersionOf(const struct stat& st) {
   return {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,

@@ -35,8 +35,8 @@ struct Object {
 
 using ObjectRef = std::shared_ptr<const Object>;
 
-// The id of the object behind a lower file: a hash of its path relative to
-// LOWER's root, as the mount names it (a normalised path: no ".", "..", empty
+// The id of the object behind a lower file: a hash (seeded at random once
+// per process) of its path relative to LOWER's root, as the mount names it (a normalised path: no ".", "..", empty
 // or trailing components). A job's samples list names objects without a stat
 // of each file (the file is checked at its first load); the id survives FUSE
 // forgetting the inode. Two hard links to one file are two objects.

@@ -177,6 +177,13 @@ TEST(ParseSampleList, ErrorsNameTheLine) {
   EXPECT_CONTAINS(Err(ParseSampleList("a\n" + std::string(4097, 'x') + "\n")), "line 2: path longer than 4096 bytes");
   EXPECT_EQ(ParseSampleList(std::string(4096, 'x')).value()[0].size(), 4096u);
   EXPECT_EQ(Err(ParseSampleList("a/x\nb\n./a/x\n")), "line 3: duplicate of line 1: \"a/x\"");
+  // The earliest line that repeats an earlier one, against that one's first.
+  EXPECT_EQ(Err(ParseSampleList("a\nb\nc\nb\na\nb\n")), "line 4: duplicate of line 2: \"b\"");
+  std::string many;
+  for (int i = 0; i < 100000; ++i) many += "d/" + std::to_string(i) + "\n";
+  EXPECT_EQ(ParseSampleList(many).value().size(), 100000u);
+  EXPECT_EQ(Err(ParseSampleList(many + "d/99999\n")),
+            "line 100001: duplicate of line 100000: \"d/99999\"");
 }
 
 // ---- order ----
