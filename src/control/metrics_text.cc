@@ -13,7 +13,8 @@ namespace {
 // a gauge (sizes, budgets, in-flight, per-epoch counts).
 const std::set<std::string> kCounters = {
     "hits", "misses", "admissions", "evictions", "refused", "invalidations", "coalesced",
-    "bytes_read_lower", "lower_errors", "lower_timeouts", "lower_interrupts", "streamed_opens",
+    "bytes_read_lower", "lower_errors", "lower_timeouts", "lower_interrupts", "lower_calls",
+    "lower_inline_calls", "streamed_opens",
     "streamed_bytes", "prefetched", "prefetch_bytes", "prefetch_hits", "prefetch_wasted",
     // tiers.spill
     "chunks_compressed", "chunks_raw", "ssd_read_bytes", "ssd_write_bytes", "checksum_errors",

@@ -106,6 +106,8 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["lower_interrupts"] = g.interrupts;
   j["lower_stuck"] = g.stuck;
   j["lower_in_flight"] = g.in_flight;
+  j["lower_calls"] = g.calls;
+  j["lower_inline_calls"] = g.inline_calls;
   j["max_object_bytes"] = cf.max_object_bytes();
   j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
   nlohmann::json jobs = nlohmann::json::array();
@@ -236,6 +238,12 @@ static void RaiseDescriptorLimit() {
   }
 }
 
+// FUSE worker threads: fuse.threads, or two per core and at least 4.
+static unsigned FuseThreads(const Config& cfg) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
+}
+
 Status RunDaemon(const DaemonArgs& in) {
   RaiseDescriptorLimit();
   DaemonArgs args = in;
@@ -252,6 +260,10 @@ Status RunDaemon(const DaemonArgs& in) {
   store::LowerGateOptions gate;
   gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.lower.timeout * 1000.0));
   gate.workers = cfg.lower.workers;
+  // Metadata calls run on the FUSE thread itself (no hand-off) for at most
+  // half the FUSE threads at once: were LOWER to hang, the other half serve
+  // the cache and the control files while the watchdog answers for the stuck.
+  gate.max_inline = FuseThreads(cfg) / 2;
   auto lower = store::Lower::Open(args.lower, gate);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
 
@@ -353,8 +365,7 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   if (cfg.fuse.allow_other) mo.fuse_opts.push_back("allow_other");
   mo.debug = args.debug;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  mo.threads = cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
+  mo.threads = FuseThreads(cfg);
   auto session = fs::Session::Mount(*filesystem.value(), mo);
   if (!session.ok()) return session.status();
   if (auto_unmount) {

@@ -124,6 +124,16 @@ class FilesystemImpl final : public Filesystem {
     return store::CancelScope([req] { return fuse_req_interrupted(req) != 0; });
   }
 
+  // Metadata requests (lookup, getattr, opendir, readdir) make their LOWER calls on
+  // their own thread, and the gate's watchdog answers them if LOWER does not
+  // (store/lower_gate.h, "Inline calls"): a cold lookup then costs no hand-off
+  // between threads. After a failed LOWER call such a handler checks
+  // answered(): if true it returns without a reply and without taking a
+  // lookup. Made after Interruptible (the watchdog polls that predicate).
+  static store::AnswerScope Answerable(fuse_req_t req) {
+    return store::AnswerScope([req](const Status& s) { fuse_reply_err(req, ToErrno(s)); });
+  }
+
   // ---- attributes -------------------------------------------------------
 
   struct stat VirtualAttr(fuse_ino_t ino, const control::VNode& v) const {
@@ -213,6 +223,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     const store::CancelScope interruptible = Interruptible(req);
+    const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     auto p = self.inodes_.Get(parent);
     if (!p) return (void)fuse_reply_err(req, ESTALE);
@@ -223,6 +234,7 @@ class FilesystemImpl final : public Filesystem {
     if (std::strlen(name) > NAME_MAX) return (void)fuse_reply_err(req, ENAMETOOLONG);
     auto child = self.LookupChild(req, *p, name);
     if (!child.ok()) {
+      if (answerable.answered()) return;
       if (child.status().code() == Code::kNotFound && p->kind == NodeKind::kLower) {
         // Negative entry: the dataset is immutable, remember the absence.
         fuse_entry_param e {};
@@ -248,6 +260,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     const store::CancelScope interruptible = Interruptible(req);
+    const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -263,7 +276,10 @@ class FilesystemImpl final : public Filesystem {
     // from a readdirplus reply without attributes): answer from LOWER. The
     // inode table keeps only what an open checks, not whole attributes.
     auto fresh = self.lower_.Stat(v->path);
-    if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+    if (!fresh.ok()) {
+      if (answerable.answered()) return;
+      return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+    }
     struct stat st = fresh.value();
     self.inodes_.SetAttr(ino, st);
     st = Exposed(ino, st);
@@ -297,6 +313,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void OpenDirOp(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     const store::CancelScope interruptible = Interruptible(req);
+    const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -315,7 +332,10 @@ class FilesystemImpl final : public Filesystem {
       }
     } else {
       auto list = self.lower_.List(v->path);
-      if (!list.ok()) return (void)fuse_reply_err(req, ToErrno(list.status()));
+      if (!list.ok()) {
+        if (answerable.answered()) return;
+        return (void)fuse_reply_err(req, ToErrno(list.status()));
+      }
       for (auto& e : list.value()) {
         if (ino == FUSE_ROOT_ID && e.name == kControlDirName) continue;  // shadowed
         if (ino == FUSE_ROOT_ID && self.spill_ && e.name == kSpillDirName) continue;
@@ -376,6 +396,7 @@ class FilesystemImpl final : public Filesystem {
   static void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                             fuse_file_info* fi, bool plus) {
     const store::CancelScope interruptible = Interruptible(req);
+    const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     std::shared_ptr<OpenDir> dir = self.dirs_.Get(fi->fh);
     if (!dir) return (void)fuse_reply_err(req, EBADF);
@@ -383,6 +404,7 @@ class FilesystemImpl final : public Filesystem {
     if (plus && off >= 0) {
       if (auto v = self.inodes_.Get(ino); v && v->kind == NodeKind::kLower) {
         self.StatForPlus(req, v->path, *dir, size, off);
+        if (answerable.answered()) return;
       }
     }
     std::vector<char> buf(size);

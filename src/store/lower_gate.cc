@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <vector>
 #include <thread>
 
 #include "epochfs/common/log.h"
@@ -24,7 +26,22 @@ struct Task {
   std::condition_variable cv;  // the caller waits on it (with Core::mu)
 };
 
+// An operation running on its caller's thread (AnswerScope), as the
+// watchdog sees it.
+struct InlineCall {
+  Clock::time_point deadline;
+  std::function<bool()> interrupted;        // may be empty
+  std::function<void(const Status&)> answer;
+  std::string what;
+  bool given_up = false;  // the watchdog answered
+  Status status;          // ... with this
+};
+
+// How often the watchdog looks at the inline operations in flight.
+constexpr auto kWatchTick = std::chrono::milliseconds(50);
+
 thread_local const std::function<bool()>* tls_cancel = nullptr;
+thread_local AnswerScope* tls_answer = nullptr;
 
 }  // namespace
 
@@ -40,6 +57,111 @@ struct LowerGate::Core {
   LowerGateCounters c;    // guarded by mu
   Clock::time_point last_log{};  // guarded by mu
   uint64_t unlogged = 0;          // timeouts since the last log line
+  // Inline operations (guarded by mu).
+  std::vector<std::shared_ptr<InlineCall>> watched;  // running, not given up on
+  uint32_t inline_now = 0;    // running inline, given up on or not
+  uint32_t inline_stuck = 0;  // given up on, not returned yet
+  bool dog_parked = false;    // the watchdog waits for a first call
+  std::condition_variable dog_cv;
+
+  // The status of an operation given up on after the timeout, and the log
+  // line to write (after unlocking) if it is the first of a burst.
+  // REQUIRES: mu held.
+  Status TimedOutLocked(const std::string& what, std::string* log_line) {
+    ++c.timeouts;
+    const double secs = std::chrono::duration<double>(opt.timeout).count();
+    if (Clock::now() - last_log >= std::chrono::seconds(10)) {
+      *log_line = "lower: " + what + " did not finish within " + std::to_string(secs) +
+                  " s (is LOWER hung?); " + std::to_string(stuck + inline_stuck) + " calls stuck";
+      if (unlogged != 0) *log_line += ", " + std::to_string(unlogged) + " more timeouts since the last line";
+      last_log = Clock::now();
+      unlogged = 0;
+    } else {
+      ++unlogged;
+    }
+    return Status(Code::kTimedOut, what + ": no answer from LOWER within " +
+                                       std::to_string(static_cast<int>(secs)) + " s");
+  }
+
+  // The watchdog of inline operations: answers, for their callers, those past
+  // the deadline or whose request was interrupted.
+  static void Watch(std::shared_ptr<Core> core) {
+    std::unique_lock lk(core->mu);
+    for (;;) {
+      if (core->stop) return;
+      if (core->watched.empty()) {
+        core->dog_parked = true;
+        core->dog_cv.wait(lk, [&] { return core->stop || !core->watched.empty(); });
+        core->dog_parked = false;
+        continue;
+      }
+      core->dog_cv.wait_for(lk, kWatchTick, [&] { return core->stop; });
+      if (core->stop) return;
+      std::string log_line;
+      const Clock::time_point now = Clock::now();
+      for (size_t i = 0; i < core->watched.size();) {
+        InlineCall& k = *core->watched[i];
+        const bool interrupted = k.interrupted && k.interrupted();
+        if (!interrupted && now < k.deadline) {
+          ++i;
+          continue;
+        }
+        k.given_up = true;
+        ++core->inline_stuck;
+        if (interrupted) {
+          ++core->c.interrupts;
+          k.status = Status(Code::kInterrupted, k.what + ": interrupted");
+        } else {
+          k.status = core->TimedOutLocked(k.what, &log_line);
+        }
+        k.answer(k.status);  // under mu: the caller cannot answer meanwhile
+        core->watched[i] = std::move(core->watched.back());
+        core->watched.pop_back();
+      }
+      if (!log_line.empty()) {
+        lk.unlock();
+        log::Warn(log_line);
+        lk.lock();
+      }
+    }
+  }
+
+  // Runs `op` inline if the rules allow (header); nullopt if they do not.
+  std::optional<Status> TryInline(std::function<void()>& op, const std::string& what,
+                                  AnswerScope& scope, const std::function<bool()>* cancel) {
+    auto call = std::make_shared<InlineCall>();
+    bool wake = false;
+    {
+      std::lock_guard lk(mu);
+      if (stop || inline_stuck != 0 || inline_now >= opt.max_inline) return std::nullopt;
+      ++inline_now;
+      ++c.calls;
+      ++c.inline_calls;
+      call->deadline = Clock::now() + opt.timeout;
+      if (cancel != nullptr) call->interrupted = *cancel;
+      call->answer = scope.answer();
+      call->what = what;
+      watched.push_back(call);
+      wake = dog_parked;
+    }
+    if (wake) dog_cv.notify_one();
+    bool threw = false;
+    try {
+      op();
+    } catch (...) {
+      threw = true;
+    }
+    op = nullptr;
+    std::lock_guard lk(mu);
+    --inline_now;
+    if (call->given_up) {
+      --inline_stuck;
+      scope.set_answered();
+      return call->status;
+    }
+    watched.erase(std::find(watched.begin(), watched.end(), call));
+    return threw ? Internal(what + ": the LOWER call threw") : Status::Ok();
+  }
 
   static void Work(std::shared_ptr<Core> core) {
     std::unique_lock lk(core->mu);
@@ -79,6 +201,7 @@ void LowerGate::Start() {
   for (uint32_t i = 0; i < std::max<uint32_t>(1, core_->opt.workers); ++i) {
     std::thread(Core::Work, core_).detach();
   }
+  if (core_->opt.max_inline != 0) std::thread(Core::Watch, core_).detach();
 }
 
 LowerGate::LowerGate(LowerGateOptions options) : core_(std::make_shared<Core>()) {
@@ -89,6 +212,7 @@ LowerGate::~LowerGate() {
   std::lock_guard lk(core_->mu);
   core_->stop = true;
   core_->work_cv.notify_all();
+  core_->dog_cv.notify_all();
 }
 
 Status LowerGate::Run(std::function<void()> op, const std::string& what) {
@@ -97,9 +221,15 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
     op();
     return Status::Ok();
   }
+  const std::function<bool()>* cancel = tls_cancel;
+  if (AnswerScope* scope = tls_answer; scope != nullptr) {
+    if (scope->answered()) return Status(Code::kInterrupted, what + ": the request was answered");
+    if (c.opt.max_inline != 0) {
+      if (auto done = c.TryInline(op, what, *scope, cancel)) return *done;
+    }
+  }
   auto t = std::make_shared<Task>();
   t->op = std::move(op);
-  const std::function<bool()>* cancel = tls_cancel;
   const Clock::time_point deadline = Clock::now() + c.opt.timeout;
   std::string log_line;
   Status out = Status::Ok();
@@ -132,19 +262,7 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
         out = Status(Code::kInterrupted, what + ": interrupted");
         break;
       }
-      ++c.c.timeouts;
-      const double secs = std::chrono::duration<double>(c.opt.timeout).count();
-      out = Status(Code::kTimedOut, what + ": no answer from LOWER within " +
-                                        std::to_string(static_cast<int>(secs)) + " s");
-      if (Clock::now() - c.last_log >= std::chrono::seconds(10)) {
-        log_line = "lower: " + what + " did not finish within " + std::to_string(secs) +
-                   " s (is LOWER hung?); " + std::to_string(c.stuck) + " workers stuck";
-        if (c.unlogged != 0) log_line += ", " + std::to_string(c.unlogged) + " more timeouts since the last line";
-        c.last_log = Clock::now();
-        c.unlogged = 0;
-      } else {
-        ++c.unlogged;
-      }
+      out = c.TimedOutLocked(what, &log_line);
       break;
     }
   }
@@ -155,8 +273,8 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
 LowerGateCounters LowerGate::counters() const {
   std::lock_guard lk(core_->mu);
   LowerGateCounters out = core_->c;
-  out.stuck = core_->stuck;
-  out.in_flight = core_->running;
+  out.stuck = core_->stuck + core_->inline_stuck;
+  out.in_flight = core_->running + core_->inline_now;
   return out;
 }
 
@@ -168,5 +286,14 @@ CancelScope::CancelScope(std::function<bool()> interrupted)
 CancelScope::~CancelScope() { tls_cancel = prev_; }
 
 const std::function<bool()>* CancelScope::Current() { return tls_cancel; }
+
+AnswerScope::AnswerScope(std::function<void(const Status&)> answer)
+    : answer_(std::move(answer)), prev_(tls_answer) {
+  tls_answer = this;
+}
+
+AnswerScope::~AnswerScope() { tls_answer = prev_; }
+
+AnswerScope* AnswerScope::Current() { return tls_answer; }
 
 }  // namespace epochfs::store

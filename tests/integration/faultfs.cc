@@ -10,7 +10,9 @@
 // file whose name contains "HANG" blocks while SOURCE/.hang exists (a hung
 // NFS server, on command: remove .hang to let it answer). While SOURCE/.delay_ms
 // holds a number N, every read of a regular file at offset 0 first sleeps N ms
-// (a high-latency store: an object store's time to first byte). Everything else
+// (a high-latency store: an object store's time to first byte). A stat
+// (getattr by path) of a file whose name contains "STATHANG" blocks while
+// SOURCE/.hang exists, as a lookup on a hung NFS server. Everything else
 // is a plain passthrough. Modifying operations are not implemented (ENOSYS /
 // EROFS from the kernel); tests change SOURCE directly instead.
 //
@@ -84,6 +86,7 @@ void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
 }
 
 int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
+  if (fi == nullptr && NameHas(path, "STATHANG")) HangWhileAsked(path);
   int rc = fi ? fstat(static_cast<int>(fi->fh), st) : lstat(Real(path).c_str(), st);
   return rc == -1 ? -errno : 0;
 }

@@ -127,16 +127,25 @@ class HangTest(et.MountTestCase):
         # Runs first (cleanups are LIFO): lets every stuck call finish.
         self.addCleanup(lambda: os.path.exists(self.flag) and os.unlink(self.flag))
 
-    def readers(self, path, n):
-        """n forked readers of `path`; returns a function that collects each
-        one's (errno or 0)."""
+    def readers(self, path, n, stat=False):
+        """n forked readers of `path` (or of each path in the list `path`;
+        os.stat instead of a read if `stat`); returns a function that
+        collects each one's (errno or 0)."""
         pids = []
-        for _ in range(n):
+        paths = path if isinstance(path, list) else [path] * n
+        for p in paths:
             r, w = os.pipe()
             pid = os.fork()
             if pid == 0:
                 os.close(r)
-                _, err = read_or_errno(path)
+                if stat:
+                    try:
+                        os.stat(p)
+                        err = 0
+                    except OSError as e:
+                        err = e.errno
+                else:
+                    _, err = read_or_errno(p)
                 os.write(w, str(err or 0).encode())
                 os._exit(0)
             os.close(w)
@@ -166,6 +175,82 @@ class HangTest(et.MountTestCase):
         os.unlink(self.flag)
         self.assertTrue(et.wait_for(lambda: d.stats()["lower_stuck"] == 0, 30), d.stats())
         self.assertEqual(et.read_file_raw(d.path("a_HANG.bin")), self.hung)
+        self.assertTrue(d.alive())
+
+    def test_a_hung_lookup_is_answered_by_the_watchdog(self):
+        # faultfs blocks a stat of *STATHANG* names while .hang exists: a
+        # lookup on a hung NFS server. Lookups run on the FUSE thread, watched
+        # (lower.timeout's "inline calls"); the watchdog answers for them.
+        names = ["s%d_STATHANG.bin" % i for i in range(4)]
+        for n in names:
+            et.write_file(os.path.join(self.src, n), et.det_bytes(1000, 3))
+        d = self.mount(self.faultmnt, opts=["lower.timeout=1", "fuse.threads=4",
+                                            "cache.policy=lru"])
+        # Nothing is stuck yet: this lookup runs inline and the watchdog
+        # answers it; the call stays inside faultfs.
+        before = d.stats()["lower_inline_calls"]
+        self.assertEqual(self.readers([d.path(names[0])], 1, stat=True)(), [errno.ETIMEDOUT])
+        st = d.stats()
+        self.assertEqual(st["lower_inline_calls"], before + 1, st)
+        self.assertEqual(st["lower_timeouts"], 1, st)
+        self.assertEqual(st["lower_stuck"], 1, st)
+        # While it is stuck nothing runs inline: three more hung lookups go
+        # to the workers and time out there. (Other files are not read
+        # meanwhile: faultfs itself answers no lookup while one of its own
+        # hangs; the read test above shows the rest of the mount serving.)
+        collect = self.readers([d.path(n) for n in names[1:]], 3, stat=True)
+        self.assertEqual(collect(), [errno.ETIMEDOUT] * 3)
+        st = d.stats()
+        self.assertEqual(st["lower_inline_calls"], before + 1, st)
+        self.assertGreaterEqual(st["lower_timeouts"], 4, st)
+        self.assertGreaterEqual(st["lower_stuck"], 4, st)
+        self.assertIn("is LOWER hung?", d.stderr_text())
+        # LOWER answers again: every stuck call ends, lookups run inline again.
+        os.unlink(self.flag)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_stuck"] == 0, 30), d.stats())
+        for n in names:
+            self.assertEqual(os.stat(d.path(n)).st_size, 1000, n)
+        self.assertGreater(d.stats()["lower_inline_calls"], before + 1)
+        self.assertTrue(d.alive())
+
+    def test_a_reader_interrupted_in_a_lookup_gets_eintr(self):
+        import signal
+        et.write_file(os.path.join(self.src, "x_STATHANG.bin"), b"x" * 10)
+        d = self.mount(self.faultmnt, opts=["lower.timeout=600", "cache.policy=lru"])
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+
+            class Interrupted(Exception):
+                pass
+
+            def handler(signum, frame):
+                raise Interrupted()
+            signal.signal(signal.SIGUSR1, handler)
+            try:
+                os.stat(d.path("x_STATHANG.bin"))
+                out = b"stat"
+            except Interrupted:
+                out = b"interrupted"
+            os.write(w, out)
+            os._exit(0)
+        os.close(w)
+        try:
+            # The daemon's FUSE thread is inside the LOWER stat for it.
+            self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, 30),
+                            d.stats())
+            os.kill(pid, signal.SIGUSR1)
+            ready = et.wait_for(lambda: select.select([r], [], [], 0)[0], 30)
+            self.assertTrue(ready, "the reader did not stop waiting after its signal")
+            self.assertEqual(os.read(r, 64), b"interrupted")
+        finally:
+            os.unlink(self.flag)
+            os.close(r)
+            os.waitpid(pid, 0)
+        self.assertEqual(d.stats()["lower_interrupts"], 1)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_stuck"] == 0, 30), d.stats())
+        self.assertEqual(os.stat(d.path("x_STATHANG.bin")).st_size, 10)
         self.assertTrue(d.alive())
 
     def test_a_reader_interrupted_gets_eintr(self):

@@ -21,6 +21,20 @@
 // Workers start at Start(): the daemon forks after opening LOWER, and
 // threads (and the state of their locks) do not survive a fork. Until then
 // Run calls the operation on the caller's thread, unbounded.
+//
+// Inline calls. The hand-off to a worker costs two thread wake-ups, tens of
+// microseconds on a VM: more than a stat on a fast LOWER (tmpfs, a warm NFS
+// attribute cache), and most of a cold lookup's cost. A caller that can be
+// answered by someone else (an AnswerScope on its thread: a FUSE request
+// whose reply the gate's watchdog may send) runs the operation itself, and
+// the watchdog keeps the bound: past `timeout`, or once the request is
+// interrupted, the watchdog answers the request (TimedOut or Interrupted,
+// through the scope's `answer`), and the caller, when the operation returns,
+// learns that it must not answer (Run returns that status and
+// AnswerScope::answered() is true). At most `max_inline` operations run
+// inline at once (each holds a FUSE thread while it runs), and none while an
+// inline operation given up on is still stuck: once LOWER hangs, calls go
+// through the workers as above.
 // Thread safety: thread-safe. The destructor does not wait for stuck workers
 // (they are detached and hold the state they use).
 #pragma once
@@ -39,6 +53,7 @@ struct LowerGateOptions {
   std::chrono::milliseconds timeout{60'000};  // lower.timeout; 0: no gate
   uint32_t workers = 8;                       // lower.workers
   uint32_t max_stuck = 64;                    // workers given up on, at most
+  uint32_t max_inline = 0;                    // inline operations at once, at most
 };
 
 struct LowerGateCounters {
@@ -46,7 +61,8 @@ struct LowerGateCounters {
   uint64_t timeouts = 0;    // operations given up on after the timeout
   uint64_t interrupts = 0;  // operations given up on for an interrupted request
   uint64_t stuck = 0;       // workers inside an operation given up on, now
-  uint64_t in_flight = 0;   // operations running on a worker, now
+  uint64_t in_flight = 0;   // operations running (on a worker or inline), now
+  uint64_t inline_calls = 0;  // of `calls`, those run inline
 };
 
 class LowerGate {
@@ -56,10 +72,10 @@ class LowerGate {
   LowerGate(const LowerGate&) = delete;
   LowerGate& operator=(const LowerGate&) = delete;
 
-  // Starts the workers (once; REQUIRES: any fork done).
+  // Starts the workers and the watchdog (once; REQUIRES: any fork done).
   void Start();
 
-  // Runs `op` on a worker and waits as described above. `what` names the
+  // Runs `op` on a worker, or inline, as described above. `what` names the
   // operation in the log line of a timeout (the first of each burst).
   Status Run(std::function<void()> op, const std::string& what);
 
@@ -88,6 +104,34 @@ class CancelScope {
  private:
   std::function<bool()> interrupted_;
   const std::function<bool()>* prev_;
+};
+
+// AnswerScope: while alive, operations the calling thread runs through a
+// LowerGate may run inline (see above). `answer` answers the caller's request
+// with an error: the gate's watchdog calls it, from its own thread, at most
+// once, while the caller is inside the operation. The FUSE edge makes one for
+// metadata requests (lookup, getattr, listing), with fuse_reply_err as
+// `answer`. After a Run that returned not ok, the caller checks answered():
+// true means the request has its answer and must not be answered again (nor
+// anything done that the answer did not report, such as counting a lookup).
+class AnswerScope {
+ public:
+  explicit AnswerScope(std::function<void(const Status&)> answer);
+  ~AnswerScope();
+  AnswerScope(const AnswerScope&) = delete;
+  AnswerScope& operator=(const AnswerScope&) = delete;
+
+  bool answered() const { return answered_; }
+
+  // Internal: the innermost scope on this thread, or null.
+  static AnswerScope* Current();
+  const std::function<void(const Status&)>& answer() const { return answer_; }
+  void set_answered() { answered_ = true; }
+
+ private:
+  std::function<void(const Status&)> answer_;
+  bool answered_ = false;
+  AnswerScope* prev_;
 };
 
 }  // namespace epochfs::store

@@ -159,5 +159,172 @@ TEST(LowerGate, ZeroTimeoutRunsOnTheCaller) {
   EXPECT_TRUE(ran == me);
 }
 
+// ---- inline calls (AnswerScope) ---------------------------------------------
+
+// What the watchdog answered for a scope, and when.
+struct Answers {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Status> got;
+  std::function<void(const Status&)> Fn() {
+    return [this](const Status& s) {
+      std::lock_guard lk(mu);
+      got.push_back(s);
+      cv.notify_all();
+    };
+  }
+  void WaitFor(size_t n) {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return got.size() >= n; });
+  }
+};
+
+TEST(LowerGateInline, AnAnswerableCallRunsOnItsOwnThread) {
+  LowerGate g({milliseconds(60000), 2, 4, 1});
+  g.Start();
+  Answers answers;
+  AnswerScope scope(answers.Fn());
+  std::thread::id ran;
+  ASSERT_TRUE(g.Run([&] { ran = std::this_thread::get_id(); }, "stat a").ok());
+  EXPECT_TRUE(ran == std::this_thread::get_id());
+  EXPECT_FALSE(scope.answered());
+  EXPECT_TRUE(answers.got.empty());
+  EXPECT_EQ(g.counters().calls, 1u);
+  EXPECT_EQ(g.counters().inline_calls, 1u);
+  EXPECT_EQ(g.counters().in_flight, 0u);
+  EXPECT_EQ(AnswerScope::Current(), &scope);
+}
+
+TEST(LowerGateInline, WithoutAScopeOrWithMaxInlineZeroCallsGoToTheWorkers) {
+  LowerGate none({milliseconds(60000), 1, 4, 0});
+  none.Start();
+  std::thread::id ran;
+  {
+    Answers answers;
+    AnswerScope scope(answers.Fn());
+    ASSERT_TRUE(none.Run([&] { ran = std::this_thread::get_id(); }, "a").ok());
+    EXPECT_FALSE(ran == std::this_thread::get_id());
+  }
+  LowerGate g({milliseconds(60000), 1, 4, 2});
+  g.Start();
+  ASSERT_TRUE(g.Run([&] { ran = std::this_thread::get_id(); }, "b").ok());
+  EXPECT_FALSE(ran == std::this_thread::get_id());
+  EXPECT_EQ(g.counters().inline_calls, 0u);
+  EXPECT_EQ(AnswerScope::Current(), nullptr);
+}
+
+// The watchdog answers a hung inline call for its caller; the caller, once
+// the call returns, learns it must not answer. The latch opens only after the
+// answer, so the order does not depend on the machine's speed.
+TEST(LowerGateInline, AHungInlineCallIsAnsweredByTheWatchdog) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(100), 1, 4, 1});
+  g.Start();
+  std::vector<Status> got;
+  AnswerScope scope([&](const Status& s) {
+    got.push_back(s);
+    latch->Open();
+  });
+  Status s = g.Run([latch] { latch->Wait(); }, "stat hung");
+  EXPECT_EQ(s.code(), Code::kTimedOut) << s.ToString();
+  EXPECT_TRUE(scope.answered());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].code(), Code::kTimedOut);
+  EXPECT_NE(got[0].message().find("stat hung"), std::string::npos) << got[0].ToString();
+  EXPECT_EQ(g.counters().timeouts, 1u);
+  EXPECT_EQ(g.counters().stuck, 0u);  // it returned
+  // An answered request makes no more LOWER calls.
+  bool ran = false;
+  EXPECT_FALSE(g.Run([&] { ran = true; }, "more").ok());
+  EXPECT_FALSE(ran);
+}
+
+// While an inline call is stuck (given up on, not returned), no call runs
+// inline: a hung LOWER holds at most max_inline FUSE threads.
+TEST(LowerGateInline, WhileOneIsStuckCallsGoToTheWorkersThenInlineAgain) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(100), 2, 4, 2});
+  g.Start();
+  Answers answers;
+  Status hung_status;
+  bool hung_answered = false;
+  std::thread hung([&] {
+    AnswerScope scope(answers.Fn());
+    hung_status = g.Run([latch] { latch->Wait(); }, "stat hung");
+    hung_answered = scope.answered();
+  });
+  answers.WaitFor(1);  // given up on, still inside the operation
+  EXPECT_EQ(g.counters().stuck, 1u);
+  EXPECT_EQ(g.counters().in_flight, 1u);
+  {
+    Answers mine;
+    AnswerScope scope(mine.Fn());
+    std::thread::id ran;
+    ASSERT_TRUE(g.Run([&] { ran = std::this_thread::get_id(); }, "stat b").ok());
+    EXPECT_FALSE(ran == std::this_thread::get_id());  // a worker ran it
+    EXPECT_EQ(g.counters().inline_calls, 1u);
+    latch->Open();
+    hung.join();
+    EXPECT_EQ(hung_status.code(), Code::kTimedOut);
+    EXPECT_TRUE(hung_answered);
+    EXPECT_EQ(g.counters().stuck, 0u);
+    ASSERT_TRUE(g.Run([&] { ran = std::this_thread::get_id(); }, "stat c").ok());
+    EXPECT_TRUE(ran == std::this_thread::get_id());  // inline again
+    EXPECT_EQ(g.counters().inline_calls, 2u);
+    EXPECT_TRUE(mine.got.empty());
+  }
+}
+
+// At most max_inline calls run inline at once.
+TEST(LowerGateInline, PastMaxInlineCallsGoToTheWorkers) {
+  auto latch = std::make_shared<Latch>();
+  auto started = std::make_shared<Latch>();
+  LowerGate g({milliseconds(60000), 2, 4, 1});
+  g.Start();
+  std::thread first([&] {
+    Answers answers;
+    AnswerScope scope(answers.Fn());
+    EXPECT_TRUE(g.Run([latch, started] {
+      started->Open();
+      latch->Wait();
+    }, "slow").ok());
+    EXPECT_FALSE(scope.answered());
+  });
+  started->Wait();
+  Answers mine;
+  AnswerScope scope(mine.Fn());
+  std::thread::id ran;
+  ASSERT_TRUE(g.Run([&] { ran = std::this_thread::get_id(); }, "b").ok());
+  EXPECT_FALSE(ran == std::this_thread::get_id());
+  EXPECT_EQ(g.counters().inline_calls, 1u);
+  latch->Open();
+  first.join();
+  EXPECT_EQ(g.counters().timeouts, 0u);
+}
+
+// The caller's request interrupted: the watchdog answers Interrupted.
+TEST(LowerGateInline, AnInterruptedInlineCallIsAnswered) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(60000), 1, 4, 1});
+  g.Start();
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  CancelScope interruptible([started] { return started->load(); });
+  std::vector<Status> got;
+  AnswerScope scope([&](const Status& s) {
+    got.push_back(s);
+    latch->Open();
+  });
+  Status s = g.Run([latch, started] {
+    started->store(true);
+    latch->Wait();
+  }, "stat x");
+  EXPECT_EQ(s.code(), Code::kInterrupted) << s.ToString();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].code(), Code::kInterrupted);
+  EXPECT_TRUE(scope.answered());
+  EXPECT_EQ(g.counters().interrupts, 1u);
+  EXPECT_EQ(g.counters().timeouts, 0u);
+}
+
 }  // namespace
 }  // namespace epochfs::store
