@@ -124,7 +124,7 @@ class FilesystemImpl final : public Filesystem {
     return store::CancelScope([req] { return fuse_req_interrupted(req) != 0; });
   }
 
-  // Metadata requests (lookup, getattr, opendir, readdir) make their LOWER calls on
+  // Metadata requests (lookup, getattr, opendir) make their LOWER calls on
   // their own thread, and the gate's watchdog answers them if LOWER does not
   // (store/lower_gate.h, "Inline calls"): a cold lookup then costs no hand-off
   // between threads. After a failed LOWER call such a handler checks
@@ -395,8 +395,9 @@ class FilesystemImpl final : public Filesystem {
 
   static void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                             fuse_file_info* fi, bool plus) {
+    // Not Answerable: this holds the handle's lock around its LOWER call, and
+    // a call stuck past its answer would hold it for the next reader.
     const store::CancelScope interruptible = Interruptible(req);
-    const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     std::shared_ptr<OpenDir> dir = self.dirs_.Get(fi->fh);
     if (!dir) return (void)fuse_reply_err(req, EBADF);
@@ -404,7 +405,6 @@ class FilesystemImpl final : public Filesystem {
     if (plus && off >= 0) {
       if (auto v = self.inodes_.Get(ino); v && v->kind == NodeKind::kLower) {
         self.StatForPlus(req, v->path, *dir, size, off);
-        if (answerable.answered()) return;
       }
     }
     std::vector<char> buf(size);
