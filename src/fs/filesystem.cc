@@ -41,6 +41,10 @@ control::Caller CallerOf(fuse_req_t req) {
   return {c->uid, c->gid, c->pid};
 }
 
+// The first READDIRPLUS reply of a listing in the "auto" mix: room for a
+// dozen entries, and always for one of the longest name (ReadDirCommon).
+constexpr size_t kFirstPlusReplyBytes = 2048;
+
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
@@ -197,11 +201,13 @@ class FilesystemImpl final : public Filesystem {
     conn->max_background = self->cfg_.fuse.max_background;
     conn->congestion_threshold = conn->max_background * 3 / 4;
     // READDIRPLUS, by default in the kernel's "auto" mix (fuse.readdirplus):
-    // the first chunk of a listing comes with attributes, the rest only when
-    // the reader looked entries up, so `find -type f` or os.scandir over a
-    // million files costs names and types (d_type), not a million inodes in
-    // the kernel and a million lstat on LOWER. "always": every chunk, for
-    // walks that stat every entry (ls -l). A listing stats nothing itself; a
+    // a chunk comes with attributes only when the reader looked entries up
+    // since the last one, so `find -type f` or os.scandir over a million
+    // files costs names and types (d_type), not a million inodes in the
+    // kernel and a million lstat on LOWER (the first chunk, which the kernel
+    // always asks as READDIRPLUS, is answered short and bare: see
+    // ReadDirCommon). "always": every chunk, for walks that stat every entry
+    // after listing (find -printf %s, du). A listing stats nothing itself; a
     // readdirplus reply stats what it returns (StatForPlus).
     if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
     if ((conn->capable & FUSE_CAP_READDIRPLUS_AUTO) &&
@@ -328,7 +334,7 @@ class FilesystemImpl final : public Filesystem {
         std::string path = self.control_.Resolve(Join(v->path, n), who);
         auto vn = self.control_.Stat(path, who);
         if (!vn.ok()) continue;
-        dir->entries.push_back({n, self.VirtualAttr(0, vn.value()), NodeKind::kVirtual, path});
+        dir->AddWithAttrs(n, self.VirtualAttr(0, vn.value()), NodeKind::kVirtual, std::move(path));
       }
     } else {
       auto list = self.lower_.List(v->path);
@@ -336,20 +342,18 @@ class FilesystemImpl final : public Filesystem {
         if (answerable.answered()) return;
         return (void)fuse_reply_err(req, ToErrno(list.status()));
       }
+      dir->lower_path = v->path;
+      dir->entries.reserve(list.value().size() + 2);
       for (auto& e : list.value()) {
         if (ino == FUSE_ROOT_ID && e.name == kControlDirName) continue;  // shadowed
         if (ino == FUSE_ROOT_ID && self.spill_ && e.name == kSpillDirName) continue;
-        std::string path = Join(v->path, e.name);
-        struct stat st {};
-        st.st_mode = e.type;  // a plain readdir needs only the type
-        dir->entries.push_back({std::move(e.name), st, NodeKind::kLower, std::move(path), false});
+        dir->AddLower(std::move(e.name), e.type);  // a plain readdir needs only the type
       }
       if (ino == FUSE_ROOT_ID) {
-        dir->entries.push_back({kControlDirName,
-                                self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
-                                NodeKind::kVirtual, ""});
+        dir->AddWithAttrs(kControlDirName, self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
+                          NodeKind::kVirtual, "");
         if (self.spill_) {
-          dir->entries.push_back({kSpillDirName, self.spill_->RootAttr(), NodeKind::kSpill, ""});
+          dir->AddWithAttrs(kSpillDirName, self.spill_->RootAttr(), NodeKind::kSpill, "");
         }
       }
     }
@@ -374,7 +378,7 @@ class FilesystemImpl final : public Filesystem {
       const size_t len = fuse_add_direntry_plus(req, nullptr, 0, name, nullptr, 0);
       if (len > room) break;
       room -= len;
-      if (i >= 2 && !dir.entries[i - 2].have_st) {
+      if (i >= 2 && dir.entries[i - 2].attr == OpenDir::Attr::kNone) {
         want.push_back(i - 2);
         names.push_back(dir.entries[i - 2].name);
       }
@@ -383,13 +387,8 @@ class FilesystemImpl final : public Filesystem {
     auto stats = lower_.StatEntries(dir_path, names);
     if (!stats.ok()) return;  // attributes stay unknown; plain entries are still right
     for (size_t k = 0; k < want.size(); ++k) {
-      OpenDir::Entry& e = dir.entries[want[k]];
-      e.have_st = true;
-      if (stats.value()[k]) {
-        e.st = *stats.value()[k];
-      } else {
-        e.gone = true;
-      }
+      const auto& st = stats.value()[k];
+      dir.SetLowerStat(dir.entries[want[k]], st ? &*st : nullptr);
     }
   }
 
@@ -402,7 +401,18 @@ class FilesystemImpl final : public Filesystem {
     std::shared_ptr<OpenDir> dir = self.dirs_.Get(fi->fh);
     if (!dir) return (void)fuse_reply_err(req, EBADF);
     std::lock_guard dir_lock(dir->mu);
-    if (plus && off >= 0) {
+    // In the "auto" mix the kernel asks for attributes at the start of every
+    // listing, whoever reads it; after that only when the reader has looked
+    // entries up since the last chunk (its advice). So the first reply is
+    // short (kFirstPlusReplyBytes, a dozen entries) and carries no
+    // attributes: a walk that needs only names (find, os.walk, ImageFolder)
+    // pays no lstat and makes no kernel inode for them, and a reader that
+    // stats as it reads (ls -l, scandir + stat) has looked entries up by its
+    // next getdents, which then comes with attributes. Measured in
+    // docs/benchmarks.md ("Scale"): a cold find 2x faster, stat walks unchanged.
+    const bool bare = plus && off == 0 && self.cfg_.fuse.readdirplus == ReaddirPlus::kAuto;
+    if (bare) size = std::min(size, kFirstPlusReplyBytes);
+    if (plus && off >= 0 && !bare) {
       if (auto v = self.inodes_.Get(ino); v && v->kind == NodeKind::kLower) {
         self.StatForPlus(req, v->path, *dir, size, off);
       }
@@ -411,6 +421,7 @@ class FilesystemImpl final : public Filesystem {
     size_t used = 0;
     // Offsets: 1 = ".", 2 = "..", 3 + i = entry i.
     const size_t total = dir->entries.size() + 2;
+    std::string scratch;  // a lower entry's path, built in place
     for (size_t i = static_cast<size_t>(off); i < total; ++i) {
       const off_t next = static_cast<off_t>(i + 1);
       size_t len;
@@ -428,23 +439,24 @@ class FilesystemImpl final : public Filesystem {
         }
       } else {
         const OpenDir::Entry& ent = dir->entries[i - 2];
-        if (plus && (!ent.have_st || ent.gone)) {
+        if (plus && (bare || ent.attr != OpenDir::Attr::kHave)) {
           // No attributes (not statted, or gone): an entry the kernel only
           // lists (node id 0 in a readdirplus reply: "no attributes given").
           // Its d_ino must not be 0, which would hide it from readdir(3).
           fuse_entry_param e {};
-          e.attr.st_mode = ent.st.st_mode;
-          e.attr.st_ino = self.inodes_.Peek(ent.kind, ent.path);
+          e.attr.st_mode = ent.type;
+          e.attr.st_ino = self.inodes_.Peek(ent.kind, dir->PathOf(ent, scratch));
           if (e.attr.st_ino == 0) e.attr.st_ino = FUSE_ROOT_ID;
           len = fuse_add_direntry_plus(req, buf.data() + used, size - used, ent.name.c_str(), &e,
                                        next);
         } else if (plus) {
           // readdirplus hands the kernel a lookup on each entry it accepts.
           fuse_entry_param e {};
-          NodeView v = self.inodes_.Ref(ent.kind, ent.path, ent.st);
+          const struct stat& st = dir->attrs[ent.attr_index].st;
+          NodeView v = self.inodes_.Ref(ent.kind, dir->PathOf(ent, scratch), st);
           e.ino = v.ino;
           e.generation = v.generation;
-          e.attr = ent.kind == NodeKind::kLower ? Exposed(v.ino, ent.st) : ent.st;
+          e.attr = ent.kind == NodeKind::kLower ? Exposed(v.ino, st) : st;
           e.attr.st_ino = v.ino;
           double t = ent.kind != NodeKind::kLower ? 0.0 : self.entry_timeout_;
           e.attr_timeout = e.entry_timeout = t;
@@ -452,10 +464,11 @@ class FilesystemImpl final : public Filesystem {
                                        next);
           if (len > size - used) self.inodes_.Forget(v.ino, 1);
         } else {
-          struct stat st = ent.st;
+          struct stat st {};
+          st.st_mode = ent.type;  // fuse_add_direntry takes only the type and d_ino
           // d_ino 0 would hide the entry from readdir(3): give the inode
           // number when the node exists, else any non-zero number.
-          st.st_ino = self.inodes_.Peek(ent.kind, ent.path);
+          st.st_ino = self.inodes_.Peek(ent.kind, dir->PathOf(ent, scratch));
           if (st.st_ino == 0) st.st_ino = FUSE_ROOT_ID;
           len = fuse_add_direntry(req, buf.data() + used, size - used, ent.name.c_str(), &st,
                                   next);

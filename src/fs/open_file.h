@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,18 +33,62 @@ struct OpenFile {
 
 // What an open directory handle points at: a snapshot of the listing, so that
 // offsets stay valid while the directory changes underneath.
+//
+// Compact: a lower entry is its name, type and kind (48 bytes); its path is
+// the directory's plus the name, made when needed, and its attributes live in
+// `attrs` only once a readdirplus has taken its lstat (a plain readdir, which
+// `find` and os.scandir use, never makes them). Virtual and spill entries are
+// few and carry both from the start.
 struct OpenDir {
+  enum class Attr : uint8_t {
+    kNone,  // lower, not statted yet
+    kHave,  // attrs[attr_index] holds them
+    kGone,  // lower: not there when its lstat was taken
+  };
   struct Entry {
     std::string name;
-    struct stat st;   // lower: lstat once `have_st` (else only the type bits of st_mode, or 0);
-                      // virtual, spill: synthesised
-    NodeKind kind;
-    std::string path;  // child's lower or control path
-    bool have_st = true;
-    bool gone = false;  // lower: not there when its lstat was taken
+    mode_t type = 0;  // S_IF* bits; 0: unknown
+    NodeKind kind = NodeKind::kLower;
+    Attr attr = Attr::kNone;
+    uint32_t attr_index = 0;
   };
-  std::mutex mu;  // a readdirplus fills in lower entries' st as it reaches them
+  struct Attrs {
+    struct stat st;    // lower: its lstat; virtual, spill: synthesised
+    std::string path;  // virtual, spill: the child's path; lower: empty (see PathOf)
+  };
+
+  // Adds a lower entry with no attributes.
+  void AddLower(std::string name, mode_t type) {
+    entries.push_back({std::move(name), type, NodeKind::kLower, Attr::kNone, 0});
+  }
+  // Adds an entry whose attributes and path are known.
+  void AddWithAttrs(std::string name, const struct stat& st, NodeKind kind, std::string path) {
+    entries.push_back({std::move(name), st.st_mode & S_IFMT, kind, Attr::kHave,
+                       static_cast<uint32_t>(attrs.size())});
+    attrs.push_back({st, std::move(path)});
+  }
+  // Records a lower entry's lstat (nullptr: gone).
+  void SetLowerStat(Entry& e, const struct stat* st) {
+    if (!st) {
+      e.attr = Attr::kGone;
+      return;
+    }
+    e.attr = Attr::kHave;
+    e.attr_index = static_cast<uint32_t>(attrs.size());
+    attrs.push_back({*st, {}});
+  }
+  // The entry's path (lower: `lower_path`/name, built in `scratch`).
+  const std::string& PathOf(const Entry& e, std::string& scratch) const {
+    if (e.kind != NodeKind::kLower) return attrs[e.attr_index].path;
+    if (lower_path.empty()) return e.name;
+    scratch.assign(lower_path).append("/").append(e.name);
+    return scratch;
+  }
+
+  std::string lower_path;  // the directory's lower path ("" for the root)
+  std::mutex mu;  // a readdirplus fills in lower entries' attributes as it reaches them
   std::vector<Entry> entries;  // guarded by mu
+  std::vector<Attrs> attrs;    // guarded by mu
 };
 
 }  // namespace epochfs::fs

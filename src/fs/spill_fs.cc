@@ -189,7 +189,7 @@ void SpillFs::OpenDirectory(fuse_req_t req, const NodeView& v, fuse_file_info* f
     if (!a.ok()) continue;  // removed meanwhile
     if (v.path.empty() && MayTouch(req, a.value()) != 0) continue;  // another user's
     std::string shown = v.path.empty() ? std::string(VisibleName(e.name, CallerUid(req))) : e.name;
-    dir->entries.push_back({std::move(shown), ToStat(0, a.value()), NodeKind::kSpill, std::move(path)});
+    dir->AddWithAttrs(std::move(shown), ToStat(0, a.value()), NodeKind::kSpill, std::move(path));
   }
   fi->fh = dirs_.Add(std::move(dir));
   fi->cache_readdir = 0;

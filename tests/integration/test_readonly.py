@@ -138,6 +138,38 @@ class ReadOnlyViewTest(et.MountTestCase):
                 self.assertTrue(e.is_file(follow_symlinks=False), e.name)
         self.assertEqual(d.unmount(), 0)
 
+    def test_readdirplus_auto_stats_only_for_readers_that_stat(self):
+        # fuse.readdirplus = "auto" (the default): a walk that needs names and
+        # types only (find -type f, os.walk, ImageFolder) makes one listing on
+        # LOWER and no lstat of any entry; a reader that stats as it reads
+        # gets attributes in batches after the first short chunk, not one
+        # lookup per entry.
+        d = self.mount(self.lower)
+        os.stat(d.path("big"))  # the lookup of big/ itself
+        before = d.stats()["lower_calls"]
+        with os.scandir(d.path("big")) as it:
+            kinds = {e.name: e.is_file(follow_symlinks=False) for e in it}
+        self.assertEqual(sorted(kinds), sorted(os.listdir(os.path.join(self.lower, "big"))))
+        self.assertTrue(all(kinds.values()))
+        self.assertEqual(d.stats()["lower_calls"] - before, 1, "LOWER calls of a names-only "
+                         "listing of 2500 files (its one listing, no lstat)")
+        self.assertEqual(d.unmount(), 0)
+
+        d = self.mount(self.lower)
+        os.stat(d.path("big"))
+        before = d.stats()["lower_calls"]
+        sizes = {}
+        with os.scandir(d.path("big")) as it:
+            for e in it:
+                sizes[e.name] = os.lstat(e.path).st_size
+        calls = d.stats()["lower_calls"] - before
+        self.assertEqual(len(sizes), 2500)
+        for name, size in sizes.items():
+            self.assertEqual(size, os.lstat(os.path.join(self.lower, "big", name)).st_size)
+        self.assertLess(calls, 250, "LOWER calls of a listing of 2500 files that stats each "
+                        "entry as it reads (one per entry: no readdirplus after the first chunk)")
+        self.assertEqual(d.unmount(), 0)
+
     def test_listdir_exact(self):
         d = self.mount(self.lower)
         self.assertEqual(len(os.listdir(d.path("big"))), 2500, "entries listed in big/")
