@@ -121,8 +121,9 @@ struct Config {
     // Serve repeat reads of unchanged files from the kernel page cache (every
     // open still reaches the daemon, so every access is still seen).
     bool kernel_cache = true;
-    // "auto": the kernel's mix (attributes with a listing's first chunk, and
-    // with the rest once entries are looked up); "always": with every chunk.
+    // "auto": attributes with a chunk of a listing once the reader has looked
+    // entries up (the kernel's advice; the first chunk is answered short and
+    // without them); "always": with every chunk.
     ReaddirPlus readdirplus = ReaddirPlus::kAuto;
     bool operator==(const Fuse&) const = default;
   } fuse;
