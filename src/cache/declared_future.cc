@@ -101,7 +101,7 @@ Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
   DropRefs(*j);
   j->samples = std::move(samples);
   j->read.assign(j->n(), 0);
-  slot_of_.reserve(slot_of_.size() + j->n());
+  slot_of_.Reserve(slot_of_.size() + j->n());
   for (uint32_t s = 0; s < j->n(); ++s) AddRef(Touch(j->samples[s].object, now_), {j->index, s});
   Refresh(*j);
   return Status::Ok();
@@ -197,24 +197,24 @@ Status DeclaredFuture::EndJob(JobId id) {
 
 uint32_t DeclaredFuture::Touch(ObjectId object, uint64_t now_ns, uint64_t size) {
   now_ = std::max(now_, now_ns);
-  auto [it, fresh] = slot_of_.try_emplace(object, static_cast<uint32_t>(slot_objects_.size()));
+  const auto [slot, fresh] = slot_of_.Insert(object, static_cast<uint32_t>(slot_objects_.size()));
   if (fresh) {
     slot_objects_.push_back(object);
     first_ref_.push_back(Ref{});
     slot_size_.push_back(0);
   }
-  uint64_t& known = slot_size_[it->second];
+  uint64_t& known = slot_size_[slot];
   if (size != 0 && size != known) {
     if (known == 0) ++loaded_size_n_;
     loaded_size_sum_ = loaded_size_sum_ - known + size;
     known = size;
   }
-  return it->second;
+  return slot;
 }
 
 size_t DeclaredFuture::Slot(ObjectId object) const {
-  auto it = slot_of_.find(object);
-  return it == slot_of_.end() ? slot_objects_.size() : it->second;
+  const uint32_t slot = slot_of_.Find(object);
+  return slot == SlotIndex::kNone ? slot_objects_.size() : slot;
 }
 
 void DeclaredFuture::AddRef(size_t slot, Ref r) {
@@ -227,7 +227,7 @@ void DeclaredFuture::AddRef(size_t slot, Ref r) {
 
 void DeclaredFuture::DropRefs(const Job& j) {
   for (const SampleRef& s : j.samples) {
-    const uint32_t slot = slot_of_.at(s.object);
+    const uint32_t slot = slot_of_.Find(s.object);
     auto [b, e] = more_refs_.equal_range(slot);
     for (auto it = b; it != e;) {
       it = it->second.index == j.index ? more_refs_.erase(it) : std::next(it);
@@ -291,7 +291,7 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
 }
 
 bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
-  auto sit = slot_of_.find(object);
+  const uint32_t slot = slot_of_.Find(object);
   bool found = false;
   uint64_t best = 0;
   // Spread next-epoch places (UseOf) unless several jobs' next orders hold
@@ -299,14 +299,14 @@ bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
   // ranks of a distributed run share the objects, but each epoch's shards are
   // disjoint: one next order holds each, and its place is spread.
   bool spread = true;
-  if (sit != slot_of_.end() && more_refs_.count(sit->second) != 0) {
+  if (slot != SlotIndex::kNone && more_refs_.count(slot) != 0) {
     int declaring = 0;
     auto next_holds = [&](const Ref& r) {
       const Job* j = by_index_[r.index];
       if (j != nullptr && !j->pos_next.empty() && j->pos_next[r.sample] != kAbsent) ++declaring;
     };
-    next_holds(first_ref_[sit->second]);
-    auto [b, e] = more_refs_.equal_range(sit->second);
+    next_holds(first_ref_[slot]);
+    auto [b, e] = more_refs_.equal_range(slot);
     for (auto it = b; it != e; ++it) next_holds(it->second);
     spread = declaring <= 1;
   }
@@ -322,9 +322,9 @@ bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
       *out = u;
     }
   };
-  if (sit != slot_of_.end() && first_ref_[sit->second].index != 0) {
-    consider(first_ref_[sit->second]);
-    auto [b, e] = more_refs_.equal_range(sit->second);
+  if (slot != SlotIndex::kNone && first_ref_[slot].index != 0) {
+    consider(first_ref_[slot]);
+    auto [b, e] = more_refs_.equal_range(slot);
     for (auto it = b; it != e; ++it) consider(it->second);
   }
   if (!found) *out = Use{0, kMax - now_};  // unclaimed: least recently used first
@@ -364,7 +364,7 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   int64_t s = a.sample;
   if (s < 0 || static_cast<uint64_t>(s) >= j->n() || j->samples[s].object != a.object) {
     s = -1;  // find it in the job's list
-    const uint32_t slot = slot_of_.at(a.object);
+    const uint32_t slot = slot_of_.Find(a.object);
     if (first_ref_[slot].index == j->index) s = first_ref_[slot].sample;
     auto [b, e] = more_refs_.equal_range(slot);
     for (auto it = b; it != e && s < 0; ++it) {
@@ -413,7 +413,7 @@ void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)
       *passable = false;
       if (skip && skip(r.object)) return;
       uint64_t size = r.size;
-      if (size == 0) size = slot_size_[slot_of_.at(r.object)];
+      if (size == 0) size = slot_size_[slot_of_.Find(r.object)];
       if (size == 0 && loaded_size_n_ != 0) size = loaded_size_sum_ / loaded_size_n_;
       out->push_back({r.object, size, j.spec.id, s});
       ++found;
@@ -436,16 +436,16 @@ void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)
 
 void DeclaredFuture::Evicted(const std::vector<ObjectId>& objects) {
   for (ObjectId o : objects) {
-    auto sit = slot_of_.find(o);
-    if (sit == slot_of_.end()) continue;
+    const uint32_t slot = slot_of_.Find(o);
+    if (slot == SlotIndex::kNone) continue;
     auto back = [&](const Ref& r) {
       Job* j = r.index < by_index_.size() ? by_index_[r.index] : nullptr;
       if (j == nullptr || j->pos_cur.empty() || j->pos_cur[r.sample] == kAbsent) return;
       if (j->read[r.sample] == j->epoch + 1) return;  // read already: not ahead
       j->ahead = std::min<size_t>(j->ahead, j->pos_cur[r.sample]);
     };
-    if (first_ref_[sit->second].index != 0) back(first_ref_[sit->second]);
-    auto [b, e] = more_refs_.equal_range(sit->second);
+    if (first_ref_[slot].index != 0) back(first_ref_[slot]);
+    auto [b, e] = more_refs_.equal_range(slot);
     for (auto it = b; it != e; ++it) back(it->second);
   }
 }

@@ -34,6 +34,7 @@
 
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy.h"
+#include "epochfs/cache/slot_index.h"
 
 namespace epochfs::cache {
 
@@ -103,7 +104,7 @@ class DeclaredFuture final : public Future {
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::vector<Job*> by_index_{nullptr};  // index 0: unclaimed
   std::vector<uint32_t> free_indices_;
-  std::unordered_map<ObjectId, uint32_t> slot_of_;
+  SlotIndex slot_of_;
   std::vector<ObjectId> slot_objects_;
   std::vector<Ref> first_ref_;                       // by slot
   std::vector<uint64_t> slot_size_;                  // by slot: size last loaded, 0: unknown
