@@ -12,11 +12,16 @@
 #      files/s for each and the ratio epochfs/tmpfs (1.00 = as fast as tmpfs).
 #   2. One BIG_MIB MiB file (default 512), read through the mount (hot) vs
 #      tmpfs: MB/s and ratio.
+#   3. The FUSE floor for step 1: libfuse's own example passthrough_ll
+#      (built from libfuse3-dev's examples when gcc has them; PLL=0 skips),
+#      mounted over the same files with cache=always (the kernel keeps pages
+#      across opens, as epochfs' kernel_cache), read hot the same way: a FUSE
+#      filesystem that does nothing but pass opens through.
 # Both sides read hot data: tmpfs from RAM, epochfs from its RAM tier (or the
 # kernel page cache, if the daemon uses it). The machine is noisy: compare the
 # ratios of one run, not absolute numbers across runs.
 #
-# Environment: N, SIZE_KIB, REPEATS, BIG_MIB, THREADS ("1 2 4"),
+# Environment: N, SIZE_KIB, REPEATS, BIG_MIB, THREADS ("1 2 4"), PLL (0: no floor),
 #              EPOCHFS_BIN, READFILES_BIN, EPOCHFS_OPTS (extra -o options).
 # Cleans up (unmount, kill, remove the tmpfs dir) on any exit.
 set -euo pipefail
@@ -39,12 +44,16 @@ die() { echo "read_bench: $*" >&2; exit 1; }
 WORK=$(mktemp -d /dev/shm/epochfs-bench.XXXXXX)
 LOWER=$WORK/lower
 MNT=$WORK/mnt
+PLL_MNT=$WORK/pll-mnt
 LOG=$WORK/epochfs.log
 DAEMON_PID=
-mkdir -p "$LOWER/small" "$LOWER/big" "$MNT"
+mkdir -p "$LOWER/small" "$LOWER/big" "$MNT" "$PLL_MNT"
 
 cleanup() {
   local rc=$?
+  if grep -qs " $PLL_MNT fuse" /proc/mounts; then
+    fusermount3 -u "$PLL_MNT" 2>/dev/null || fusermount3 -uz "$PLL_MNT" 2>/dev/null || true
+  fi
   if grep -qs " $MNT fuse" /proc/mounts; then
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || true
   fi
@@ -124,6 +133,28 @@ printf '%-8s %14s %14s %10s\n' "" tmpfs_MB/s epochfs_MB/s ratio
 printf '%-8s %14.1f %14.1f %10s\n' "" "$tm" "$em" "$(ratio "$em" "$tm")"
 echo "bytes read from LOWER during the hot large-file runs: $((lower_after - lower_before))" \
   "($([[ $lower_after -eq $lower_before ]] && echo 'served from the cache' || echo 'NOT served from the cache'))"
+
+# --- the FUSE floor: libfuse's passthrough_ll ----------------------------------
+PLL_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
+if [[ ${PLL:-1} != 0 && -r $PLL_SRC ]] && command -v gcc > /dev/null &&
+   gcc -O2 "$PLL_SRC" -o "$WORK/passthrough_ll" $(pkg-config --cflags --libs fuse3) 2> /dev/null &&
+   "$WORK/passthrough_ll" -o "source=$LOWER,cache=always" "$PLL_MNT"; then
+  sed "s|^|$PLL_MNT/small/|" "$WORK/names" > "$WORK/list.pll"
+  "$READFILES" -q -t 2 -r 1 "$WORK/list.pll" > /dev/null || die "passthrough_ll warm-up failed"
+  echo
+  echo "the FUSE floor: libfuse passthrough_ll (cache=always) over the same small files, hot"
+  printf '%-8s %14s %14s %14s %12s\n' threads tmpfs_files/s pll_files/s epochfs_files/s epochfs/pll
+  for t in $THREADS; do
+    read -r tf _ < <(run "$WORK/list.tmpfs" "$t" "$REPEATS")
+    read -r pf _ < <(run "$WORK/list.pll" "$t" "$REPEATS")
+    read -r ef _ < <(run "$WORK/list.mnt" "$t" "$REPEATS")
+    printf '%-8s %14.0f %14.0f %14.0f %12s\n' "$t" "$tf" "$pf" "$ef" "$(ratio "$ef" "$pf")"
+  done
+  fusermount3 -u "$PLL_MNT"
+else
+  echo
+  echo "the FUSE floor: skipped (PLL=0, or no gcc or libfuse3-dev example to build passthrough_ll)"
+fi
 
 echo
 echo "epochfs stats: $(tr -d '\n' < "$MNT/.epochfs/stats")"
