@@ -22,6 +22,7 @@ const char* CodeName(Code c) {
     case Code::kNotDirectory: return "NotDirectory";
     case Code::kTimedOut: return "TimedOut";
     case Code::kInterrupted: return "Interrupted";
+    case Code::kStale: return "Stale";
   }
   return "Unknown";
 }

@@ -24,6 +24,7 @@ int ToErrno(const Status& s) {
     case Code::kNotDirectory: return ENOTDIR;
     case Code::kTimedOut: return ETIMEDOUT;
     case Code::kInterrupted: return EINTR;
+    case Code::kStale: return ESTALE;
   }
   return EIO;
 }

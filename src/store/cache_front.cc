@@ -158,12 +158,31 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (!fst.ok()) return fail(fst.status());
   const struct stat st = fst.value();
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
+  const bool block = req.length != 0;
   // A samples list gives no sizes: a prefetch may name a file too large to
-  // cache (a reader's open streams those and never gets here).
-  if (prefetch && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {
+  // cache whole (a reader's open reads those in blocks).
+  if (prefetch && !block && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {
     return InvalidArgument(req.rel + ": larger than the largest cached object");
   }
-  auto data = lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
+  if (block && VersionOf(st) != req.version) {
+    return Stale(req.rel + ": changed on LOWER while open (its blocks would mix versions)");
+  }
+  // A block: what the version's size leaves of [offset, offset + length).
+  const uint64_t want =
+      block ? std::min(req.length, req.version.size - std::min(req.offset, req.version.size)) : 0;
+  auto data = block ? lower_.ReadAt(fd.value().get(), want, req.offset)
+                    : lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
+  if (data.ok() && block) {
+    if (data.value().size() != want) {
+      return Stale(req.rel + ": shorter on LOWER than when it was opened");
+    }
+    // Written to during the read (its mtime moved): those bytes may mix.
+    auto after = lower_.FStat(fd.value().get());
+    if (!after.ok()) return fail(after.status());
+    if (VersionOf(after.value()) != req.version) {
+      return Stale(req.rel + ": changed on LOWER while a block of it was read");
+    }
+  }
   if (!data.ok()) {
     log::Warn(req.rel + ": " + data.status().message());
     return fail(data.status());

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <chrono>
+#include <string>
 
 #include "epochfs/common/hash.h"
 
@@ -27,6 +28,14 @@ uint64_t IdSeed() {
 }  // namespace
 
 cache::ObjectId ObjectIdOf(std::string_view rel) { return SeededHash(rel.data(), rel.size(), IdSeed()); }
+
+cache::ObjectId BlockIdOf(std::string_view rel, uint64_t index) {
+  // rel, a NUL (which no path holds) and the index: never a file's own key.
+  std::string key(rel);
+  key.push_back('\0');
+  for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>(index >> (8 * i)));
+  return SeededHash(key.data(), key.size(), IdSeed());
+}
 
 Version VersionOf(const struct stat& st) {
   return {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,

@@ -31,6 +31,7 @@ enum class Code : uint8_t {
   kNotDirectory,  // a path component or operand is not a directory (ENOTDIR)
   kTimedOut,      // LOWER did not answer within lower.timeout (ETIMEDOUT)
   kInterrupted,   // the request was interrupted (EINTR)
+  kStale,         // the file changed under an open that reads it in parts (ESTALE)
 };
 
 const char* CodeName(Code c);
@@ -63,6 +64,7 @@ inline Status NoSpace(std::string m) { return {Code::kNoSpace, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status IsDirectory(std::string m) { return {Code::kIsDirectory, std::move(m)}; }
 inline Status NotDirectory(std::string m) { return {Code::kNotDirectory, std::move(m)}; }
+inline Status Stale(std::string m) { return {Code::kStale, std::move(m)}; }
 
 // Result<T> holds either a T or a non-OK Status.
 // REQUIRES: value() only when ok(); status() is OK when a value is held.

@@ -1,14 +1,15 @@
-// CacheFront: serves whole dataset objects through the RAM tier.
+// CacheFront: serves dataset objects through the RAM tier.
 //
-// Get() returns the bytes of one lower file: from the RAM store on a hit, else
-// loaded from Lower. N concurrent Gets of one missing object cause exactly one
+// Get() returns the bytes of one lower file, or of one block of it (a file
+// too large to cache whole): from the RAM store on a hit, else loaded from
+// Lower. N concurrent Gets of one missing object cause exactly one
 // lower read (single flight); the others wait for it. Prefetch() loads an
 // object ahead of its read, as the policy's PrefetchHints() ask; a Get of an
 // object being prefetched joins that load (it is never read twice), and is
 // reported to the policy as its read once the bytes are in. Every access is reported
 // to the Policy and its Decision applied to the store (evictions first, then
-// admission). Objects too large to cache (see max_object_bytes()) are not
-// loaded here: the caller streams them from Lower.
+// admission). A file larger than max_object_bytes() is asked for in blocks
+// (GetRequest::length), each an object of its own (store::BlockIdOf).
 //
 // The RAM store and the policy agree: the store changes only under policy_mu_
 // (every insert and erase follows a Decision or a drop the policy hears of),
@@ -44,6 +45,10 @@ struct GetRequest {
   Version version;           // the version the caller expects (from its stat)
   cache::JobId job = cache::kNoJob;
   int64_t sample = -1;
+  // A block: bytes [offset, offset + length) of the file (the last block
+  // ends at the file's end). 0: the whole file.
+  uint64_t offset = 0;
+  uint64_t length = 0;
 };
 
 struct CacheCounters {
@@ -73,8 +78,10 @@ class CacheFront {
   CacheFront& operator=(const CacheFront&) = delete;
 
   // The object's bytes. REQUIRES: the object is a regular file no larger than
-  // max_object_bytes(). A resident object whose version differs from
-  // req.version is dropped and reloaded.
+  // max_object_bytes(), or a block of one (req.length > 0). A resident object
+  // whose version differs from req.version is dropped and reloaded. A block is
+  // only ever of req.version: Stale when the file on LOWER is another version
+  // now (its blocks are never mixed), or shorter than the block's end.
   Result<ObjectRef> Get(const GetRequest& req);
   // Loads `req.id` ahead of any read (req.version is ignored: the object
   // takes the version it has on LOWER) and reports it with

@@ -1,4 +1,5 @@
-// Object: the immutable bytes of one whole dataset file, as held in RAM.
+// Object: the immutable bytes of one whole dataset file, or of one block of
+// a file too large to cache whole, as held in RAM.
 //
 // Objects are shared, read-only, and reference-counted: a reader keeps its
 // ObjectRef for the life of its open file, so eviction never frees bytes that
@@ -41,6 +42,11 @@ using ObjectRef = std::shared_ptr<const Object>;
 // of each file (the file is checked at its first load); the id survives FUSE
 // forgetting the inode. Two hard links to one file are two objects.
 cache::ObjectId ObjectIdOf(std::string_view rel);
+// The id of block `index` (bytes [index·B, (index+1)·B) for the block size B)
+// of the lower file at `rel`: a file too large to cache whole is cached in
+// blocks, each an object of its own to the policy and the RAM store. Seeded as
+// ObjectIdOf, and never the id of a file's whole object (the key holds a NUL).
+cache::ObjectId BlockIdOf(std::string_view rel, uint64_t index);
 // The version of a lower file.
 Version VersionOf(const struct stat& st);
 

@@ -490,5 +490,73 @@ TEST(CacheFront, VanishedFileIsNotFoundAndCounted) {
   EXPECT_EQ(f.cache->ram().used(), 0u);
 }
 
+// Blocks of a file too large to cache whole: each an object of its own,
+// exactly its range of the file, the last one short.
+TEST(CacheFront, BlocksHoldTheirRangeAndTheLastIsShort) {
+  Front f(1 << 20);
+  const std::string want = f.dir.Write("big", 10'000, 3);
+  const uint64_t b = 4096;
+  GetRequest whole = f.Req("big", 0);
+  std::string got;
+  for (uint64_t k = 0; k * b < want.size(); ++k) {
+    GetRequest g = whole;
+    g.id = BlockIdOf("big", k);
+    g.offset = k * b;
+    g.length = b;
+    auto r = f.cache->Get(g);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r.value()->data.size(), std::min<uint64_t>(b, want.size() - k * b));
+    got.append(r.value()->data.begin(), r.value()->data.end());
+    auto again = f.cache->Get(g);  // resident now: a hit, the same bytes
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again.value().get(), r.value().get());
+  }
+  EXPECT_EQ(got, want);
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.misses, 3u);
+  EXPECT_EQ(c.hits, 3u);
+  EXPECT_EQ(c.bytes_read_lower, want.size());
+  EXPECT_EQ(f.cache->ram().used(), want.size());
+  EXPECT_EQ(f.cache->ram().objects(), 3u);
+  EXPECT_NE(BlockIdOf("big", 0), ObjectIdOf("big"));
+  EXPECT_NE(BlockIdOf("big", 0), BlockIdOf("big", 1));
+}
+
+// A block of another version than the open's is Stale, never served: not a
+// resident one of the old version, not a fresh one of the new.
+TEST(CacheFront, BlocksOfAChangedFileAreStale) {
+  Front f(1 << 20);
+  const std::string old_bytes = f.dir.Write("big", 10'000, 3);
+  GetRequest g = f.Req("big", BlockIdOf("big", 0));
+  g.length = 4096;
+  ASSERT_TRUE(f.cache->Get(g).ok());
+  GetRequest g1 = g;
+  g1.id = BlockIdOf("big", 1);
+  g1.offset = 4096;
+  ::usleep(10'000);  // another mtime
+  f.dir.Write("big", 10'000, 4);
+  auto r = f.cache->Get(g1);  // not resident: loaded, and the file is another version
+  EXPECT_EQ(r.status().code(), Code::kStale);
+  // The block read before the change is still of the opened version: served.
+  auto r0 = f.cache->Get(g);
+  ASSERT_TRUE(r0.ok());
+  EXPECT_EQ(std::string(r0.value()->data.begin(), r0.value()->data.end()),
+            old_bytes.substr(0, 4096));
+  // A new open (the new version) drops the old block and reads the new bytes.
+  GetRequest fresh = f.Req("big", BlockIdOf("big", 0));
+  fresh.length = 4096;
+  auto r2 = f.cache->Get(fresh);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_NE(std::string(r2.value()->data.begin(), r2.value()->data.end()),
+            old_bytes.substr(0, 4096));
+  EXPECT_EQ(f.cache->counters().invalidations, 1u);
+  // Shorter than the opened version: Stale too.
+  f.dir.Write("big", 5'000, 5);
+  GetRequest tail = fresh;
+  tail.id = BlockIdOf("big", 1);
+  tail.offset = 4096;
+  EXPECT_EQ(f.cache->Get(tail).status().code(), Code::kStale);
+}
+
 }  // namespace
 }  // namespace epochfs::store
