@@ -176,6 +176,15 @@ const KeyDesc kKeys[] = {
      }},
     {"cache.prefetch", OptKind::kInteger, "integer 0..64",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->cache.prefetch); }},
+    {"cache.block_size", OptKind::kString,
+     R"(0, or bytes 64KiB..1GiB, a multiple of 4KiB ("4MiB", integer))",
+     [](Config* c, const Raw& v) {
+       uint64_t b = 0;
+       if (!SetBytes(v, 0, &b)) return false;
+       if (b != 0 && (b < (64u << 10) || b > (1u << 30) || b % 4096 != 0)) return false;
+       c->cache.block_size = b;
+       return true;
+     }},
     {"cache.memory_margin", OptKind::kString, R"(bytes ("512MiB", integer) or a percentage ("5%"))",
      [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.memory_margin); }},
     {"cache.memory_min", OptKind::kString, R"(bytes ("64MiB", integer) or a percentage ("1%"))",

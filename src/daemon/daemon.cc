@@ -118,7 +118,8 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
                        " open(s) of files larger than max_object_bytes (" +
                        std::to_string(cf.max_object_bytes()) +
                        ": a quarter of cache.memory, at most 1 GiB) read them from LOWER "
-                       "uncached (streamed_bytes); a larger cache.memory caches them");
+                       "uncached (streamed_bytes): cache.block_size = 0; a block size "
+                       "caches them in blocks");
   }
   cf.ReadPolicy([&](const cache::Policy& p) {
     j["pool"] = p.pool_bytes();

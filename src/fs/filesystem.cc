@@ -3,6 +3,7 @@
 
 #include <fuse_lowlevel.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "epochfs/common/log.h"
+#include "block_reader.h"
 #include "callback_guard.h"
 #include "user_budget.h"
 #include "errno_map.h"
@@ -523,6 +525,9 @@ class FilesystemImpl final : public Filesystem {
     auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
+      if (self.cfg_.cache.block_size != 0) {
+        return self.OpenBlocks(req, ino, v->path, st, ctx->uid, fi);
+      }
       if (int err = self.lower_budget_.Open(ctx->uid)) return (void)fuse_reply_err(req, err);
       auto fd = self.lower_.OpenFile(v->path);
       if (!fd.ok()) {
@@ -572,6 +577,44 @@ class FilesystemImpl final : public Filesystem {
     fuse_reply_open(req, fi);
   }
 
+  // A file too large to cache whole, read in blocks (block_reader.h).
+  // Counted per user as a streamed file is (limits.lower_files_per_user): the
+  // block an open holds may have left the budget.
+  void OpenBlocks(fuse_req_t req, fuse_ino_t ino, const std::string& rel, const struct stat& st,
+                  uid_t uid, fuse_file_info* fi) {
+    if (int err = lower_budget_.Open(uid)) return (void)fuse_reply_err(req, err);
+    auto file = std::make_shared<OpenFile>();
+    file->kind = OpenFile::Kind::kBlocks;
+    file->writer = uid;
+    file->path = rel;
+    file->version = store::VersionOf(st);
+    file->block_size = EffectiveBlockSize(cfg_.cache.block_size, cache_.max_object_bytes());
+    // Block 0 now: a file changed since the kernel took its attributes is
+    // Stale here (ESTALE: the kernel looks it up again, as for a whole
+    // object's open), and the first read finds its bytes in hand.
+    auto first = BlockOf(cache_, *file, 0);
+    if (!first.ok()) {
+      lower_budget_.Close(uid, 0);
+      return (void)fuse_reply_err(req, ToErrno(first.status()));
+    }
+    RememberBlock(ino, *file, 0, first.value());
+    fi->fh = files_.Add(std::move(file));
+    fi->noflush = 1;
+    // The kernel's pages of the file are dropped at each open, so that every
+    // block read reaches the policy; a block that leaves the RAM tier drops
+    // its range from the kernel too (RememberBlock).
+    fi->keep_cache = 0;
+    fuse_reply_open(req, fi);
+  }
+
+  // The kernel now holds pages of block `index` of `ino`: dropped when the
+  // block leaves the RAM tier (if it is resident at all).
+  void RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t index,
+                     const store::ObjectRef& block) {
+    if (!cfg_.fuse.kernel_cache || cache_.ram().Find(block->id) != block) return;
+    kernel_cache_.Remember(block->id, ino, index * f.block_size, block->data.size());
+  }
+
   void OpenVirtual(fuse_req_t req, const NodeView& v, fuse_file_info* fi, int acc) {
     if (v.detached) return (void)fuse_reply_err(req, ENOENT);
     auto vn = control_.Stat(v.path, CallerOf(req));
@@ -616,7 +659,7 @@ class FilesystemImpl final : public Filesystem {
     });
   }
 
-  static void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off,
+  static void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                    fuse_file_info* fi) {
     const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
@@ -631,6 +674,18 @@ class FilesystemImpl final : public Filesystem {
     switch (f->kind) {
       case OpenFile::Kind::kObject:
         return slice(f->object->data.data(), f->object->data.size());
+      case OpenFile::Kind::kBlocks: {
+        auto got = ReadBlocks(self.cache_, *f, size, static_cast<uint64_t>(off));
+        if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));
+        if (got.value().empty()) return (void)fuse_reply_buf(req, nullptr, 0);
+        std::vector<iovec> iov;
+        iov.reserve(got.value().size());
+        for (const BlockSlice& piece : got.value()) {
+          iov.push_back({const_cast<char*>(piece.data), piece.len});
+          self.RememberBlock(ino, *f, piece.index, piece.block);
+        }
+        return (void)fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+      }
       case OpenFile::Kind::kVirtualRead:
         return slice(f->content.data(), f->content.size());
       case OpenFile::Kind::kVirtualWrite: {
@@ -710,7 +765,8 @@ class FilesystemImpl final : public Filesystem {
       self.control_budget_.Close(f->writer, f->content.size());
     } else if (f != nullptr && f->kind == OpenFile::Kind::kSpill) {
       self.spill_budget_.Close(f->writer, 0);
-    } else if (f != nullptr && f->kind == OpenFile::Kind::kStream) {
+    } else if (f != nullptr &&
+               (f->kind == OpenFile::Kind::kStream || f->kind == OpenFile::Kind::kBlocks)) {
       self.lower_budget_.Close(f->writer, 0);
     }
     self.files_.Remove(fi->fh);
@@ -885,7 +941,8 @@ class FilesystemImpl final : public Filesystem {
   UserBudget control_budget_;
   DescriptorPool descriptors_;  // held by users' open spill and streamed files, all users
   UserBudget spill_budget_;  // spill files open, per user
-  UserBudget lower_budget_;  // streamed dataset files open (a lower descriptor each), per user
+  UserBudget lower_budget_;  // dataset files open in blocks or streamed (a lower descriptor
+                             // each), per user
   std::unique_ptr<SpillFs> spill_;  // null without a spill area (set before serving)
   fuse_lowlevel_ops ops_;
 };

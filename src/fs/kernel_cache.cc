@@ -21,18 +21,19 @@ void KernelCacheInvalidator::Stop() {
   queue_.clear();
 }
 
-void KernelCacheInvalidator::Remember(cache::ObjectId id, fuse_ino_t ino) {
+void KernelCacheInvalidator::Remember(cache::ObjectId id, fuse_ino_t ino, uint64_t off,
+                                      uint64_t len) {
   std::lock_guard lock(mu_);
-  inode_of_[id] = ino;
+  pages_of_[id] = Pages{ino, off, len};
 }
 
 void KernelCacheInvalidator::Dropped(cache::ObjectId id) {
   {
     std::lock_guard lock(mu_);
-    auto it = inode_of_.find(id);
-    if (it == inode_of_.end()) return;
+    auto it = pages_of_.find(id);
+    if (it == pages_of_.end()) return;
     if (se_ != nullptr && !stop_) queue_.push_back(it->second);
-    inode_of_.erase(it);
+    pages_of_.erase(it);
   }
   cv_.notify_one();
 }
@@ -42,12 +43,13 @@ void KernelCacheInvalidator::Loop() {
   while (true) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    fuse_ino_t ino = queue_.front();
+    const Pages p = queue_.front();
     queue_.pop_front();
     fuse_session* se = se_;
     lock.unlock();
     // ENOENT: the kernel already forgot the inode, nothing is cached.
-    fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+    fuse_lowlevel_notify_inval_inode(se, p.ino, static_cast<off_t>(p.off),
+                                     static_cast<off_t>(p.len));
     lock.lock();
   }
 }

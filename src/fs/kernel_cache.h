@@ -13,6 +13,7 @@
 #include <fuse_lowlevel.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -33,20 +34,27 @@ class KernelCacheInvalidator {
   void Start(fuse_session* se);
   // Stops the worker; queued drops are discarded. Idempotent.
   void Stop();
-  // `ino` was opened with the bytes of `id`.
-  void Remember(cache::ObjectId id, fuse_ino_t ino);
-  // The RAM tier dropped `id`: drop the kernel's pages of its inode.
+  // `ino` was opened with the bytes of `id` (a whole file); or its bytes
+  // [off, off + len) were read from block `id` (len > 0).
+  void Remember(cache::ObjectId id, fuse_ino_t ino, uint64_t off = 0, uint64_t len = 0);
+  // The RAM tier dropped `id`: drop the kernel's pages of its inode (of the
+  // block's range only, for a block).
   void Dropped(cache::ObjectId id);
 
  private:
+  struct Pages {
+    fuse_ino_t ino = 0;
+    uint64_t off = 0;
+    uint64_t len = 0;  // 0: the whole inode
+  };
   void Loop();
 
   std::mutex mu_;
   std::condition_variable cv_;
   fuse_session* se_ = nullptr;                               // guarded by mu_
   bool stop_ = false;                                        // guarded by mu_
-  std::deque<fuse_ino_t> queue_;                             // guarded by mu_
-  std::unordered_map<cache::ObjectId, fuse_ino_t> inode_of_;  // guarded by mu_
+  std::deque<Pages> queue_;                             // guarded by mu_
+  std::unordered_map<cache::ObjectId, Pages> pages_of_;  // guarded by mu_
   std::thread worker_;
 };
 

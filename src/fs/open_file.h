@@ -19,15 +19,18 @@ namespace epochfs::fs {
 
 // What an open file handle (fi->fh) points at.
 struct OpenFile {
-  enum class Kind { kObject, kStream, kVirtualRead, kVirtualWrite, kSpill } kind;
-  store::ObjectRef object;  // kObject
+  enum class Kind { kObject, kBlocks, kStream, kVirtualRead, kVirtualWrite, kSpill } kind;
+  store::ObjectRef object;  // kObject: the file; kBlocks: the block last read (guarded by mu)
+  uint64_t block_index = 0; // kBlocks: object's index (guarded by mu)
+  uint64_t block_size = 0;  // kBlocks
+  store::Version version;   // kBlocks: the version opened (every block is of it)
   UniqueFd fd;              // kStream
-  std::string path;         // kVirtual*: control path
+  std::string path;         // kVirtual*: control path; kBlocks: lower path
   std::string content;      // kVirtualRead: snapshot; kVirtualWrite: buffer
-  std::mutex mu;            // kVirtualWrite: guards content
+  std::mutex mu;            // kVirtualWrite: guards content; kBlocks: object, block_index
   bool dirty = false;       // kVirtualWrite: written since the last flush
   bool append = false;      // kVirtualWrite, kSpill: opened O_APPEND
-  uid_t writer = 0;         // kVirtualWrite, kSpill, kStream: who opened it (UserBudget)
+  uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };
 

@@ -595,8 +595,8 @@ class SpillLimitsTest(et.MountTestCase):
 
 
 class LowerFilesLimitTest(et.MountTestCase):
-    """Dataset files too large for the cache are streamed from LOWER, a
-    descriptor each in the daemon: at most limits.lower_files_per_user open
+    """Dataset files too large for the cache are streamed from LOWER under
+    cache.block_size = 0, a descriptor each in the daemon: at most limits.lower_files_per_user open
     per user (EMFILE past it), root unbounded, the bytes exact."""
 
     def test_streamed_files_per_user(self):
@@ -608,7 +608,7 @@ class LowerFilesLimitTest(et.MountTestCase):
             data[i] = et.det_bytes(400 * KiB, 30 + i)  # > 1 MiB / 4: streamed
             et.write_file(os.path.join(lower, "big%d" % i), data[i])
             os.chmod(os.path.join(lower, "big%d" % i), 0o644)
-        d = self.mount(lower, opts=["allow_other", "cache.memory=1MiB",
+        d = self.mount(lower, opts=["allow_other", "cache.memory=1MiB", "cache.block_size=0",
                                     "limits.lower_files_per_user=2"])
 
         def hold():

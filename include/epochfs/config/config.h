@@ -50,6 +50,11 @@ struct Config {
     // cache.prefetch: LOWER reads in flight loading what the jobs declared
     // they read next (the "future" policy's hints); 0: no prefetch.
     uint32_t prefetch = 4;
+    // cache.block_size: a file larger than the largest object cached whole (a
+    // quarter of the budget, at most 1 GiB) is cached in blocks of this many
+    // bytes, each under the policy as an object of its own; 0: such files are
+    // streamed from LOWER uncached.
+    uint64_t block_size = 4ull << 20;
     // The memory governor (memory_auto only): budget = total − predicted peak
     // of the memory used outside the cache − margin, within [min, max].
     MemoryAmount memory_margin = MemoryAmount::Percent(5.0);

@@ -455,6 +455,18 @@ TEST(Override, SpillKeys) {
   EXPECT_EQ(f.spill.staging, 8ull << 20);
 }
 
+TEST(Override, BlockSize) {
+  Config c;
+  EXPECT_EQ(c.cache.block_size, 4ull << 20);
+  ASSERT_TRUE(ApplyOverride(&c, "cache.block_size", "64KiB").ok());
+  EXPECT_EQ(c.cache.block_size, 64ull << 10);
+  ASSERT_TRUE(ApplyOverride(&c, "cache.block_size", "0").ok());
+  EXPECT_EQ(c.cache.block_size, 0u);
+  ASSERT_TRUE(ApplyOverride(&c, "cache.block_size", "1GiB").ok());
+  EXPECT_EQ(c.cache.block_size, 1ull << 30);
+  EXPECT_EQ(MustParse("[cache]\nblock_size = 1048576\n").cache.block_size, 1ull << 20);
+}
+
 TEST(Override, Errors) {
   struct Case {
     const char* key;
@@ -477,6 +489,9 @@ TEST(Override, Errors) {
       {"warmup.batches", "5x", "-o warmup.batches: expected integer >= 0"},
       {"policy.gain_max", "0.5", "-o policy.gain_max: expected number 1.0..100, got \"0.5\""},
       {"spill.staging", "1MiB", "-o spill.staging: expected bytes >= 4MiB"},
+      {"cache.block_size", "32KiB", "-o cache.block_size: expected 0, or bytes 64KiB..1GiB"},
+      {"cache.block_size", "2GiB", "-o cache.block_size: expected 0, or bytes 64KiB..1GiB"},
+      {"cache.block_size", "100000", "-o cache.block_size: expected 0, or bytes 64KiB..1GiB"},
       {"spill.max_bytes", "-5", "-o spill.max_bytes: expected bytes"},
       {"spill.queue_depth", "0", "-o spill.queue_depth: expected integer 1..256"},
       {"policy.gain_max", "nan", "-o policy.gain_max: expected number 1.0..100"},
@@ -510,7 +525,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 40u);
+  ASSERT_EQ(keys.size(), 41u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());
