@@ -77,6 +77,21 @@ class BenchSmoke(unittest.TestCase):
             self.assertIn(run, r.stdout)
         self.assertEqual(leftovers(), before)
 
+    def test_smoke_shards(self):
+        """--workload shards: one job over shard files read whole in a
+        declared, shuffled order (WebDataset-style); the smoke's checks: every
+        shard's bytes in every epoch of every run, and hits after the warm-up
+        under the epoch and future policies (the job's status)."""
+        before = leftovers()
+        r = subprocess.run([SCRIPT, "--smoke", "--workload", "shards", "--epochfs",
+                            et.epochfs_bin()],
+                           capture_output=True, text=True, timeout=240)
+        sys.stdout.write(r.stdout[-6000:])
+        sys.stderr.write(r.stderr[-3000:])
+        self.assertEqual(r.returncode, 0, "bench-jobs --smoke --workload shards failed")
+        self.assertIn("smoke: ok", r.stdout)
+        self.assertEqual(leftovers(), before)
+
 
 if __name__ == "__main__":
     reason = et.skip_reason() or extra_skip_reason()
