@@ -87,16 +87,17 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
 }
 
 void Prefetcher::Done(const Task& t, const Result<bool>& r) {
-  // NotFound: missing, or not a regular file; InvalidArgument: too
-  // large to cache (CacheFront::Prefetch). Anything else (an I/O error, a
-  // timeout) may pass.
-  const bool unreadable =
-      !r.ok() && (r.status().code() == Code::kNotFound || r.status().code() == Code::kInvalidArgument);
+  // NotFound: missing, or not a regular file: unreadable. InvalidArgument:
+  // too large to cache whole (CacheFront::Prefetch): never prefetched, but
+  // readable (in blocks; streamed with cache.block_size = 0), so not
+  // reported. Anything else (an I/O error, a timeout) may pass.
+  const bool unreadable = !r.ok() && r.status().code() == Code::kNotFound;
+  const bool never = unreadable || (!r.ok() && r.status().code() == Code::kInvalidArgument);
   {
     std::lock_guard lock(mu_);
     claimed_.erase(t.hint.object);
     --inflight_;
-    if (unreadable) {
+    if (never) {
       failed_.insert(t.hint.object);
     } else if (!r.ok() || !r.value()) {
       refused_.insert(t.hint.object);

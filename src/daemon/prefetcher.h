@@ -10,9 +10,10 @@
 // a read or a declaration (Kick: one worker wakes, and each that finds work
 // wakes the next) or 100 ms pass. An object the policy then
 // refuses, or whose load fails, is not tried again for a second; one that
-// cannot be loaded at all (missing on LOWER, not a regular file, too large to
-// cache: the samples list names files unchecked) never again, and the
-// unreadable listener hears of it once (a line in its job's status).
+// cannot be loaded at all (missing on LOWER, not a regular file: the samples
+// list names files unchecked) never again, and the unreadable listener hears
+// of it once (a line in its job's status). A file too large to cache whole is
+// never prefetched either (a reader reads it in blocks), and not reported.
 //
 // The policy names objects by id and says which job reads each as which
 // sample; the path source gives that sample's LOWER path (the jobs' samples

@@ -180,6 +180,36 @@ class PrefetchTest(et.MountTestCase):
         sampler.close()
         self.assertTrue(d.alive())
 
+    def test_a_sample_too_large_to_cache_whole_is_read_in_blocks_not_unreadable(self):
+        # A shard larger than a quarter of the budget among the samples: never
+        # prefetched (the rest are), not reported unreadable, read byte-exact
+        # in blocks (nothing streamed uncached).
+        names = ["f%02d.bin" % i for i in range(4)]
+        want = self.dataset(names)
+        big = et.det_bytes(40 * SIZE + 123, 99)  # > 64 * SIZE / 4
+        et.write_file(os.path.join(self.src, "data", "shard.tar"), big)
+        want["shard.tar"] = big
+        all_names = names[:2] + ["shard.tar"] + names[2:]
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=2",
+                             "cache.memory=%d" % (64 * SIZE), "cache.block_size=64KiB"])
+        sampler, paths = self.job(d, all_names, list(range(len(all_names))))
+        it = iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
+                        d.stats())
+        for k in it:
+            self.assertEqual(et.read_file_raw(paths[k]), want[all_names[k]], all_names[k])
+        with open(d.path(".epochfs", "jobs", "pf", "status"), "rb") as f:
+            status = json.loads(f.read().decode())
+        self.assertEqual((status["unreadable_samples"], status["first_unreadable"]), (0, None),
+                         status)
+        st = d.stats()
+        self.assertEqual((st["streamed_opens"], st["streamed_bytes"]), (0, 0), st)
+        self.assertEqual(st["prefetched"], len(names), st)
+        self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
+        sampler.close()
+        self.assertTrue(d.alive())
+
     def test_prefetch_stays_within_a_small_budget(self):
         names = ["f%02d.bin" % i for i in range(40)]
         want = self.dataset(names)
