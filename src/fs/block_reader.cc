@@ -1,6 +1,7 @@
 #include "block_reader.h"
 
 #include <algorithm>
+#include <future>
 #include <mutex>
 
 #include "epochfs/store/object.h"
@@ -13,22 +14,52 @@ uint64_t EffectiveBlockSize(uint64_t configured, uint64_t max_object) {
   return std::max(b, kMin);
 }
 
-Result<store::ObjectRef> BlockOf(store::CacheFront& cache, OpenFile& f, uint64_t index) {
-  {
-    std::lock_guard lock(f.mu);
-    if (f.object && f.block_index == index) return f.object;
-  }
+namespace {
+
+store::GetRequest BlockRequest(const OpenFile& f, uint64_t index) {
   store::GetRequest g;
   g.id = store::BlockIdOf(f.path, index);
   g.rel = f.path;
   g.version = f.version;
   g.offset = index * f.block_size;
   g.length = f.block_size;
-  Result<store::ObjectRef> got = cache.Get(g);
+  return g;
+}
+
+}  // namespace
+
+Result<store::ObjectRef> BlockOf(store::CacheFront& cache, OpenFile& f, uint64_t index) {
+  // Futures taken out of `f` are dropped outside its lock: the last reference
+  // to a running std::async load waits for it.
+  std::shared_future<Result<store::ObjectRef>> pending, stale;
+  bool sequential = false;
+  {
+    std::lock_guard lock(f.mu);
+    if (f.object && f.block_index == index) return f.object;
+    if (f.ahead.valid() && f.ahead_index == index) {
+      pending = std::move(f.ahead);  // (leaves f.ahead empty)
+    } else if (f.ahead.valid() && f.ahead_index < index) {
+      stale = std::move(f.ahead);  // the reader went past it
+    }
+    sequential = f.object ? f.block_index + 1 == index : index == 0;
+  }
+  Result<store::ObjectRef> got =
+      pending.valid() ? pending.get() : cache.Get(BlockRequest(f, index));
   if (!got.ok()) return got;
+  const uint64_t next = index + 1;
   std::lock_guard lock(f.mu);
-  f.object = got.value();
-  f.block_index = index;
+  // A late READ of the block before the one held (the kernel's read-ahead
+  // READs may be answered out of order) leaves the held one in place.
+  if (!f.object || index + 1 != f.block_index) {
+    f.object = got.value();
+    f.block_index = index;
+  }
+  if (sequential && next * f.block_size < f.version.size && !f.ahead.valid()) {
+    f.ahead_index = next;
+    f.ahead = std::async(std::launch::async,
+                         [&cache, req = BlockRequest(f, next)] { return cache.Get(req); })
+                  .share();
+  }
   return got;
 }
 

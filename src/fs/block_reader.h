@@ -5,6 +5,15 @@
 // block it read last, so a sequential reader's many READs of one block are
 // one access to the policy; a READ that spans blocks takes each.
 //
+// Read-ahead: when an open takes block k right after block k-1 (or block 0
+// first), the load of block k+1 starts at once on a thread of its own
+// (CacheFront::Get: a hit, a load, or joining another reader's), so a
+// sequential reader finds it ready; when it gets there it takes that load's
+// result instead of asking again, so the policy hears of each block once, when
+// its read-ahead began. A random reader starts none. An open holds at most
+// two blocks (its current one and the one ahead); closing it waits for a load
+// still running (bounded by lower.timeout).
+//
 // Every block is of the version the open saw (OpenFile::version): a block
 // whose file changed on LOWER is Stale (CacheFront::Get), never mixed in.
 // Internal to src/fs. Thread safety: readers of one open may race; the

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,10 @@ struct OpenFile {
   enum class Kind { kObject, kBlocks, kStream, kVirtualRead, kVirtualWrite, kSpill } kind;
   store::ObjectRef object;  // kObject: the file; kBlocks: the block last read (guarded by mu)
   uint64_t block_index = 0; // kBlocks: object's index (guarded by mu)
+  // kBlocks: the load of block `ahead_index`, started when a sequential
+  // reader took the block before it (guarded by mu; see block_reader.h).
+  std::shared_future<Result<store::ObjectRef>> ahead;
+  uint64_t ahead_index = 0;
   uint64_t block_size = 0;  // kBlocks
   store::Version version;   // kBlocks: the version opened (every block is of it)
   UniqueFd fd;              // kStream
