@@ -18,7 +18,7 @@ namespace {
 
 store::GetRequest BlockRequest(const OpenFile& f, uint64_t index) {
   store::GetRequest g;
-  g.id = store::BlockIdOf(f.path, index);
+  g.id = store::BlockIdOf(f.path, index * f.block_size, f.block_size);
   g.rel = f.path;
   g.version = f.version;
   g.offset = index * f.block_size;

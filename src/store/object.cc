@@ -29,11 +29,13 @@ uint64_t IdSeed() {
 
 cache::ObjectId ObjectIdOf(std::string_view rel) { return SeededHash(rel.data(), rel.size(), IdSeed()); }
 
-cache::ObjectId BlockIdOf(std::string_view rel, uint64_t index) {
-  // rel, a NUL (which no path holds) and the index: never a file's own key.
+cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length) {
+  // rel, a NUL (which no path holds) and the range: never a file's own key.
   std::string key(rel);
   key.push_back('\0');
-  for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>(index >> (8 * i)));
+  for (uint64_t v : {offset, length}) {
+    for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>(v >> (8 * i)));
+  }
   return SeededHash(key.data(), key.size(), IdSeed());
 }
 

@@ -42,11 +42,12 @@ using ObjectRef = std::shared_ptr<const Object>;
 // of each file (the file is checked at its first load); the id survives FUSE
 // forgetting the inode. Two hard links to one file are two objects.
 cache::ObjectId ObjectIdOf(std::string_view rel);
-// The id of block `index` (bytes [index·B, (index+1)·B) for the block size B)
-// of the lower file at `rel`: a file too large to cache whole is cached in
-// blocks, each an object of its own to the policy and the RAM store. Seeded as
+// The id of the block [offset, offset + length) of the lower file at `rel`: a
+// file too large to cache whole is cached in blocks, each an object of its own
+// to the policy and the RAM store. The range is in the key, so blocks of two
+// sizes (the block size follows the budget) never share an id. Seeded as
 // ObjectIdOf, and never the id of a file's whole object (the key holds a NUL).
-cache::ObjectId BlockIdOf(std::string_view rel, uint64_t index);
+cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length);
 // The version of a lower file.
 Version VersionOf(const struct stat& st);
 

@@ -500,7 +500,7 @@ TEST(CacheFront, BlocksHoldTheirRangeAndTheLastIsShort) {
   std::string got;
   for (uint64_t k = 0; k * b < want.size(); ++k) {
     GetRequest g = whole;
-    g.id = BlockIdOf("big", k);
+    g.id = BlockIdOf("big", k * b, b);
     g.offset = k * b;
     g.length = b;
     auto r = f.cache->Get(g);
@@ -518,8 +518,9 @@ TEST(CacheFront, BlocksHoldTheirRangeAndTheLastIsShort) {
   EXPECT_EQ(c.bytes_read_lower, want.size());
   EXPECT_EQ(f.cache->ram().used(), want.size());
   EXPECT_EQ(f.cache->ram().objects(), 3u);
-  EXPECT_NE(BlockIdOf("big", 0), ObjectIdOf("big"));
-  EXPECT_NE(BlockIdOf("big", 0), BlockIdOf("big", 1));
+  EXPECT_NE(BlockIdOf("big", 0, b), ObjectIdOf("big"));
+  EXPECT_NE(BlockIdOf("big", 0, b), BlockIdOf("big", b, b));
+  EXPECT_NE(BlockIdOf("big", 0, b), BlockIdOf("big", 0, 2 * b));
 }
 
 // A block of another version than the open's is Stale, never served: not a
@@ -527,11 +528,11 @@ TEST(CacheFront, BlocksHoldTheirRangeAndTheLastIsShort) {
 TEST(CacheFront, BlocksOfAChangedFileAreStale) {
   Front f(1 << 20);
   const std::string old_bytes = f.dir.Write("big", 10'000, 3);
-  GetRequest g = f.Req("big", BlockIdOf("big", 0));
+  GetRequest g = f.Req("big", BlockIdOf("big", 0, 4096));
   g.length = 4096;
   ASSERT_TRUE(f.cache->Get(g).ok());
   GetRequest g1 = g;
-  g1.id = BlockIdOf("big", 1);
+  g1.id = BlockIdOf("big", 4096, 4096);
   g1.offset = 4096;
   ::usleep(10'000);  // another mtime
   f.dir.Write("big", 10'000, 4);
@@ -543,7 +544,7 @@ TEST(CacheFront, BlocksOfAChangedFileAreStale) {
   EXPECT_EQ(std::string(r0.value()->data.begin(), r0.value()->data.end()),
             old_bytes.substr(0, 4096));
   // A new open (the new version) drops the old block and reads the new bytes.
-  GetRequest fresh = f.Req("big", BlockIdOf("big", 0));
+  GetRequest fresh = f.Req("big", BlockIdOf("big", 0, 4096));
   fresh.length = 4096;
   auto r2 = f.cache->Get(fresh);
   ASSERT_TRUE(r2.ok());
@@ -553,7 +554,7 @@ TEST(CacheFront, BlocksOfAChangedFileAreStale) {
   // Shorter than the opened version: Stale too.
   f.dir.Write("big", 5'000, 5);
   GetRequest tail = fresh;
-  tail.id = BlockIdOf("big", 1);
+  tail.id = BlockIdOf("big", 4096, 4096);
   tail.offset = 4096;
   EXPECT_EQ(f.cache->Get(tail).status().code(), Code::kStale);
 }
