@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <mutex>
+#include <system_error>
 
 #include "epochfs/store/object.h"
 
@@ -55,10 +56,15 @@ Result<store::ObjectRef> BlockOf(store::CacheFront& cache, OpenFile& f, uint64_t
     f.block_index = index;
   }
   if (sequential && next * f.block_size < f.version.size && !f.ahead.valid()) {
-    f.ahead_index = next;
-    f.ahead = std::async(std::launch::async,
-                         [&cache, req = BlockRequest(f, next)] { return cache.Get(req); })
-                  .share();
+    try {
+      f.ahead = std::async(std::launch::async,
+                           [&cache, req = BlockRequest(f, next)] { return cache.Get(req); })
+                    .share();
+      f.ahead_index = next;
+    } catch (const std::system_error&) {
+      // No thread to be had (a resource limit): the reader loads it when it
+      // gets there.
+    }
   }
   return got;
 }

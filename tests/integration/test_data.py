@@ -287,6 +287,8 @@ class BlockTest(et.MountTestCase):
         blocks = -(-size // b)
         self.assertEqual((st["streamed_opens"], st["streamed_bytes"]), (0, 0), st)
         self.assertEqual((st["objects"], st["used"]), (blocks, size), st)
+        # Each block loaded once, read-ahead and readers' loads joined.
+        self.assertEqual((st["misses"], st["bytes_read_lower"]), (blocks, size), st)
         # Read again by a new open: every block a hit, nothing from LOWER.
         lower_before, hits_before = st["bytes_read_lower"], st["hits"]
         with open(d.path("shard.tar"), "rb") as f:
