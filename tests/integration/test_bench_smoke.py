@@ -46,13 +46,17 @@ def leftovers():
 
 class BenchSmoke(unittest.TestCase):
     def test_sim_workload_in_sync(self):
-        """conf/sim/bench-jobs.toml is what the benchmark runs, and the simulator takes it."""
-        out = os.path.join(tempfile.mkdtemp(prefix="bench-smoke."), "w.toml")
-        subprocess.run([SCRIPT, "--write-toml", out], check=True, capture_output=True)
-        with open(out) as f, open(os.path.join(et.REPO, "conf", "sim", "bench-jobs.toml")) as g:
-            self.assertEqual(f.read(), g.read(), "regenerate: scripts/bench-jobs --write-toml "
-                             "conf/sim/bench-jobs.toml")
-        shutil.rmtree(os.path.dirname(out))
+        """conf/sim/bench-jobs.toml and conf/sim/shards.toml are what the
+        benchmark runs (default and --workload shards), and the simulator
+        takes them."""
+        for workload, name in (("jobs", "bench-jobs.toml"), ("shards", "shards.toml")):
+            out = os.path.join(tempfile.mkdtemp(prefix="bench-smoke."), "w.toml")
+            subprocess.run([SCRIPT, "--workload", workload, "--write-toml", out], check=True,
+                           capture_output=True)
+            with open(out) as f, open(os.path.join(et.REPO, "conf", "sim", name)) as g:
+                self.assertEqual(f.read(), g.read(), "regenerate: scripts/bench-jobs --workload "
+                                 "%s --write-toml conf/sim/%s" % (workload, name))
+            shutil.rmtree(os.path.dirname(out))
         r = subprocess.run([et.epochfs_bin(), "sim", os.path.join(et.REPO, "conf", "sim",
                                                                   "bench-jobs.toml"), "--json"],
                            capture_output=True, text=True, timeout=120)

@@ -120,6 +120,21 @@ class SimTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("--prefetch", p.stderr)
 
+    def test_shards(self):
+        """conf/sim/shards.toml (scripts/bench-jobs --workload shards): 64
+        shards of 16 MiB read whole in a shuffled order, half of them fitting.
+        The epoch policy and MinIO keep a fixed half (0.5 hits per epoch after
+        the first); the future policy, prefetching into the space its reads
+        free, stalls less than every other policy, Belady's (no prefetch)
+        included."""
+        runs = self.check_doc(json.loads(sim(os.path.join(CONF, "shards.toml"),
+                                             "--json").stdout), POLICIES)
+        for p in ("epoch", "minio"):
+            hits = [e["hits"] for e in runs[p]["jobs"][0]["epochs"]]
+            self.assertEqual(hits, [0, 32, 32, 32], p)
+        for p in ("none", "lru", "minio", "epoch", "belady"):
+            self.assertLess(runs["future"]["total_stall_ns"], runs[p]["total_stall_ns"], p)
+
     def test_budget_percent(self):
         doc = json.loads(sim(os.path.join(CONF, "three_jobs.toml"), "--json", "--policy",
                              "minio").stdout)
