@@ -63,6 +63,18 @@ struct LowerGate::Core {
   uint32_t inline_stuck = 0;  // given up on, not returned yet
   bool dog_parked = false;    // the watchdog waits for a first call
   std::condition_variable dog_cv;
+  // The gate's threads (workers and watchdog) that have not returned
+  // (guarded by mu). The destructor waits until those left are all stuck in
+  // an operation given up on: none of the others runs on (and logs) while the
+  // process tears down its statics.
+  uint32_t live = 0;
+  std::condition_variable exit_cv;
+
+  // Called by each of the gate's threads as it returns. REQUIRES: mu held.
+  void ExitLocked() {
+    --live;
+    exit_cv.notify_all();
+  }
 
   // The status of an operation given up on after the timeout, and the log
   // line to write (after unlocking) if it is the first of a burst.
@@ -88,7 +100,7 @@ struct LowerGate::Core {
   static void Watch(std::shared_ptr<Core> core) {
     std::unique_lock lk(core->mu);
     for (;;) {
-      if (core->stop) return;
+      if (core->stop) return core->ExitLocked();
       if (core->watched.empty()) {
         core->dog_parked = true;
         core->dog_cv.wait(lk, [&] { return core->stop || !core->watched.empty(); });
@@ -96,7 +108,7 @@ struct LowerGate::Core {
         continue;
       }
       core->dog_cv.wait_for(lk, kWatchTick, [&] { return core->stop; });
-      if (core->stop) return;
+      if (core->stop) return core->ExitLocked();
       std::string log_line;
       const Clock::time_point now = Clock::now();
       for (size_t i = 0; i < core->watched.size();) {
@@ -167,7 +179,7 @@ struct LowerGate::Core {
     std::unique_lock lk(core->mu);
     for (;;) {
       core->work_cv.wait(lk, [&] { return core->stop || !core->queue.empty(); });
-      if (core->stop) return;
+      if (core->stop) return core->ExitLocked();
       std::shared_ptr<Task> t = std::move(core->queue.front());
       core->queue.pop_front();
       t->started = true;
@@ -189,7 +201,7 @@ struct LowerGate::Core {
       t->cv.notify_all();
       if (t->abandoned) {
         --core->stuck;
-        if (t->replaced) return;  // the pool has this worker's replacement
+        if (t->replaced) return core->ExitLocked();  // the pool has its replacement
       }
     }
   }
@@ -198,10 +210,15 @@ struct LowerGate::Core {
 
 void LowerGate::Start() {
   if (core_->opt.timeout.count() == 0 || core_->started.exchange(true)) return;
+  std::lock_guard lk(core_->mu);
   for (uint32_t i = 0; i < std::max<uint32_t>(1, core_->opt.workers); ++i) {
+    ++core_->live;
     std::thread(Core::Work, core_).detach();
   }
-  if (core_->opt.max_inline != 0) std::thread(Core::Watch, core_).detach();
+  if (core_->opt.max_inline != 0) {
+    ++core_->live;
+    std::thread(Core::Watch, core_).detach();
+  }
 }
 
 LowerGate::LowerGate(LowerGateOptions options) : core_(std::make_shared<Core>()) {
@@ -209,10 +226,15 @@ LowerGate::LowerGate(LowerGateOptions options) : core_(std::make_shared<Core>())
 }
 
 LowerGate::~LowerGate() {
-  std::lock_guard lk(core_->mu);
+  std::unique_lock lk(core_->mu);
   core_->stop = true;
   core_->work_cv.notify_all();
   core_->dog_cv.notify_all();
+  // Idle workers and the watchdog return at once; a worker inside an
+  // operation still wanted returns when it does (Run's callers are gone by
+  // now, so none is). Workers stuck in an operation given up on stay
+  // detached: LOWER may never answer them.
+  core_->exit_cv.wait(lk, [&] { return core_->live <= core_->stuck; });
 }
 
 Status LowerGate::Run(std::function<void()> op, const std::string& what) {
@@ -254,6 +276,7 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
         ++c.stuck;
         if (c.stuck <= c.opt.max_stuck) {
           t->replaced = true;
+          ++c.live;
           std::thread(Core::Work, core_).detach();
         }
       }

@@ -35,8 +35,11 @@
 // inline at once (each holds a FUSE thread while it runs), and none while an
 // inline operation given up on is still stuck: once LOWER hangs, calls go
 // through the workers as above.
-// Thread safety: thread-safe. The destructor does not wait for stuck workers
-// (they are detached and hold the state they use).
+// Thread safety: thread-safe. REQUIRES at destruction: no Run in progress.
+// The destructor waits for the idle workers and the watchdog to return, not
+// for workers stuck in an operation given up on (they are detached, hold the
+// state they use, and neither log nor touch anything else when LOWER finally
+// answers).
 #pragma once
 
 #include <chrono>
