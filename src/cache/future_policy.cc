@@ -30,7 +30,8 @@ class FuturePolicy final : public Policy {
     return Noted(cache_.OnMiss(a));
   }
   std::vector<PrefetchHint> PrefetchHints(size_t max, uint64_t now_ns,
-                                          const std::function<bool(ObjectId)>& skip) override {
+                                          const std::function<bool(ObjectId)>& skip,
+                                          const std::vector<PrefetchHint>& loading) override {
     now_ = std::max(now_, now_ns);
     std::vector<PrefetchHint> upcoming;
     future_.Upcoming(max, [&](ObjectId o) { return cache_.Holds(o); }, skip, &upcoming);
@@ -52,7 +53,7 @@ class FuturePolicy final : public Policy {
       });
       if (!again) ordered.push_back(upcoming[i]);
     }
-    return cache_.Admissible(ordered, max, now_);
+    return cache_.Admissible(loading, ordered, max, now_);
   }
   Decision OnPrefetched(const Access& a, uint64_t /*load_ns*/) override {
     now_ = std::max(now_, a.now_ns);

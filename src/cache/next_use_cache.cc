@@ -95,32 +95,61 @@ Decision NextUseCache::OnMiss(const Access& a) {
   return d;
 }
 
-std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHint>& soonest_first,
+std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHint>& loading,
+                                                   const std::vector<PrefetchHint>& soonest_first,
                                                    size_t max, uint64_t now) {
   std::vector<PrefetchHint> out;
   if (soonest_first.empty() || max == 0) return out;
   Lines(now);
-  const size_t worst = Worst();
-  uint64_t room = budget_ - used_;
+  // OnMiss's decision, played for each object in turn as if the ones before
+  // it had landed: victims are popped from the groups tentatively (restored
+  // below), so two hints never count on the same victim's bytes.
+  uint64_t used = used_;
+  enum class Verdict { kAdmit, kSkip, kLater };
+  auto play = [&](const PrefetchHint& h) {
+    // Size 0: not known yet (a samples list without sizes, before any load):
+    // weighed as one byte here; the admission when it arrives decides with
+    // its real size.
+    const uint64_t size = std::max<uint64_t>(h.size, 1);
+    Future::Use use;
+    if (size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) return Verdict::kSkip;
+    const Rank mine = RankOf(lines_[use.job].At(use.pos), size, now);
+    const size_t mark = popped_.size();
+    uint64_t after = used + size;
+    while (after > budget_) {
+      const size_t group = Worst();
+      if (group == kNone || !(mine < ranks_[group])) {
+        while (popped_.size() > mark) {  // this one is not played: its victims stay
+          const auto [g, it] = popped_.back();
+          popped_.pop_back();
+          groups_[g].heap.push_back(it);
+          std::push_heap(groups_[g].heap.begin(), groups_[g].heap.end());
+          TopRank(g, now);
+        }
+        return Verdict::kLater;
+      }
+      std::vector<Item>& heap = groups_[group].heap;
+      std::pop_heap(heap.begin(), heap.end());
+      popped_.push_back({group, heap.back()});
+      heap.pop_back();
+      after -= At(popped_.back().second.id).size;
+      TopRank(group, now);
+    }
+    used = after;
+    return Verdict::kAdmit;
+  };
+  for (const PrefetchHint& h : loading) play(h);  // they land first
   for (const PrefetchHint& h : soonest_first) {
     if (out.size() >= max) break;
-    Future::Use use;
-    // Size 0: not known yet (a samples list without sizes, before any load):
-    // weighed as one byte here; the admission when it arrives (OnMiss) decides
-    // with its real size.
-    const uint64_t size = std::max<uint64_t>(h.size, 1);
-    if (size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) continue;
-    if (size <= room) {
-      room -= size;
-      out.push_back(h);
-      continue;
-    }
-    room = 0;
-    if (worst == kNone || !(RankOf(lines_[use.job].At(use.pos), size, now) < ranks_[worst])) {
-      break;  // the later ones come later still
-    }
-    out.push_back(h);
+    const Verdict v = play(h);
+    if (v == Verdict::kLater) break;  // the later ones come later still
+    if (v == Verdict::kAdmit) out.push_back(h);
   }
+  for (const auto& [g, it] : popped_) {
+    groups_[g].heap.push_back(it);
+    std::push_heap(groups_[g].heap.begin(), groups_[g].heap.end());
+  }
+  popped_.clear();
   return out;
 }
 

@@ -65,10 +65,15 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
     refused_.clear();
     refused_since_ns_ = now;
   }
+  std::vector<cache::PrefetchHint> loading;
+  loading.reserve(claimed_.size());
+  for (const auto& [id, hint] : claimed_) loading.push_back(hint);
   std::vector<cache::PrefetchHint> hints = cache_.PrefetchHints(
-      depth_, [&](cache::ObjectId o) {
+      depth_,
+      [&](cache::ObjectId o) {
         return claimed_.count(o) != 0 || refused_.count(o) != 0 || failed_.count(o) != 0;
-      });
+      },
+      loading);
   for (const cache::PrefetchHint& h : hints) {
     if (h.size > cache_.max_object_bytes()) {  // streamed, never cached
       failed_.insert(h.object);
@@ -79,7 +84,7 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
       refused_.insert(h.object);
       continue;
     }
-    claimed_.insert(h.object);
+    claimed_.emplace(h.object, h);
     ++inflight_;
     return Task{h, std::move(*rel)};
   }

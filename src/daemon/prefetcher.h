@@ -79,7 +79,7 @@ class Prefetcher {
   std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
 
   std::mutex mu_;
-  std::unordered_set<cache::ObjectId> claimed_;  // loads of ours in flight
+  std::unordered_map<cache::ObjectId, cache::PrefetchHint> claimed_;  // loads of ours in flight
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
   uint64_t refused_since_ns_ = 0;

@@ -476,14 +476,15 @@ class Engine final : public Future {
       declined_until_ = now + 1'000'000'000;
     }
     const std::vector<cache::PrefetchHint> hints = policy_->PrefetchHints(
-        prefetch_limit_ - prefetch_inflight_ - demand_inflight_, now, [&](cache::ObjectId o) {
-          return State(o) != kAbsent || declined_.count(o) != 0;
-        });
+        prefetch_limit_ - prefetch_inflight_ - demand_inflight_, now,
+        [&](cache::ObjectId o) { return State(o) != kAbsent || declined_.count(o) != 0; },
+        loading_);
     for (const cache::PrefetchHint& h : hints) {
       if (prefetch_inflight_ + demand_inflight_ >= prefetch_limit_) break;
       if (State(h.object) != kAbsent || SizeOf(h.object) > max_object_) continue;
       State(h.object) = kInFlight;
       prefetching_.insert(h.object);
+      loading_.push_back(h);
       ++prefetch_inflight_;
       prefetch_bytes_ += SizeOf(h.object);
       const uint64_t end = Request(now, SizeOf(h.object));
@@ -496,6 +497,8 @@ class Engine final : public Future {
     const uint64_t size = SizeOf(id);
     State(id) = kAbsent;
     prefetching_.erase(id);
+    loading_.erase(std::find_if(loading_.begin(), loading_.end(),
+                                [&](const cache::PrefetchHint& h) { return h.object == id; }));
     --prefetch_inflight_;
     const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
     Apply(policy_->OnPrefetched(a, e.t - e.issued), id);
@@ -641,6 +644,7 @@ class Engine final : public Future {
   uint32_t prefetch_limit_ = 0;  // min(workload prefetch, storage concurrency)
   uint32_t prefetch_inflight_ = 0, demand_inflight_ = 0;
   std::unordered_set<cache::ObjectId> prefetching_, unread_prefetched_, declined_;
+  std::vector<cache::PrefetchHint> loading_;  // the prefetches in flight, in the order they began
   uint64_t declined_until_ = 0;
   uint64_t prefetched_ = 0, prefetch_hits_ = 0, prefetch_wasted_ = 0, prefetch_bytes_ = 0;
 

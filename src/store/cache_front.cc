@@ -106,7 +106,8 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req) {
 }
 
 std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
-    size_t max, const std::function<bool(cache::ObjectId)>& skip) {
+    size_t max, const std::function<bool(cache::ObjectId)>& skip,
+    const std::vector<cache::PrefetchHint>& loading) {
   std::vector<cache::ObjectId> flying;
   {
     std::lock_guard lock(flights_mu_);
@@ -117,7 +118,7 @@ std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
     return std::find(flying.begin(), flying.end(), o) != flying.end() || (skip && skip(o));
   };
   std::lock_guard lock(policy_mu_);
-  return policy_->PrefetchHints(max, NowNs(), skipped);
+  return policy_->PrefetchHints(max, NowNs(), skipped, loading);
 }
 
 Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {

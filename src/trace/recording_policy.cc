@@ -45,8 +45,9 @@ class RecordingPolicy final : public cache::Policy {
     return inner_->OnMiss(a, load_ns);
   }
   std::vector<cache::PrefetchHint> PrefetchHints(
-      size_t max, uint64_t now_ns, const std::function<bool(ObjectId)>& skip) override {
-    return inner_->PrefetchHints(max, now_ns, skip);  // a question: not recorded
+      size_t max, uint64_t now_ns, const std::function<bool(ObjectId)>& skip,
+      const std::vector<cache::PrefetchHint>& loading) override {
+    return inner_->PrefetchHints(max, now_ns, skip, loading);  // a question: not recorded
   }
   Decision OnPrefetched(const Access& a, uint64_t load_ns) override {
     TraceEvent e;

@@ -39,11 +39,14 @@ class NextUseCache {
   // `a.object` was loaded: admitted unless it is the least worth keeping.
   Decision OnMiss(const Access& a);
   // Of `soonest_first` (objects not held), up to `max` that OnMiss would
-  // admit now, in order: those that fit the free bytes, then those that rank
-  // before the held object least worth keeping (an estimate: admitting one
-  // changes the ranks, and OnMiss decides). A hint of size 0 (unknown) is
-  // weighed as one byte.
-  std::vector<PrefetchHint> Admissible(const std::vector<PrefetchHint>& soonest_first, size_t max,
+  // admit once `loading` (objects being loaded ahead now) and the hints
+  // before them have landed, in order: each is played as OnMiss would play
+  // it, the victims it would take no longer there for the next one (an
+  // estimate: time moves and demand misses come between, and OnMiss
+  // decides). Stops at the first hint that would be bypassed. A hint of size
+  // 0 (unknown) is weighed as one byte.
+  std::vector<PrefetchHint> Admissible(const std::vector<PrefetchHint>& loading,
+                                       const std::vector<PrefetchHint>& soonest_first, size_t max,
                                        uint64_t now);
   // The store lost `id`: forgotten.
   void OnDropped(ObjectId id);

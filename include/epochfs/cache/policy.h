@@ -165,11 +165,14 @@ class Policy {
   virtual void OnDropped(ObjectId id) = 0;
 
   // Prefetch. PrefetchHints: up to `max` objects, soonest read first, that are
-  // not resident, not `skip`ped, and that OnPrefetched would admit now (an
-  // estimate: OnPrefetched decides). Policies with no declared future (LRU,
-  // epoch) return none, and the daemon then prefetches nothing.
+  // not resident, not `skip`ped, and that OnPrefetched would admit once
+  // `loading` (the prefetches in flight: object and size; they are skipped
+  // too) and the hints before them have landed (an estimate: OnPrefetched
+  // decides). Policies with no declared future (LRU, epoch) return none, and
+  // the daemon then prefetches nothing.
   virtual std::vector<PrefetchHint> PrefetchHints(size_t /*max*/, uint64_t /*now_ns*/,
-                                                  const std::function<bool(ObjectId)>& /*skip*/) {
+                                                  const std::function<bool(ObjectId)>& /*skip*/,
+                                                  const std::vector<PrefetchHint>& /*loading*/) {
     return {};
   }
   // `a.object` was loaded ahead of any read of it (in load_ns). Admitted or

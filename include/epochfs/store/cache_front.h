@@ -91,9 +91,11 @@ class CacheFront {
   // max_object_bytes()), and LOWER's.
   Result<bool> Prefetch(const GetRequest& req);
   // What the policy would prefetch now (Policy::PrefetchHints), skipping the
-  // objects in flight and those `skip` names.
+  // objects in flight and those `skip` names; `loading` are the caller's
+  // prefetches in flight.
   std::vector<cache::PrefetchHint> PrefetchHints(size_t max,
-                                                 const std::function<bool(cache::ObjectId)>& skip);
+                                                 const std::function<bool(cache::ObjectId)>& skip,
+                                                 const std::vector<cache::PrefetchHint>& loading);
   // Demand loads (a reader's misses) in flight now.
   uint64_t demand_loads() const { return demand_loads_.load(std::memory_order_relaxed); }
   // Called after every read the policy hears of, and every declaration

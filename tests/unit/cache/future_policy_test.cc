@@ -196,16 +196,16 @@ TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
 TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
   Harness h(Future(1000));  // room for all 10
   h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr).empty()) << "no order declared yet";
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr, {}).empty()) << "no order declared yet";
   ASSERT_TRUE(h.policy().SetOrder(1, 0, Reversed(10)).ok());
-  std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 1, nullptr);
+  std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 1, nullptr, {});
   ASSERT_EQ(hints.size(), 4u);
   for (uint32_t i = 0; i < 4; ++i) {
     EXPECT_EQ(hints[i].sample, 9 - i);
     EXPECT_EQ(hints[i].job, 1u);
   }
   // skip: what the caller has in flight
-  hints = h.policy().PrefetchHints(2, 1, [](ObjectId o) { return o == 1009; });
+  hints = h.policy().PrefetchHints(2, 1, [](ObjectId o) { return o == 1009; }, {});
   ASSERT_EQ(hints.size(), 2u);
   EXPECT_EQ(hints[0].sample, 8u);
   EXPECT_EQ(h.Prefetch(2), 1009u);
@@ -219,7 +219,7 @@ TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
   EXPECT_TRUE(h.Read(1, 8, 11));
   // Read out of order: 6 before 7. The hints start after what was read.
   EXPECT_FALSE(h.Read(1, 6, 12));
-  hints = h.policy().PrefetchHints(3, 13, nullptr);
+  hints = h.policy().PrefetchHints(3, 13, nullptr, {});
   ASSERT_EQ(hints.size(), 3u);
   EXPECT_EQ(hints[0].sample, 5u);  // 7 is resident, 6 was read
   EXPECT_EQ(hints[1].sample, 4u);
@@ -239,17 +239,51 @@ TEST(FuturePolicyPrefetch, StopsWhereTheCacheHoldsSoonerReads) {
   h.BeginEpoch(1, 0, 1);
   for (uint64_t t = 2; t < 6; ++t) EXPECT_NE(h.Prefetch(t), 0u);
   EXPECT_EQ(h.resident_set(), (std::set<ObjectId>{1000, 1001, 1002, 1003}));
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 7, nullptr).empty());
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 7, nullptr, {}).empty());
   EXPECT_TRUE(h.Read(1, 0, 8));
   EXPECT_EQ(h.Prefetch(9), 1004u);
   EXPECT_FALSE(h.resident(1000)) << "read again only next epoch: the first to go";
+}
+
+// Two hints never count on the same victim: with the budget full, a hint is
+// given only if OnPrefetched would still admit it once the hints before it,
+// and the prefetches in flight, have landed. Here only the furthest resident
+// (sample 9) is worth less than the next unread samples: one hint, and none
+// while that one is in flight.
+TEST(FuturePolicyPrefetch, HintsAreThoseStillAdmittedOnceTheOnesBeforeThemLand) {
+  Harness h(Future(400));  // room for 4 of 10
+  h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+  h.BeginEpoch(1, 0, 1);
+  EXPECT_FALSE(h.Read(1, 0, 2));
+  for (uint32_t x : {9u, 1u, 2u, 3u}) {
+    const Access a{1000 + x, 100, 1, static_cast<int64_t>(x), 3};
+    Decision d = h.policy().OnPrefetched(a, 1);
+    h.Apply(d, a.object);
+  }
+  ASSERT_EQ(h.resident_set(), (std::set<ObjectId>{1009, 1001, 1002, 1003}));
+  std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 4, nullptr, {});
+  ASSERT_EQ(hints.size(), 1u);
+  EXPECT_EQ(hints[0].sample, 4u);
+  const std::vector<PrefetchHint> loading = hints;
+  EXPECT_TRUE(h.policy()
+                  .PrefetchHints(4, 4, [](ObjectId o) { return o == 1004; }, loading)
+                  .empty());
+  // Every hint is admitted when it lands; nothing was disturbed by asking.
+  EXPECT_EQ(h.Prefetch(5), 1004u);
+  EXPECT_FALSE(h.resident(1009));
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 6, nullptr, {}).empty());
+  EXPECT_TRUE(h.Read(1, 1, 7));  // 1001 leaves (no next use): room for one more
+  hints = h.policy().PrefetchHints(4, 8, nullptr, {});
+  ASSERT_EQ(hints.size(), 1u);
+  EXPECT_EQ(hints[0].sample, 5u);
 }
 
 TEST(FuturePolicyPrefetch, PoliciesWithoutADeclaredFutureGiveNoHints) {
   Harness h(MakeLruPolicy(1000));
   h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
   ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr).empty());
+  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr, {}).empty());
   EXPECT_TRUE(h.policy().OnPrefetched(Access{1000, 100, 1, 0, 2}, 1).evict.empty());
   EXPECT_FALSE(h.policy().OnPrefetched(Access{1000, 100, 1, 0, 2}, 1).admit);
 }

@@ -50,7 +50,7 @@ class Harness {
   // non-resident object of its job's sample list. Returns the object
   // prefetched and admitted, or 0.
   ObjectId Prefetch(uint64_t now, size_t max = 4) {
-    std::vector<PrefetchHint> hints = p_->PrefetchHints(max, now, nullptr);
+    std::vector<PrefetchHint> hints = p_->PrefetchHints(max, now, nullptr, {});
     EXPECT_LE(hints.size(), max);
     for (const PrefetchHint& h : hints) {
       EXPECT_FALSE(resident(h.object)) << "hint of a resident object " << h.object;

@@ -230,7 +230,7 @@ struct PrefetchFront : Front {
 
 TEST(CacheFrontPrefetch, PrefetchThenReadIsOneLowerReadAndAPrefetchHit) {
   PrefetchFront f(1 << 20);
-  std::vector<cache::PrefetchHint> hints = f.cache->PrefetchHints(4, nullptr);
+  std::vector<cache::PrefetchHint> hints = f.cache->PrefetchHints(4, nullptr, {});
   ASSERT_EQ(hints.size(), 2u);
   EXPECT_EQ(hints[0].object, f.b_id);  // b.bin is read first
   GetRequest pre{hints[0].object, "b.bin", {}, hints[0].job, static_cast<int64_t>(hints[0].sample)};
@@ -238,8 +238,8 @@ TEST(CacheFrontPrefetch, PrefetchThenReadIsOneLowerReadAndAPrefetchHit) {
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r.value());
   EXPECT_FALSE(f.cache->Prefetch(pre).value()) << "resident: not read again";
-  EXPECT_EQ(f.cache->PrefetchHints(4, nullptr).size(), 1u);
-  EXPECT_TRUE(f.cache->PrefetchHints(4, [&](cache::ObjectId o) { return o == f.a_id; }).empty());
+  EXPECT_EQ(f.cache->PrefetchHints(4, nullptr, {}).size(), 1u);
+  EXPECT_TRUE(f.cache->PrefetchHints(4, [&](cache::ObjectId o) { return o == f.a_id; }, {}).empty());
   auto got = f.cache->Get(f.ReqOf(f.b_id));
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(std::string(got.value()->data.begin(), got.value()->data.end()), f.b);
