@@ -297,6 +297,7 @@ TEST(FuturePolicyPrefetch, PoliciesWithoutADeclaredFutureGiveNoHints) {
 uint64_t RandomRun(uint64_t seed, bool prefetch, uint64_t* hits_out, uint64_t* prefetched_out) {
   std::mt19937_64 rng(seed);
   Harness h(Future(20'000));
+  uint64_t declined = 0;  // of the hints that landed together (PrefetchAll)
   struct J {
     JobId id = 0;
     uint32_t n = 0, epochs = 0, epoch = 0, pos = 0;
@@ -383,7 +384,11 @@ uint64_t RandomRun(uint64_t seed, bool prefetch, uint64_t* hits_out, uint64_t* p
       EXPECT_TRUE(d.ok());
       h.Apply(d.value(), 0);
     } else if (prefetch && r >= 7 && r < 22) {
-      if (h.Prefetch(t, 1 + rng() % 8) != 0) ++*prefetched_out;
+      if (rng() % 2 == 0) {
+        if (h.Prefetch(t, 1 + rng() % 8) != 0) ++*prefetched_out;
+      } else {
+        *prefetched_out += h.PrefetchAll(t, 1 + rng() % 8, &declined);
+      }
     } else if (r < 7) {
       for (J& j : jobs) {
         if (j.live && rng() % 3 == 0) {
@@ -422,6 +427,13 @@ uint64_t RandomRun(uint64_t seed, bool prefetch, uint64_t* hits_out, uint64_t* p
     if (::testing::Test::HasFailure()) break;
   }
   *hits_out = hits;
+  // The hints account for each other and rarely miss: only the groups'
+  // approximation of the least-worth object (size classes) separates them
+  // from OnMiss's decisions (here 0-1 in ~1500). Before they did, one in
+  // six or seven was declined.
+  if (prefetch) {
+    EXPECT_LE(declined * 100, *prefetched_out) << declined << " hints declined when they landed";
+  }
   return h.digest;
 }
 

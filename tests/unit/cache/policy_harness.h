@@ -65,6 +65,25 @@ class Harness {
     return resident(h.object) ? h.object : 0;
   }
 
+  // Every hint (at most `max`) loaded at once and reported in order at `now`,
+  // as prefetches that land together. The hints are those OnPrefetched would
+  // admit once the ones before them have landed, as far as the policy can
+  // tell: `declined` counts those it did not. Returns how many it admitted.
+  size_t PrefetchAll(uint64_t now, size_t max, uint64_t* declined) {
+    const std::vector<PrefetchHint> hints = p_->PrefetchHints(max, now, nullptr, {});
+    size_t admitted = 0;
+    for (const PrefetchHint& h : hints) {
+      last = p_->OnPrefetched(Access{h.object, h.size, h.job, h.sample, now}, 1000);
+      Apply(last, h.object);
+      if (resident(h.object)) {
+        ++admitted;
+      } else {
+        ++*declined;
+      }
+    }
+    return admitted;
+  }
+
   Decision BeginEpoch(JobId job, uint32_t epoch, uint64_t now) {
     Result<Decision> r = p_->BeginEpoch(job, epoch, now);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
