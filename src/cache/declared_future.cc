@@ -202,6 +202,7 @@ uint32_t DeclaredFuture::Touch(ObjectId object, uint64_t now_ns, uint64_t size) 
     slot_objects_.push_back(object);
     first_ref_.push_back(Ref{});
     slot_size_.push_back(0);
+    file_of_.push_back(kNoFile);
   }
   uint64_t& known = slot_size_[slot];
   if (size != 0 && size != known) {
@@ -291,7 +292,8 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
 }
 
 bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
-  const uint32_t slot = slot_of_.Find(object);
+  uint32_t slot = slot_of_.Find(object);
+  if (slot != SlotIndex::kNone && file_of_[slot] != kNoFile) slot = file_of_[slot];  // a block
   bool found = false;
   uint64_t best = 0;
   // Spread next-epoch places (UseOf) unless several jobs' next orders hold
@@ -357,14 +359,31 @@ Future::Line DeclaredFuture::LineOf(uint32_t index, uint64_t now) const {
   return l;
 }
 
+void DeclaredFuture::Link(uint32_t block_slot, ObjectId block, ObjectId file) {
+  if (file_of_[block_slot] != kNoFile) return;
+  const uint32_t file_slot = Touch(file, now_);
+  file_of_[block_slot] = file_slot;
+  blocks_.emplace(file_slot, block);
+}
+
+void DeclaredFuture::BlocksOf(ObjectId file, std::vector<ObjectId>* out) const {
+  const uint32_t slot = slot_of_.Find(file);
+  if (slot == SlotIndex::kNone) return;
+  auto [b, e] = blocks_.equal_range(slot);
+  for (auto it = b; it != e; ++it) out->push_back(it->second);
+}
+
 void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
-  Touch(a.object, a.now_ns, a.size);
+  // A block's size is not a sample's: it stays out of the sizes hints use.
+  const uint32_t touched = Touch(a.object, a.now_ns, a.file != 0 ? 0 : a.size);
+  if (a.file != 0 && a.file != a.object) Link(touched, a.object, a.file);
+  const ObjectId key = a.file != 0 ? a.file : a.object;  // what the job's list holds
   Job* j = Find(a.job);
   if (j == nullptr || j->samples.empty()) return;
   int64_t s = a.sample;
-  if (s < 0 || static_cast<uint64_t>(s) >= j->n() || j->samples[s].object != a.object) {
+  if (s < 0 || static_cast<uint64_t>(s) >= j->n() || j->samples[s].object != key) {
     s = -1;  // find it in the job's list
-    const uint32_t slot = slot_of_.Find(a.object);
+    const uint32_t slot = slot_of_.Find(key);
     if (first_ref_[slot].index == j->index) s = first_ref_[slot].sample;
     auto [b, e] = more_refs_.equal_range(slot);
     for (auto it = b; it != e && s < 0; ++it) {
@@ -377,8 +396,12 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
     j->epoch_start_ns = a.now_ns;
     j->current = EpochCounters{0, 0, 0};
   }
-  if (j->reads == 0) j->first_read_ns = a.now_ns;
-  ++j->reads;
+  // A file read in blocks is one read (the job's pace is per sample): its
+  // first block in the epoch.
+  if (a.file == 0 || j->read[s] != j->epoch + 1) {
+    if (j->reads == 0) j->first_read_ns = a.now_ns;
+    ++j->reads;
+  }
   if (j->read[s] != j->epoch + 1) {
     j->read[s] = j->epoch + 1;
     ++j->consumed;

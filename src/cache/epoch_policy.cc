@@ -437,7 +437,10 @@ class EpochPolicy final : public Policy {
         lru_.splice(lru_.end(), lru_, it->second.lru);
       }
     }
-    Job* jp = FindJob(a.job);
+    // A block of a file read in blocks (Access::file) is no sample of the
+    // job's: the epoch policy sees it as an unattributed read, as a file
+    // streamed past the cache was before blocks.
+    Job* jp = a.file != 0 ? nullptr : FindJob(a.job);
     bool claimed = false;
     if (jp != nullptr && !jp->samples.empty()) claimed = Serve(*jp, a, hit, load_ns, &d);
     if (!claimed && !hit && params_.share_idle) AdmitShared(a, load_ns, &d);

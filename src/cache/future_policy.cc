@@ -106,13 +106,21 @@ class FuturePolicy final : public Policy {
   Status CheckInvariants() const override { return cache_.CheckInvariants(); }
 
  private:
-  // Files `extra` and job `job`'s objects again under their next use. The
-  // Decision stays empty: every object keeps a next use (claimed or not).
+  // Files `extra` and job `job`'s objects, and their blocks, again under
+  // their next use. The Decision stays empty: every object keeps a next use
+  // (claimed or not).
   Decision Rekey(const std::vector<ObjectId>& extra, JobId job) {
     Decision d;
-    for (ObjectId o : extra) cache_.Rekey(o, now_, &d);
+    std::vector<ObjectId> blocks;
+    auto rekey = [&](ObjectId o) {
+      cache_.Rekey(o, now_, &d);
+      blocks.clear();
+      future_.BlocksOf(o, &blocks);
+      for (ObjectId b : blocks) cache_.Rekey(b, now_, &d);
+    };
+    for (ObjectId o : extra) rekey(o);
     if (job != kNoJob) {
-      for (ObjectId o : future_.ObjectsOf(job)) cache_.Rekey(o, now_, &d);
+      for (ObjectId o : future_.ObjectsOf(job)) rekey(o);
     }
     return Noted(std::move(d));
   }

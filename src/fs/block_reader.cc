@@ -24,6 +24,9 @@ store::GetRequest BlockRequest(const OpenFile& f, uint64_t index) {
   g.version = f.version;
   g.offset = index * f.block_size;
   g.length = f.block_size;
+  g.file = f.file_id;
+  g.job = f.job;
+  g.sample = f.sample;
   return g;
 }
 

@@ -526,7 +526,7 @@ class FilesystemImpl final : public Filesystem {
     bool keep_cache = false;
     if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
       if (self.cfg_.cache.block_size != 0) {
-        return self.OpenBlocks(req, ino, v->path, st, ctx->uid, fi);
+        return self.OpenBlocks(req, ino, v->path, st, ctx->uid, id, who, fi);
       }
       if (int err = self.lower_budget_.Open(ctx->uid)) return (void)fuse_reply_err(req, err);
       auto fd = self.lower_.OpenFile(v->path);
@@ -581,12 +581,16 @@ class FilesystemImpl final : public Filesystem {
   // Counted per user as a streamed file is (limits.lower_files_per_user): the
   // block an open holds may have left the budget.
   void OpenBlocks(fuse_req_t req, fuse_ino_t ino, const std::string& rel, const struct stat& st,
-                  uid_t uid, fuse_file_info* fi) {
+                  uid_t uid, cache::ObjectId id, const Attributor::Attribution& who,
+                  fuse_file_info* fi) {
     if (int err = lower_budget_.Open(uid)) return (void)fuse_reply_err(req, err);
     auto file = std::make_shared<OpenFile>();
     file->kind = OpenFile::Kind::kBlocks;
     file->writer = uid;
     file->path = rel;
+    file->file_id = id;
+    file->job = who.job;
+    file->sample = who.sample;
     file->version = store::VersionOf(st);
     file->block_size = EffectiveBlockSize(cfg_.cache.block_size, cache_.max_object_bytes());
     // Block 0 now: a file changed since the kernel took its attributes is

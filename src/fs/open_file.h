@@ -29,6 +29,11 @@ struct OpenFile {
   uint64_t ahead_index = 0;
   uint64_t block_size = 0;  // kBlocks
   store::Version version;   // kBlocks: the version opened (every block is of it)
+  // kBlocks: the file as a whole object, and the job (and its sample) the
+  // open was attributed to; every block's access carries them.
+  cache::ObjectId file_id = 0;
+  cache::JobId job = cache::kNoJob;
+  int64_t sample = -1;
   UniqueFd fd;              // kStream
   std::string path;         // kVirtual*: control path; kBlocks: lower path
   std::string content;      // kVirtualRead: snapshot; kVirtualWrite: buffer

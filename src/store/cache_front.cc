@@ -128,7 +128,7 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
     if (unread_prefetched_.erase(req.id) != 0) {
       c_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
     }
-    cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs()};
+    cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs(), req.file};
     // The store changes only under policy_mu_: look again. Evicted since the
     // caller's Find, the policy has forgotten the object, so this read is a
     // miss for it (of bytes already in hand, which it may admit again);
@@ -210,7 +210,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (prefetch) {
     std::lock_guard lock(policy_mu_);
     if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
-    cache::Access a{req.id, ref->data.size(), req.job, req.sample, now};
+    cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
     ApplyLocked(policy_->OnPrefetched(a, now - start), ref);
     const bool kept = ram_.Find(req.id) == ref;
     if (kept) {
@@ -226,7 +226,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     return ref;
   }
   std::lock_guard lock(policy_mu_);
-  cache::Access a{req.id, ref->data.size(), req.job, req.sample, now};
+  cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
   if (ObjectRef resident = ram_.Find(req.id)) {
     // Another reader put it back meanwhile (see Get): the policy knows it as
     // resident, and admitting it again would fail in the store and make the

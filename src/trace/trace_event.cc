@@ -85,6 +85,7 @@ class Fields {
     if (status_.ok()) status_ = InvalidArgument("trace line " + std::to_string(line_) + ": " + what);
   }
   const Status& status() const { return status_; }
+  bool Has(const char* key) const { return j_.contains(key); }
 
  private:
   const json* Get(const char* key) {
@@ -161,6 +162,7 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       j["job"] = e.access.job;
       j["sample"] = e.access.sample;
       j["t"] = e.access.now_ns;
+      if (e.access.file != 0) j["file"] = e.access.file;  // a block of this file
       if (e.kind != TraceKind::kHit) j["load_ns"] = e.load_ns;
       break;
     case TraceKind::kDropped:
@@ -244,6 +246,7 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
       e.access.job = static_cast<cache::JobId>(f.U64("job", kMaxJob));
       e.access.sample = f.I64("sample");
       e.access.now_ns = f.U64("t");
+      if (f.Has("file")) e.access.file = f.U64("file");  // optional: blocks only
       if (e.kind != TraceKind::kHit) e.load_ns = f.U64("load_ns");
       break;
     case TraceKind::kDropped:

@@ -183,7 +183,8 @@ class PrefetchTest(et.MountTestCase):
     def test_a_sample_too_large_to_cache_whole_is_read_in_blocks_not_unreadable(self):
         # A shard larger than a quarter of the budget among the samples: never
         # prefetched (the rest are), not reported unreadable, read byte-exact
-        # in blocks (nothing streamed uncached).
+        # in blocks (nothing streamed uncached), the blocks under the job's
+        # declared future.
         names = ["f%02d.bin" % i for i in range(4)]
         want = self.dataset(names)
         big = et.det_bytes(40 * SIZE + 123, 99)  # > 64 * SIZE / 4
@@ -203,6 +204,13 @@ class PrefetchTest(et.MountTestCase):
             status = json.loads(f.read().decode())
         self.assertEqual((status["unreadable_samples"], status["first_unreadable"]), (0, None),
                          status)
+        # The shard's blocks are the job's: its position moved once for the
+        # shard (5 samples read, not 5 + its 21 blocks), each block is one of
+        # its hits or misses, and every byte held is held for its next epoch.
+        blocks = -(-len(big) // (64 * KiB))
+        self.assertEqual(status["batch"], len(all_names), status)
+        self.assertGreaterEqual(status["hits"] + status["misses"], len(names) + blocks, status)
+        self.assertEqual(status["cur_bytes"], sum(len(v) for v in want.values()), status)
         st = d.stats()
         self.assertEqual((st["streamed_opens"], st["streamed_bytes"]), (0, 0), st)
         self.assertEqual(st["prefetched"], len(names), st)

@@ -14,6 +14,8 @@
 //     `default_pace_ns`);
 //   - an object read by several jobs (a shared dataset) is next read by the
 //     job whose read is estimated to come first;
+//   - a block of a file (Access::file) is next read when its file is; the
+//     file's first block read in an epoch moves the job on, the others not;
 //   - an object no live job will read (no job's sample, or a job done with
 //     it) belongs to job index 0, "unclaimed": ranked after every claimed
 //     object, least recently used first, so reads nobody declared use only
@@ -75,6 +77,8 @@ class DeclaredFuture final : public Future {
   void Evicted(const std::vector<ObjectId>& objects);
   // The objects of job `id`'s sample list (empty if unknown).
   std::vector<ObjectId> ObjectsOf(JobId id) const;
+  // Appends the blocks of `file` seen so far (Access::file).
+  void BlocksOf(ObjectId file, std::vector<ObjectId>* out) const;
   // Status figures; `bytes_by_index` from NextUseCache::BytesByJob.
   std::vector<JobSnapshot> Snapshots(const std::vector<uint64_t>& bytes_by_index) const;
   // The Future index of job `id`, 0 if unknown.
@@ -97,6 +101,7 @@ class DeclaredFuture final : public Future {
   bool UseOf(const Job& j, uint32_t sample, bool spread, uint64_t* pos) const;
   double PaceOf(const Job& j, uint64_t now) const;
   void AddRef(size_t slot, Ref r);
+  void Link(uint32_t block_slot, ObjectId block, ObjectId file);
   void DropRefs(const Job& j);
 
   uint64_t default_pace_ns_;
@@ -111,6 +116,9 @@ class DeclaredFuture final : public Future {
   uint64_t loaded_size_sum_ = 0;                     // over slots with a size
   uint64_t loaded_size_n_ = 0;
   std::unordered_multimap<uint32_t, Ref> more_refs_;  // slot → further refs (shared datasets)
+  static constexpr uint32_t kNoFile = ~uint32_t{0};
+  std::vector<uint32_t> file_of_;                         // by slot: a block's file's slot
+  std::unordered_multimap<uint32_t, ObjectId> blocks_;   // file's slot → its blocks
 };
 
 }  // namespace epochfs::cache

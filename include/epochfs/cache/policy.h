@@ -48,6 +48,11 @@ struct Access {
   JobId job = kNoJob;    // attributed job, or kNoJob
   int64_t sample = -1;   // index in the job's sample list, or -1 when unknown
   uint64_t now_ns = 0;   // monotonic time of the access
+  // Not 0: `object` is a block of this file (a file too large to cache
+  // whole, cached in blocks); `job` and `sample` are the file's. Policies
+  // that know a future by file (the "future" policy) give the block the
+  // file's; the others treat the block as an object of its own.
+  ObjectId file = 0;
 };
 
 // What the caller must do after an event, in this order: drop `evict` from the

@@ -49,6 +49,9 @@ struct GetRequest {
   // ends at the file's end). 0: the whole file.
   uint64_t offset = 0;
   uint64_t length = 0;
+  // A block's file (its id as a whole object): the policy gives the block the
+  // file's declared future (cache::Access::file). 0 for a whole file.
+  cache::ObjectId file = 0;
 };
 
 struct CacheCounters {

@@ -17,6 +17,9 @@
 //   {"ev":"dropped","o":78}
 //   {"ev":"prefetch","o":79,"size":4096,"job":1,"sample":6,"t":126,"load_ns":800000}
 //
+// A hit or miss of a block of a file cached in blocks also has "file": the
+// file's object id (cache::Access::file); absent otherwise.
+//
 // Objects are the daemon's object ids (from the lower file's device and
 // inode), not paths. Parsing is strict: an unknown event, a missing or
 // mistyped field, or a value out of range is an error naming the line.

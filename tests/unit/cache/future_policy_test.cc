@@ -169,6 +169,37 @@ TEST(FuturePolicy, ShrinkingTheBudgetEvictsTheFurthestFirst) {
   EXPECT_EQ(h.policy().budget(), 300u);
 }
 
+// A file too large to cache whole is read in blocks (Access::file): each
+// block is next read when its file is, and the file's first block in an
+// epoch moves the job on, once.
+TEST(FuturePolicy, BlocksFollowTheirFilesDeclaredFuture) {
+  Harness h(Future(800));
+  h.AddJob(Spec(1, 2), {{1000, 1200}, {1001, 100}, {1002, 100}});
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, {0, 1, 2}).ok());
+  ASSERT_TRUE(h.policy().SetOrder(1, 1, {0, 1, 2}).ok());
+  h.BeginEpoch(1, 0, 1);
+  uint64_t t = 10;
+  for (ObjectId b : {5000, 5001, 5002, 9000, 9001}) h.set_size(b, 400);
+  for (ObjectId b : {5000, 5001, 5002}) {
+    EXPECT_FALSE(h.Touch(Access{b, 400, 1, 0, t += 10, 1000}));
+  }
+  const JobSnapshot s = h.policy().Jobs().at(0);
+  EXPECT_EQ(s.batch, 1u) << "a file's blocks are one read of the job";
+  EXPECT_EQ(s.current.misses, 3u);
+  EXPECT_EQ(h.policy().resident_bytes(), 800u);  // two of the three blocks
+  // A read no job declared ranks after the blocks, which the job reads
+  // first in its next epoch.
+  EXPECT_FALSE(h.Touch(Access{9000, 400, kNoJob, -1, t += 10}));
+  EXPECT_FALSE(h.resident(9000));
+  EXPECT_EQ(h.policy().resident_bytes(), 800u);
+  // The job ends: its blocks are nobody's now (filed again with the file),
+  // and the next such read takes the place of the least recently used.
+  h.EndJob(1);
+  EXPECT_FALSE(h.Touch(Access{9001, 400, kNoJob, -1, t += 10}));
+  EXPECT_TRUE(h.resident(9001));
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
+}
+
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   std::unique_ptr<Policy> p = Future(1000);
   EXPECT_EQ(p->AddJob(Spec(0, 2)).code(), Code::kInvalidArgument);
