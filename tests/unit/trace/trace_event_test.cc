@@ -63,6 +63,11 @@ std::vector<TraceEvent> OneOfEach() {
   e.load_ns = 777;
   v.push_back(e);
   e = {};
+  e.kind = TraceKind::kMiss;  // a block of file 42
+  e.access = {11, 65536, 7, 2, 557, 42};
+  e.load_ns = 778;
+  v.push_back(e);
+  e = {};
   e.kind = TraceKind::kDropped;
   e.access.object = 10;
   v.push_back(e);
@@ -96,6 +101,7 @@ TEST(TraceEvent, EveryKindRoundTrips) {
     }
     EXPECT_EQ(b.access.object, a.access.object);
     EXPECT_EQ(b.access.sample, a.access.sample);
+    EXPECT_EQ(b.access.file, a.access.file);
     EXPECT_EQ(b.load_ns, a.load_ns);
   }
 }
