@@ -171,8 +171,8 @@ class Policy {
 
   // Prefetch. PrefetchHints: up to `max` objects, soonest read first, that are
   // not resident, not `skip`ped, and that OnPrefetched would admit once
-  // `loading` (the prefetches in flight: object and size; they are skipped
-  // too) and the hints before them have landed (an estimate: OnPrefetched
+  // `loading` (the caller's prefetches in flight: object and size; `skip`
+  // names them too) and the hints before them have landed (an estimate: OnPrefetched
   // decides). Policies with no declared future (LRU, epoch) return none, and
   // the daemon then prefetches nothing.
   virtual std::vector<PrefetchHint> PrefetchHints(size_t /*max*/, uint64_t /*now_ns*/,
