@@ -57,6 +57,15 @@ Result<size_t> PreadAll(int fd, char* buf, size_t len, uint64_t off) {
   return done;
 }
 
+// The operations below may be given up on and run on after their caller has
+// closed `fd` (the number then reused by another open): each works on a
+// duplicate it owns (LowerGate: operations own what they touch).
+Result<std::shared_ptr<const UniqueFd>> OwnedCopy(int fd) {
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return StatusFromErrno(errno, "dup");
+  return std::make_shared<const UniqueFd>(copy);
+}
+
 }  // namespace
 
 Status StatusFromErrno(int err, const std::string& what) {
@@ -133,9 +142,16 @@ std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>&
 }
 
 Result<struct stat> Lower::FStat(int fd) const {
-  return Gated<struct stat>("fstat", [fd]() -> Result<struct stat> {
+  if (!gate_) {
     struct stat st;
     if (::fstat(fd, &st) != 0) return StatusFromErrno(errno, "fstat");
+    return st;
+  }
+  auto own = OwnedCopy(fd);
+  if (!own.ok()) return own.status();
+  return Gated<struct stat>("fstat", [f = own.value()]() -> Result<struct stat> {
+    struct stat st;
+    if (::fstat(f->get(), &st) != 0) return StatusFromErrno(errno, "fstat");
     return st;
   });
 }
@@ -241,21 +257,29 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   // given up on may still write into it, so it is handed out only when every
   // piece has finished.
   auto data = std::make_shared<std::vector<char>>(size);
+  int use = fd;
+  std::shared_ptr<const UniqueFd> f;
+  if (gate_) {
+    auto own = OwnedCopy(fd);
+    if (!own.ok()) return own.status();
+    f = own.value();
+    use = f->get();
+  }
   uint64_t done = 0;
   while (done < size) {
     const uint64_t len = std::min(size - done, kReadPiece);
-    auto n = Gated<size_t>("read", [fd, data, done, len] {
-      return PreadAll(fd, data->data() + done, len, done);
+    auto n = Gated<size_t>("read", [f, use, data, done, len] {
+      return PreadAll(use, data->data() + done, len, done);
     });
     if (!n.ok()) return n.status();
     if (n.value() == 0) return IoError("lower file shrank while being read");
     done += n.value();
   }
   // A file that grew since its stat would be served truncated: refuse it.
-  auto grew = Gated<bool>("read", [fd, size]() -> Result<bool> {
+  auto grew = Gated<bool>("read", [f, use, size]() -> Result<bool> {
     char extra;
-    const ssize_t n = ::pread(fd, &extra, 1, static_cast<off_t>(size));
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    const ssize_t n = ::pread(use, &extra, 1, static_cast<off_t>(size));
+    ::posix_fadvise(use, 0, 0, POSIX_FADV_DONTNEED);
     return n > 0;
   });
   if (!grew.ok()) return grew.status();
@@ -264,12 +288,20 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
 }
 
 Result<std::vector<char>> Lower::ReadAt(int fd, size_t len, uint64_t off) const {
-  return Gated<std::vector<char>>("read", [fd, len, off]() -> Result<std::vector<char>> {
+  int use = fd;
+  std::shared_ptr<const UniqueFd> f;
+  if (gate_) {
+    auto own = OwnedCopy(fd);
+    if (!own.ok()) return own.status();
+    f = own.value();
+    use = f->get();
+  }
+  return Gated<std::vector<char>>("read", [f, use, len, off]() -> Result<std::vector<char>> {
     std::vector<char> buf(len);
-    auto n = PreadAll(fd, buf.data(), len, off);
+    auto n = PreadAll(use, buf.data(), len, off);
     if (!n.ok()) return n.status();
     buf.resize(n.value());
-    ::posix_fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(n.value()),
+    ::posix_fadvise(use, static_cast<off_t>(off), static_cast<off_t>(n.value()),
                     POSIX_FADV_DONTNEED);
     return buf;
   });

@@ -64,6 +64,8 @@ class Lower {
 
   // Opens regular file `rel` for reading.
   Result<UniqueFd> OpenFile(const std::string& rel) const;
+  // FStat, ReadWhole and ReadAt work, when gated, on a duplicate of `fd` that
+  // they own: a call given up on may run on after the caller closed `fd`.
   // Reads exactly `size` bytes from the start of `fd`; a short file is IoError.
   Result<std::vector<char>> ReadWhole(int fd, uint64_t size) const;
   // pread of up to `len` bytes at `off`; fewer at the end of the file.
