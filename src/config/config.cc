@@ -278,6 +278,8 @@ const KeyDesc kKeys[] = {
      }},
     {"fuse.kernel_cache", OptKind::kBool, "true or false",
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.kernel_cache); }},
+    {"fuse.no_open", OptKind::kBool, "true or false",
+     [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.no_open); }},
     {"fuse.readdirplus", OptKind::kString, R"("auto" or "always")",
      [](Config* c, const Raw& v) {
        return SetEnum(v, kReaddirPlusNames, kReaddirPlusValues, &c->fuse.readdirplus);

@@ -1,6 +1,7 @@
 #include "epochfs/daemon/daemon.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "background.h"
+#include "control_mount.h"
 #include "job_sink.h"
 #include "memory_governor.h"
 #include "mount_point.h"
@@ -245,6 +247,25 @@ static unsigned FuseThreads(const Config& cfg) {
   return cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
 }
 
+// fuse.no_open: what it needs (control_mount.h) and cannot combine with.
+static Status CheckNoOpen(const Config& cfg) {
+  if (!cfg.fuse.no_open) return Status::Ok();
+  const std::string k = "fuse.no_open = true ";
+  if (::geteuid() != 0) {
+    return NotPermitted(k + "needs root: the control directory is a mount of its own inside the mount");
+  }
+  if (cfg.cache.consistency == Consistency::kOpen) {
+    return InvalidArgument(k + "needs cache.consistency = \"immutable\" (no open reaches the daemon to check LOWER)");
+  }
+  if (!cfg.fuse.kernel_cache) {
+    return InvalidArgument(k + "needs fuse.kernel_cache = true (the kernel's pages are the hot path)");
+  }
+  if (!cfg.spill.path.empty()) {
+    return InvalidArgument(k + "does not combine with a spill area (spill.path): its files need opens");
+  }
+  return Status::Ok();
+}
+
 Status RunDaemon(const DaemonArgs& in) {
   RaiseDescriptorLimit();
   DaemonArgs args = in;
@@ -256,6 +277,7 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;
+  if (Status s = CheckNoOpen(cfg); !s.ok()) return s;
   Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
   if (!max_read.ok()) return max_read.status();
   store::LowerGateOptions gate;
@@ -349,8 +371,20 @@ Status RunDaemon(const DaemonArgs& in) {
   RegistryAttributor attributor(registry);
   fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr,
                     max_read.value()};
+  if (cfg.fuse.no_open) parts.role = fs::Role::kDataset;
   auto filesystem = fs::Filesystem::Create(parts);
   if (!filesystem.ok()) return filesystem.status();
+  // fuse.no_open: the control directory is a session of its own, mounted on
+  // the dataset session's `.epochfs` once that one serves (control_mount.h).
+  std::unique_ptr<fs::Filesystem> control_fs;
+  if (cfg.fuse.no_open) {
+    fs::FsParts cparts = parts;
+    cparts.role = fs::Role::kControl;
+    cparts.max_read = 0;
+    auto made = fs::Filesystem::Create(cparts);
+    if (!made.ok()) return made.status();
+    control_fs = std::move(made).value();
+  }
 
   fs::MountOptions mo;
   mo.mountpoint = args.mountpoint;
@@ -390,7 +424,8 @@ Status RunDaemon(const DaemonArgs& in) {
     filesystem.value()->SetSpillStore(spill->store());
   }
   NeedWatch need_watch(cache);
-  fs::Filesystem& fsys = *filesystem.value();
+  // A removed job directory is the control session's entry when there is one.
+  fs::Filesystem& fsys = control_fs ? *control_fs : *filesystem.value();
   OrphanReaper reaper(
       registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
       [&fsys, &spill](const std::string& name) {
@@ -406,13 +441,29 @@ Status RunDaemon(const DaemonArgs& in) {
     governor->Start();
   }
   std::thread probe;
-  if (background) {
-    probe = std::thread([&bg, mnt = args.mountpoint] {
-      Status p = ProbeMount(mnt);
+  std::unique_ptr<ControlMount> control_mount;  // set by `probe`; read after joining it
+  if (background || control_fs) {
+    fs::MountOptions cmo = mo;
+    cmo.mountpoint = args.mountpoint + "/" + fs::kControlDirName;
+    cmo.threads = std::max(2u, mo.threads / 2);
+    std::erase_if(cmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
+    probe = std::thread([&bg, &control_fs, &control_mount, cmo, background, mnt = args.mountpoint] {
+      Status p = Status::Ok();
+      if (control_fs) {
+        auto cm = ControlMount::Start(*control_fs, cmo);
+        if (cm.ok()) {
+          control_mount = std::move(cm).value();
+        } else {
+          p = Status(cm.status().code(), "control directory: " + cm.status().message());
+        }
+      }
+      if (p.ok() && background) p = ProbeMount(mnt);
       if (p.ok()) {
         bg.Ready();
       } else {
         bg.Failed(p.message());
+        log::Error(p.message());
+        if (control_fs) ::kill(::getpid(), SIGTERM);  // no control files: end the dataset's loop
       }
     });
   }
@@ -423,6 +474,7 @@ Status RunDaemon(const DaemonArgs& in) {
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   if (probe.joinable()) probe.join();
+  control_mount.reset();  // after the dataset session: its unmount detached this one too
   if (spill) spill->Close();  // writes staged spill data back
   log::Info("unmounted " + args.mountpoint);
   return s;

@@ -24,6 +24,7 @@
 #include "errno_map.h"
 #include "handle_table.h"
 #include "open_file.h"
+#include "pass_table.h"
 #include "spill_fs.h"
 #include "inode_table.h"
 #include "kernel_cache.h"
@@ -47,6 +48,16 @@ control::Caller CallerOf(fuse_req_t req) {
 // dozen entries, and always for one of the longest name (ReadDirCommon).
 constexpr size_t kFirstPlusReplyBytes = 2048;
 
+// A session without OPEN (Role::kDataset): how many passes it keeps, and how
+// many bytes of objects outside the RAM tier they may hold (pass_table.h).
+constexpr size_t kMaxPasses = 256;
+constexpr uint64_t kMaxPassHeldBytes = 64u << 20;
+
+// How long the kernel may keep the dataset session's entry of `.epochfs`, the
+// control session's mountpoint: its revalidation must never fail (a dentry
+// the kernel drops takes the mount on it along).
+constexpr double kMountpointTimeout = 86400.0;
+
 std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
@@ -59,7 +70,8 @@ class FilesystemImpl final : public Filesystem {
         cache_(*p.cache),
         control_(*p.control),
         attributor_(*p.attributor),
-        inodes_(root_st),
+        role_(p.role),
+        inodes_(root_st, p.role == Role::kControl ? NodeKind::kVirtual : NodeKind::kLower),
         open_mode_(cfg_.cache.consistency == Consistency::kOpen),
         recheck_(!open_mode_ && cfg_.fuse.allow_other),
         entry_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.entry_timeout)),
@@ -72,14 +84,18 @@ class FilesystemImpl final : public Filesystem {
         spill_budget_(cfg_.limits.spill_files_per_user, UINT64_MAX, &descriptors_),
         lower_budget_(cfg_.limits.lower_files_per_user, UINT64_MAX, &descriptors_) {
     FillOps();
-    if (cfg_.fuse.kernel_cache) {
-      cache_.SetDropListener([this](cache::ObjectId id) { kernel_cache_.Dropped(id); });
+    if (cfg_.fuse.kernel_cache && role_ != Role::kControl) {
+      cache_.SetDropListener([this](cache::ObjectId id) {
+        const fuse_ino_t ino = kernel_cache_.Dropped(id);
+        // Without OPEN a pass may hold the object: its bytes must go too.
+        if (ino != 0 && role_ == Role::kDataset) passes_.ForgetObject(ino);
+      });
     }
   }
 
   const fuse_lowlevel_ops& ops() const override { return ops_; }
   void Attach(fuse_session* se) override {
-    if (cfg_.fuse.kernel_cache) kernel_cache_.Start(se);
+    if (cfg_.fuse.kernel_cache && role_ != Role::kControl) kernel_cache_.Start(se);
     session_.store(se);
   }
   void Detach() override {
@@ -176,7 +192,9 @@ class FilesystemImpl final : public Filesystem {
   Result<NodeView> LookupChild(fuse_req_t req, const NodeView& parent, const char* name) {
     if (!ValidName(name)) return InvalidArgument("bad name");
     if (parent.kind == NodeKind::kVirtual) {
-      if (parent.detached) return NotFound("removed");
+      // The dataset session's `.epochfs` is an empty directory: the control
+      // session is mounted on it.
+      if (parent.detached || role_ == Role::kDataset) return NotFound("removed");
       const control::Caller who = CallerOf(req);
       std::string path = control_.Resolve(Join(parent.path, name), who);
       auto vn = control_.Stat(path, who);
@@ -251,7 +269,9 @@ class FilesystemImpl final : public Filesystem {
       }
       return (void)fuse_reply_err(req, ToErrno(child.status()));
     }
-    double timeout = child.value().kind == NodeKind::kVirtual ? 0.0 : self.entry_timeout_;
+    double timeout = child.value().kind != NodeKind::kVirtual ? self.entry_timeout_
+                     : self.role_ == Role::kDataset ? kMountpointTimeout
+                                                    : 0.0;
     self.ReplyEntry(req, child.value(), timeout);
   }
 
@@ -330,6 +350,10 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kVirtual) {
       if (v->detached) return (void)fuse_reply_err(req, ENOENT);
       const control::Caller who = CallerOf(req);
+      if (self.role_ == Role::kDataset) {  // the control session's mountpoint: empty
+        fi->fh = self.dirs_.Add(std::move(dir));
+        return (void)fuse_reply_open(req, fi);
+      }
       auto names = self.control_.List(v->path, who);
       if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
       for (const std::string& n : names.value()) {
@@ -498,6 +522,10 @@ class FilesystemImpl final : public Filesystem {
   static void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
+    // Without OPEN (fuse.no_open): ENOSYS, once, makes the kernel open every
+    // file of this connection by itself from now on (the open succeeds); its
+    // READs then come with no handle (ReadWithoutOpen).
+    if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, ENOSYS);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
     const int acc = fi->flags & O_ACCMODE;
@@ -505,52 +533,68 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kVirtual) return self.OpenVirtual(req, *v, fi, acc);
     if (acc != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
     if (!S_ISREG(v->st.st_mode)) return (void)fuse_reply_err(req, EACCES);
+    LowerOpen o = self.OpenLower(req, ino, *v);
+    if (o.err != 0) return (void)fuse_reply_err(req, o.err);
+    fi->fh = self.files_.Add(std::move(o.file));
+    fi->noflush = 1;
+    fi->keep_cache = o.keep_cache;
+    fuse_reply_open(req, fi);
+  }
 
-    struct stat st = v->st;
-    const cache::ObjectId id = store::ObjectIdOf(v->path);
-    if (self.open_mode_) {
-      auto fresh = self.lower_.Stat(v->path);
-      if (!fresh.ok()) return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+  // What an open of a dataset file reads: its whole object, its blocks or a
+  // stream of LOWER; or the errno the open fails with.
+  struct LowerOpen {
+    std::shared_ptr<OpenFile> file;
+    int err = 0;
+    bool keep_cache = false;  // the kernel's pages of the inode may be kept
+  };
+
+  // Opens regular dataset file `v` (inode `ino`) for the caller of `req`:
+  // checked against LOWER under "open", attributed to the caller's job.
+  LowerOpen OpenLower(fuse_req_t req, fuse_ino_t ino, const NodeView& v) {
+    struct stat st = v.st;
+    const cache::ObjectId id = store::ObjectIdOf(v.path);
+    if (open_mode_) {
+      auto fresh = lower_.Stat(v.path);
+      if (!fresh.ok()) return {nullptr, ToErrno(fresh.status())};
       if (store::VersionOf(fresh.value()) != store::VersionOf(st) || fresh.value().st_ino != st.st_ino) {
-        self.cache_.Invalidate(id);
+        cache_.Invalidate(id);
       }
       st = fresh.value();
-      self.inodes_.SetAttr(ino, st);
+      inodes_.SetAttr(ino, st);
     }
 
     // Every read-open is attributed (job progress and epochs are tracked from
     // it), cached or not.
     const fuse_ctx* ctx = fuse_req_ctx(req);
-    const Attributor::Attribution who = self.attributor_.Attribute(ctx->pid, ctx->uid, id);
+    const Attributor::Attribution who = attributor_.Attribute(ctx->pid, ctx->uid, id);
     auto file = std::make_shared<OpenFile>();
     bool keep_cache = false;
-    if (static_cast<uint64_t>(st.st_size) > self.cache_.max_object_bytes()) {
-      if (self.cfg_.cache.block_size != 0) {
-        return self.OpenBlocks(req, ino, v->path, st, ctx->uid, id, who, fi);
-      }
-      if (int err = self.lower_budget_.Open(ctx->uid)) return (void)fuse_reply_err(req, err);
-      auto fd = self.lower_.OpenFile(v->path);
+    if (static_cast<uint64_t>(st.st_size) > cache_.max_object_bytes()) {
+      if (cfg_.cache.block_size != 0) return OpenBlocks(ino, v.path, st, ctx->uid, id, who);
+      if (int err = lower_budget_.Open(ctx->uid)) return {nullptr, err};
+      auto fd = lower_.OpenFile(v.path);
       if (!fd.ok()) {
-        self.lower_budget_.Close(ctx->uid, 0);
-        return (void)fuse_reply_err(req, ToErrno(fd.status()));
+        lower_budget_.Close(ctx->uid, 0);
+        return {nullptr, ToErrno(fd.status())};
       }
       file->kind = OpenFile::Kind::kStream;
       file->fd = std::move(fd).value();
-      self.cache_.CountStreamedOpen();
+      cache_.CountStreamedOpen();
       file->writer = ctx->uid;
-      auto now = self.lower_.FStat(file->fd.get());  // bounded, as every LOWER call
+      auto now = lower_.FStat(file->fd.get());  // bounded, as every LOWER call
       if (!now.ok()) {
-        self.lower_budget_.Close(ctx->uid, 0);
-        return (void)fuse_reply_err(req, ToErrno(now.status()));
+        lower_budget_.Close(ctx->uid, 0);
+        return {nullptr, ToErrno(now.status())};
       }
       if (store::VersionOf(now.value()) != store::VersionOf(st)) {
-        self.lower_budget_.Close(ctx->uid, 0);
-        return (void)fuse_reply_err(req, ESTALE);  // see below
+        lower_budget_.Close(ctx->uid, 0);
+        return {nullptr, ESTALE};  // see below
       }
     } else {
-      store::GetRequest g{id, v->path, store::VersionOf(st), who.job, who.sample};
-      auto obj = self.cache_.Get(g);
-      if (!obj.ok()) return (void)fuse_reply_err(req, ToErrno(obj.status()));
+      store::GetRequest g{id, v.path, store::VersionOf(st), who.job, who.sample};
+      auto obj = cache_.Get(g);
+      if (!obj.ok()) return {nullptr, ToErrno(obj.status())};
       file->kind = OpenFile::Kind::kObject;
       file->object = std::move(obj).value();
       // The lower file changed since the kernel took its attributes (under
@@ -559,31 +603,25 @@ class FilesystemImpl final : public Filesystem {
       // the kernel look the name up again (the VFS retries an open once with
       // LOOKUP_REVAL), which takes the new attributes; the retried open then
       // serves the new bytes. A file that keeps changing gets ESTALE.
-      if (file->object->version != store::VersionOf(st)) {
-        return (void)fuse_reply_err(req, ESTALE);
-      }
+      if (file->object->version != store::VersionOf(st)) return {nullptr, ESTALE};
       // The kernel's pages of this inode (if any) came from an earlier open of
       // the same version: keep them. Only resident objects are remembered, so
       // that dropping an object from RAM also drops its kernel copy.
-      const bool same = self.inodes_.MarkServed(ino, file->object->version);
-      if (self.cfg_.fuse.kernel_cache && self.cache_.ram().Find(g.id) == file->object) {
-        self.kernel_cache_.Remember(g.id, ino);
+      const bool same = inodes_.MarkServed(ino, file->object->version);
+      if (cfg_.fuse.kernel_cache && cache_.ram().Find(g.id) == file->object) {
+        kernel_cache_.Remember(g.id, ino);
         keep_cache = same;
       }
     }
-    fi->fh = self.files_.Add(std::move(file));
-    fi->noflush = 1;
-    fi->keep_cache = keep_cache;
-    fuse_reply_open(req, fi);
+    return {std::move(file), 0, keep_cache};
   }
 
   // A file too large to cache whole, read in blocks (block_reader.h).
   // Counted per user as a streamed file is (limits.lower_files_per_user): the
   // block an open holds may have left the budget.
-  void OpenBlocks(fuse_req_t req, fuse_ino_t ino, const std::string& rel, const struct stat& st,
-                  uid_t uid, cache::ObjectId id, const Attributor::Attribution& who,
-                  fuse_file_info* fi) {
-    if (int err = lower_budget_.Open(uid)) return (void)fuse_reply_err(req, err);
+  LowerOpen OpenBlocks(fuse_ino_t ino, const std::string& rel, const struct stat& st, uid_t uid,
+                       cache::ObjectId id, const Attributor::Attribution& who) {
+    if (int err = lower_budget_.Open(uid)) return {nullptr, err};
     auto file = std::make_shared<OpenFile>();
     file->kind = OpenFile::Kind::kBlocks;
     file->writer = uid;
@@ -599,24 +637,59 @@ class FilesystemImpl final : public Filesystem {
     auto first = BlockOf(cache_, *file, 0);
     if (!first.ok()) {
       lower_budget_.Close(uid, 0);
-      return (void)fuse_reply_err(req, ToErrno(first.status()));
+      return {nullptr, ToErrno(first.status())};
     }
     RememberBlock(ino, *file, 0, first.value());
-    fi->fh = files_.Add(std::move(file));
-    fi->noflush = 1;
     // The kernel's pages of the file are dropped at each open, so that every
     // block read reaches the policy; a block that leaves the RAM tier drops
     // its range from the kernel too (RememberBlock).
-    fi->keep_cache = 0;
-    fuse_reply_open(req, fi);
+    return {std::move(file), 0, false};
   }
 
   // The kernel now holds pages of block `index` of `ino`: dropped when the
   // block leaves the RAM tier (if it is resident at all).
+  // Without OPEN (Role::kDataset) the kernel keeps every page: the range of
+  // a block the RAM tier does not hold is dropped at once.
   void RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t index,
                      const store::ObjectRef& block) {
-    if (!cfg_.fuse.kernel_cache || cache_.ram().Find(block->id) != block) return;
-    kernel_cache_.Remember(block->id, ino, index * f.block_size, block->data.size());
+    if (!cfg_.fuse.kernel_cache) return;
+    if (cache_.ram().Find(block->id) == block) {
+      kernel_cache_.Remember(block->id, ino, index * f.block_size, block->data.size());
+    } else if (role_ == Role::kDataset) {
+      kernel_cache_.Drop(ino, index * f.block_size, block->data.size());
+    }
+  }
+
+  // The pass that serves a READ of `ino` at `off` without an open
+  // (pass_table.h): the one it joins, or a new one, opened as an open would
+  // be. The errno of a failed open otherwise.
+  std::pair<std::shared_ptr<OpenFile>, int> PassFor(fuse_req_t req, fuse_ino_t ino, off_t off) {
+    if (std::shared_ptr<OpenFile> f = passes_.Join(ino, static_cast<uint64_t>(off))) {
+      return {std::move(f), 0};
+    }
+    auto v = inodes_.Get(ino);
+    if (!v) return {nullptr, ESTALE};
+    if (v->kind != NodeKind::kLower || S_ISDIR(v->st.st_mode)) return {nullptr, EISDIR};
+    if (!S_ISREG(v->st.st_mode)) return {nullptr, EACCES};
+    LowerOpen o = OpenLower(req, ino, *v);
+    if (o.err != 0) {
+      // The file changed on LOWER under "immutable": the kernel's size and
+      // pages of it are wrong. Drop them, so that its next open looks again.
+      if (o.err == ESTALE) kernel_cache_.Drop(ino);
+      return {nullptr, o.err};
+    }
+    // A pass is bounded by the table, not by limits.lower_files_per_user.
+    if (o.file->kind == OpenFile::Kind::kStream || o.file->kind == OpenFile::Kind::kBlocks) {
+      lower_budget_.Close(o.file->writer, 0);
+    }
+    uint64_t held = 0;
+    if (o.file->kind == OpenFile::Kind::kObject && cache_.ram().Find(o.file->object->id) != o.file->object) {
+      held = o.file->object->data.size();
+    } else if (o.file->kind == OpenFile::Kind::kBlocks) {
+      held = 2 * o.file->block_size;  // the block in hand and the one ahead
+    }
+    passes_.Put(ino, o.file, held, static_cast<uint64_t>(off));
+    return {std::move(o.file), 0};
   }
 
   void OpenVirtual(fuse_req_t req, const NodeView& v, fuse_file_info* fi, int acc) {
@@ -668,7 +741,14 @@ class FilesystemImpl final : public Filesystem {
     const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     self.RaiseReadaheadOnce();
-    std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
+    std::shared_ptr<OpenFile> f;
+    if (self.role_ == Role::kDataset) {
+      auto [pass, err] = self.PassFor(req, ino, off);
+      if (err != 0) return (void)fuse_reply_err(req, err);
+      f = std::move(pass);
+    } else {
+      f = self.files_.Get(fi->fh);
+    }
     if (!f) return (void)fuse_reply_err(req, EBADF);
     const auto slice = [&](const char* data, size_t len) {
       if (static_cast<uint64_t>(off) >= len) return (void)fuse_reply_buf(req, nullptr, 0);
@@ -677,7 +757,18 @@ class FilesystemImpl final : public Filesystem {
     };
     switch (f->kind) {
       case OpenFile::Kind::kObject:
-        return slice(f->object->data.data(), f->object->data.size());
+        slice(f->object->data.data(), f->object->data.size());
+        // Without OPEN the kernel keeps every page it gets: drop those of an
+        // object the RAM tier does not hold (the budget bounds the kernel's
+        // copies too), keep the rest until the object leaves.
+        if (self.role_ == Role::kDataset) {
+          if (self.cache_.ram().Find(f->object->id) == f->object) {
+            self.kernel_cache_.Remember(f->object->id, ino);
+          } else {
+            self.kernel_cache_.Drop(ino);
+          }
+        }
+        return;
       case OpenFile::Kind::kBlocks: {
         auto got = ReadBlocks(self.cache_, *f, size, static_cast<uint64_t>(off));
         if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));
@@ -686,9 +777,13 @@ class FilesystemImpl final : public Filesystem {
         iov.reserve(got.value().size());
         for (const BlockSlice& piece : got.value()) {
           iov.push_back({const_cast<char*>(piece.data), piece.len});
+        }
+        fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+        // After the reply: a drop of the kernel's pages must follow their fill.
+        for (const BlockSlice& piece : got.value()) {
           self.RememberBlock(ino, *f, piece.index, piece.block);
         }
-        return (void)fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+        return;
       }
       case OpenFile::Kind::kVirtualRead:
         return slice(f->content.data(), f->content.size());
@@ -702,7 +797,11 @@ class FilesystemImpl final : public Filesystem {
         auto got = self.lower_.ReadAt(f->fd.get(), size, static_cast<uint64_t>(off));
         self.cache_.CountStreamed(got.ok() ? got.value().size() : 0, !got.ok());
         if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));
-        return (void)fuse_reply_buf(req, got.value().data(), got.value().size());
+        fuse_reply_buf(req, got.value().data(), got.value().size());
+        if (self.role_ == Role::kDataset && !got.value().empty()) {
+          self.kernel_cache_.Drop(ino, static_cast<uint64_t>(off), got.value().size());
+        }
+        return;
       }
     }
   }
@@ -741,6 +840,9 @@ class FilesystemImpl final : public Filesystem {
 
   static void Flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
     auto& self = Self(req);
+    // Without OPEN there is no FOPEN_NOFLUSH: ENOSYS, once, stops FLUSH on
+    // this connection (nothing of the dataset is written).
+    if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, ENOSYS);
     std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
     if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
       return (void)fuse_reply_err(req, 0);
@@ -763,6 +865,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
     auto& self = Self(req);
+    if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, 0);  // no handles
     if (std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
         f != nullptr && f->kind == OpenFile::Kind::kVirtualWrite) {
       std::lock_guard lock(f->mu);
@@ -921,7 +1024,9 @@ class FilesystemImpl final : public Filesystem {
   store::CacheFront& cache_;
   control::ControlPlane& control_;
   Attributor& attributor_;
+  const Role role_;
   InodeTable inodes_;
+  PassTable passes_{kMaxPasses, kMaxPassHeldBytes};  // Role::kDataset
   const bool open_mode_;
   // Shared mount under "immutable": GETATTR answers from LOWER (see Bounded).
   const bool recheck_;

@@ -36,11 +36,12 @@ bool InodeTable::KeyEq::operator()(const Key& a, fuse_ino_t b) const {
   return a.kind == k.kind && a.path == k.path;
 }
 
-InodeTable::InodeTable(const struct stat& root_st)
+InodeTable::InodeTable(const struct stat& root_st, NodeKind root_kind)
     : by_key_(16, KeyHash{this}, KeyEq{this}) {
   Node root;
   root.nlookup = 1;
-  SetLowerAttr(root, root_st);
+  root.kind = root_kind;
+  if (root_kind == NodeKind::kLower) SetLowerAttr(root, root_st);
   nodes_.push_back(std::move(root));
   by_key_.insert(FUSE_ROOT_ID);
 }

@@ -1,7 +1,8 @@
 // InodeTable: FUSE inode numbers ↔ lower paths, virtual control paths and
 // spill paths.
 //
-// Inode 1 is the mount root (lower ""). Lower nodes are keyed by their lower
+// Inode 1 is the session's root: lower "" (the mount), or virtual "" (the
+// control directory, when it is a session of its own: fuse.no_open). Lower nodes are keyed by their lower
 // path, virtual nodes (the `.epochfs/` tree) by their control path, spill
 // nodes (the writable `.spill/` area) by their path under it. Spill paths
 // change: Rename re-keys a node and its descendants, Detach unhooks a removed
@@ -50,7 +51,9 @@ struct NodeView {
 
 class InodeTable {
  public:
-  explicit InodeTable(const struct stat& root_st);
+  // The root is lower "" with attributes `root_st`, or virtual "" when
+  // `root_kind` is kVirtual.
+  explicit InodeTable(const struct stat& root_st, NodeKind root_kind = NodeKind::kLower);
 
   // Finds or creates the node for (kind, path) and adds one lookup.
   NodeView Ref(NodeKind kind, const std::string& path, const struct stat& st);

@@ -27,13 +27,25 @@ void KernelCacheInvalidator::Remember(cache::ObjectId id, fuse_ino_t ino, uint64
   pages_of_[id] = Pages{ino, off, len};
 }
 
-void KernelCacheInvalidator::Dropped(cache::ObjectId id) {
+fuse_ino_t KernelCacheInvalidator::Dropped(cache::ObjectId id) {
+  fuse_ino_t ino = 0;
   {
     std::lock_guard lock(mu_);
     auto it = pages_of_.find(id);
-    if (it == pages_of_.end()) return;
+    if (it == pages_of_.end()) return 0;
+    ino = it->second.ino;
     if (se_ != nullptr && !stop_) queue_.push_back(it->second);
     pages_of_.erase(it);
+  }
+  cv_.notify_one();
+  return ino;
+}
+
+void KernelCacheInvalidator::Drop(fuse_ino_t ino, uint64_t off, uint64_t len) {
+  {
+    std::lock_guard lock(mu_);
+    if (se_ == nullptr || stop_) return;
+    queue_.push_back(Pages{ino, off, len});
   }
   cv_.notify_one();
 }

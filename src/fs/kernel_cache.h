@@ -38,8 +38,12 @@ class KernelCacheInvalidator {
   // [off, off + len) were read from block `id` (len > 0).
   void Remember(cache::ObjectId id, fuse_ino_t ino, uint64_t off = 0, uint64_t len = 0);
   // The RAM tier dropped `id`: drop the kernel's pages of its inode (of the
-  // block's range only, for a block).
-  void Dropped(cache::ObjectId id);
+  // block's range only, for a block). Returns that inode, 0 when none was
+  // remembered.
+  fuse_ino_t Dropped(cache::ObjectId id);
+  // Drops the kernel's pages of `ino` now (of [off, off + len) when len > 0):
+  // bytes a session without OPEN served that the RAM tier does not hold.
+  void Drop(fuse_ino_t ino, uint64_t off = 0, uint64_t len = 0);
 
  private:
   struct Pages {

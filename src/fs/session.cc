@@ -94,8 +94,10 @@ Result<std::unique_ptr<Session>> Session::Mount(Filesystem& fs, const MountOptio
   im.se = fuse_session_new(&args, &fs.ops(), sizeof(fuse_lowlevel_ops), &fs);
   fuse_opt_free_args(&args);
   if (im.se == nullptr) return InvalidArgument("bad FUSE option: " + LastFuseMessage());
-  if (fuse_set_signal_handlers(im.se) != 0) return Internal("cannot install signal handlers");
-  im.handlers = true;
+  if (opts.signal_handlers) {
+    if (fuse_set_signal_handlers(im.se) != 0) return Internal("cannot install signal handlers");
+    im.handlers = true;
+  }
   if (fuse_session_mount(im.se, opts.mountpoint.c_str()) != 0) {
     // Unprivileged mounts go through fusermount3, which prints its reason to
     // stderr itself and leaves libfuse nothing to log.

@@ -12,7 +12,10 @@
 #      files/s for each and the ratio epochfs/tmpfs (1.00 = as fast as tmpfs).
 #   2. One BIG_MIB MiB file (default 512), read through the mount (hot) vs
 #      tmpfs: MB/s and ratio.
-#   3. The FUSE floor for step 1: libfuse's own example passthrough_ll
+#   3. Steps 1 and 2 again through a second epochfs mount with fuse.no_open=true
+#      (hot reads that send no request: the kernel opens files by itself),
+#      in the same run (NO_OPEN=0 skips it).
+#   4. The FUSE floor for step 1: libfuse's own example passthrough_ll
 #      (built from libfuse3-dev's examples when gcc has them; PLL=0 skips),
 #      mounted over the same files with cache=always (the kernel keeps pages
 #      across opens, as epochfs' kernel_cache), read hot the same way: a FUSE
@@ -22,6 +25,7 @@
 # ratios of one run, not absolute numbers across runs.
 #
 # Environment: N, SIZE_KIB, REPEATS, BIG_MIB, THREADS ("1 2 4"), PLL (0: no floor),
+#              NO_OPEN (0: no fuse.no_open mount),
 #              EPOCHFS_BIN, READFILES_BIN, EPOCHFS_OPTS (extra -o options).
 # Cleans up (unmount, kill, remove the tmpfs dir) on any exit.
 set -euo pipefail
@@ -44,10 +48,13 @@ die() { echo "read_bench: $*" >&2; exit 1; }
 WORK=$(mktemp -d /dev/shm/epochfs-bench.XXXXXX)
 LOWER=$WORK/lower
 MNT=$WORK/mnt
+NO_MNT=$WORK/no-open-mnt
 PLL_MNT=$WORK/pll-mnt
 LOG=$WORK/epochfs.log
 DAEMON_PID=
-mkdir -p "$LOWER/small" "$LOWER/big" "$MNT" "$PLL_MNT"
+NO_PID=
+NO_OPEN=${NO_OPEN:-1}
+mkdir -p "$LOWER/small" "$LOWER/big" "$MNT" "$NO_MNT" "$PLL_MNT"
 
 cleanup() {
   local rc=$?
@@ -57,13 +64,16 @@ cleanup() {
   if grep -qs " $MNT fuse" /proc/mounts; then
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || true
   fi
-  if [[ -n $DAEMON_PID ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+  # fuse.no_open: two mounts, the control session on MNT/.epochfs (umount -R).
+  if grep -qs " $NO_MNT fuse" /proc/mounts; then umount -R "$NO_MNT" 2>/dev/null || umount -Rl "$NO_MNT" || true; fi
+  for pid in $DAEMON_PID $NO_PID; do
+    kill -0 "$pid" 2>/dev/null || continue
     for _ in 1 2 3 4 5 6 7 8 9 10; do
-      kill -0 "$DAEMON_PID" 2>/dev/null || break
+      kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done
-    kill -9 "$DAEMON_PID" 2>/dev/null || true
-  fi
+    kill -9 "$pid" 2>/dev/null || true
+  done
   rm -rf "$WORK"
   exit $rc
 }
@@ -79,8 +89,10 @@ head -c $((BIG_MIB * 1024 * 1024)) /dev/urandom > "$LOWER/big/blob.bin"
 [[ $(wc -l < "$WORK/names") -eq $N ]] || die "dataset generation failed"
 sed "s|^|$LOWER/small/|" "$WORK/names" > "$WORK/list.tmpfs"
 sed "s|^|$MNT/small/|" "$WORK/names" > "$WORK/list.mnt"
+sed "s|^|$NO_MNT/small/|" "$WORK/names" > "$WORK/list.no"
 echo "$LOWER/big/blob.bin" > "$WORK/big.tmpfs"
 echo "$MNT/big/blob.bin" > "$WORK/big.mnt"
+echo "$NO_MNT/big/blob.bin" > "$WORK/big.no"
 
 # --- mount -------------------------------------------------------------------
 # Budget: all small files + the big one; ×4 for the big file because the
@@ -88,15 +100,23 @@ echo "$MNT/big/blob.bin" > "$WORK/big.mnt"
 # max_object_bytes in .epochfs/stats). Only a limit: used stays ~ the data.
 budget_mib=$(( (N * SIZE_KIB / 1024) + 4 * BIG_MIB + 256 ))
 opts="cache.memory=${budget_mib}MiB,cache.policy=lru${EPOCHFS_OPTS:+,$EPOCHFS_OPTS}"
-"$EPOCHFS" -f -o "$opts" "$LOWER" "$MNT" > "$LOG" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 100); do
-  [[ -r $MNT/.epochfs/version ]] && break
-  kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$LOG" >&2; die "epochfs exited"; }
-  sleep 0.1
-done
-[[ -r $MNT/.epochfs/version ]] || { cat "$LOG" >&2; die "mount not ready after 10 s"; }
+start_epochfs() {  # start_epochfs MNT LOG OPTS → pid on stdout, once the mount answers
+  "$EPOCHFS" -f -o "$3" "$LOWER" "$1" > "$2" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do
+    [[ -r $1/.epochfs/version ]] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$2" >&2; die "epochfs exited"; }
+    sleep 0.1
+  done
+  [[ -r $1/.epochfs/version ]] || { cat "$2" >&2; die "mount not ready after 10 s"; }
+  echo "$pid"
+}
+DAEMON_PID=$(start_epochfs "$MNT" "$LOG" "$opts")
 echo "epochfs mounted: $EPOCHFS -o $opts (pid $DAEMON_PID)"
+if [[ $NO_OPEN != 0 ]]; then
+  NO_PID=$(start_epochfs "$NO_MNT" "$WORK/no-open.log" "$opts,fuse.no_open=true")
+  echo "epochfs mounted: $EPOCHFS -o $opts,fuse.no_open=true (pid $NO_PID)"
+fi
 
 # readfiles -q output → one field; stats_field NAME → integer from .epochfs/stats
 stats_field() { tr -d ' \n' < "$MNT/.epochfs/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
@@ -111,15 +131,27 @@ run() {  # run LIST THREADS REPEATS → "files_per_s mb_per_s"
 # --- warm-up ---------------------------------------------------------------
 "$READFILES" -q -t 2 -r 1 "$WORK/list.mnt" > /dev/null || die "warm-up failed"
 "$READFILES" -q -t 2 -r 1 "$WORK/list.tmpfs" > /dev/null
+if [[ $NO_OPEN != 0 ]]; then
+  "$READFILES" -q -t 2 -r 1 "$WORK/list.no" > /dev/null || die "no_open warm-up failed"
+fi
+no_stats() { tr -d ' \n' < "$NO_MNT/.epochfs/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
+no_requests() { [[ $NO_OPEN != 0 ]] && echo $(( $(no_stats hits) + $(no_stats misses) )) || echo 0; }
+no_hot_requests=0
+no_before=$(no_requests)
 
 echo
 echo "small files: $N x $SIZE_KIB KiB, hot, best of $REPEATS repeats"
-printf '%-8s %14s %14s %10s\n' threads tmpfs_files/s epochfs_files/s ratio
+printf '%-8s %14s %14s %10s %16s %10s\n' threads tmpfs_files/s epochfs_files/s ratio \
+  no_open_files/s ratio
 for t in $THREADS; do
   read -r tf _ < <(run "$WORK/list.tmpfs" "$t" "$REPEATS")
   read -r ef _ < <(run "$WORK/list.mnt" "$t" "$REPEATS")
-  printf '%-8s %14.0f %14.0f %10s\n' "$t" "$tf" "$ef" "$(ratio "$ef" "$tf")"
+  nf=0
+  [[ $NO_OPEN != 0 ]] && read -r nf _ < <(run "$WORK/list.no" "$t" "$REPEATS")
+  printf '%-8s %14.0f %14.0f %10s %16.0f %10s\n' "$t" "$tf" "$ef" "$(ratio "$ef" "$tf")" \
+    "$nf" "$(ratio "$nf" "$tf")"
 done
+no_hot_requests=$(( $(no_requests) - no_before ))
 
 # --- large file -------------------------------------------------------------
 "$READFILES" -q -r 1 "$WORK/big.mnt" > /dev/null || die "large-file warm-up failed"
@@ -127,10 +159,18 @@ read -r _ tm < <(run "$WORK/big.tmpfs" 1 3)
 lower_before=$(stats_field bytes_read_lower)
 read -r _ em < <(run "$WORK/big.mnt" 1 3)
 lower_after=$(stats_field bytes_read_lower)
+nm=0
+if [[ $NO_OPEN != 0 ]]; then
+  "$READFILES" -q -r 1 "$WORK/big.no" > /dev/null || die "no_open large-file warm-up failed"
+  no_before=$(no_requests)
+  read -r _ nm < <(run "$WORK/big.no" 1 3)
+  no_hot_requests=$(( no_hot_requests + $(no_requests) - no_before ))
+fi
 echo
 echo "large file: one $BIG_MIB MiB file, hot, 1 thread, best of 3"
-printf '%-8s %14s %14s %10s\n' "" tmpfs_MB/s epochfs_MB/s ratio
-printf '%-8s %14.1f %14.1f %10s\n' "" "$tm" "$em" "$(ratio "$em" "$tm")"
+printf '%-8s %14s %14s %10s %16s %10s\n' "" tmpfs_MB/s epochfs_MB/s ratio no_open_MB/s ratio
+printf '%-8s %14.1f %14.1f %10s %16.1f %10s\n' "" "$tm" "$em" "$(ratio "$em" "$tm")" \
+  "$nm" "$(ratio "$nm" "$tm")"
 echo "bytes read from LOWER during the hot large-file runs: $((lower_after - lower_before))" \
   "($([[ $lower_after -eq $lower_before ]] && echo 'served from the cache' || echo 'NOT served from the cache'))"
 
@@ -156,6 +196,13 @@ else
   echo "the FUSE floor: skipped (PLL=0, or no gcc or libfuse3-dev example to build passthrough_ll)"
 fi
 
+if [[ $NO_OPEN != 0 ]]; then
+  echo "fuse.no_open: files that reached the daemon (hits + misses) during the hot runs:" \
+    "$no_hot_requests"
+  umount -R "$NO_MNT"
+  wait "$NO_PID" && echo "epochfs (fuse.no_open) exited 0" || echo "epochfs (fuse.no_open) exited $?"
+  NO_PID=
+fi
 echo
 echo "epochfs stats: $(tr -d '\n' < "$MNT/.epochfs/stats")"
 fusermount3 -u "$MNT"

@@ -126,6 +126,10 @@ struct Config {
     // Serve repeat reads of unchanged files from the kernel page cache (every
     // open still reaches the daemon, so every access is still seen).
     bool kernel_cache = true;
+    // No OPEN and FLUSH for dataset files: hot reads cost no request; the
+    // control directory is then a session of its own (needs root; docs/
+    // architecture.md, "Hot reads without OPEN").
+    bool no_open = false;
     // "auto": attributes with a chunk of a listing once the reader has looked
     // entries up (the kernel's advice; the first chunk is answered short and
     // without them); "always": with every chunk.

@@ -8,6 +8,7 @@
 // Thread safety: ops run concurrently on the session's worker threads.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "epochfs/config/config.h"
@@ -41,6 +42,19 @@ class Attributor {
   }
 };
 
+// What a Filesystem serves. One session serves everything (kWhole) unless
+// fuse.no_open splits the mount in two (docs/architecture.md, "Hot reads
+// without OPEN"): the dataset session answers OPEN and FLUSH with ENOSYS, so
+// that the kernel sends neither again on that connection and a hot read costs
+// no request; the control directory, whose files need both (a control write is
+// taken at close), is a second session mounted on MOUNTPOINT/.epochfs.
+enum class Role : uint8_t {
+  kWhole,    // the dataset, .epochfs/ and .spill/
+  kDataset,  // the dataset without OPEN: READs come by inode; .epochfs is an
+             // empty directory, the kControl session's mountpoint
+  kControl,  // .epochfs/ alone, as the session's root
+};
+
 struct FsParts {
   const Config* config = nullptr;
   const store::Lower* lower = nullptr;
@@ -53,6 +67,7 @@ struct FsParts {
   // `-o max_read=BYTES`: the largest READ the kernel may send (0: its
   // default). libfuse requires INIT to agree with the mount option.
   unsigned max_read = 0;
+  Role role = Role::kWhole;
 };
 
 class Filesystem {

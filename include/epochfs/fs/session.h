@@ -1,7 +1,7 @@
 // Session: one mounted FUSE session (RAII).
 //
 // Mount() creates the session, installs SIGTERM/SIGINT/SIGHUP handlers that end
-// the loop, and mounts; Run() serves requests on a multi-threaded loop until
+// the loop (MountOptions::signal_handlers), and mounts; Run() serves requests on a multi-threaded loop until
 // the filesystem is unmounted (fusermount3 -u) or a signal arrives; the
 // destructor unmounts and destroys the session.
 // Errors: Mount() returns InvalidArgument for bad FUSE options and IoError
@@ -25,6 +25,9 @@ struct MountOptions {
   bool debug = false;                 // libfuse request tracing
   unsigned threads = 4;               // max worker threads
   unsigned read_ahead_kb = 1024;      // kernel readahead of the mount (0: leave it)
+  // SIGTERM/SIGINT/SIGHUP end this session's loop. libfuse keeps one session
+  // for its handlers: a second session of the process sets this false.
+  bool signal_handlers = true;
 };
 
 class Session {

@@ -150,5 +150,20 @@ TEST(InodeTable, ConcurrentLookupsAndForgets) {
   }
 }
 
+TEST(InodeTable, AControlSessionsRootIsTheVirtualRoot) {
+  InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755), NodeKind::kVirtual);
+  auto root = t.Get(FUSE_ROOT_ID);
+  ASSERT_TRUE(root.has_value());
+  EXPECT_EQ(root->kind, NodeKind::kVirtual);
+  EXPECT_EQ(root->path, "");
+  EXPECT_EQ(t.Peek(NodeKind::kVirtual, ""), FUSE_ROOT_ID);
+  EXPECT_EQ(t.Peek(NodeKind::kLower, ""), 0u);
+  NodeView jobs = t.Ref(NodeKind::kVirtual, "jobs", {});
+  EXPECT_NE(jobs.ino, FUSE_ROOT_ID);
+  EXPECT_EQ(t.Ref(NodeKind::kVirtual, "", {}).ino, FUSE_ROOT_ID);
+  t.DetachTree(NodeKind::kVirtual, "jobs");
+  EXPECT_EQ(t.Peek(NodeKind::kVirtual, ""), FUSE_ROOT_ID) << "the root is never detached";
+}
+
 }  // namespace
 }  // namespace epochfs::fs

@@ -1,0 +1,110 @@
+// PassTable: the reads of dataset files in a session without OPEN
+// (fuse.no_open; filesystem.h, Role::kDataset).
+//
+// There the kernel opens files by itself and sends a READ, by inode and with
+// no handle, only for pages it does not hold. A pass is what an open would
+// have held for those READs: the file's object, its block state or its LOWER
+// descriptor (OpenFile). A pass is one read of the file from its start (to the
+// policy, an open: one attributed access): the kernel's READs of it, at offset
+// 0 and at the read-ahead windows after it (which may arrive first), join it
+// instead of asking the cache again; the next READ at offset 0 after one was
+// served begins a new pass.
+//
+// Bounded: at most `max_passes` passes, and at most `max_held` bytes of
+// objects that are not in the RAM tier (held only by their pass); the oldest
+// pass goes first. A READ that finds no pass starts one (an extra access; at
+// worst a second read from LOWER), so the bounds cost speed, never bytes.
+// Internal to src/fs. Thread safety: thread-safe.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "open_file.h"
+
+namespace epochfs::fs {
+
+class PassTable {
+ public:
+  PassTable(size_t max_passes, uint64_t max_held) : max_passes_(max_passes), max_held_(max_held) {}
+
+  // The pass a READ of `ino` at `off` joins: the inode's pass, unless `off`
+  // is 0 and that pass already served offset 0 (a new read of the file);
+  // nullptr then, or when there is none.
+  std::shared_ptr<OpenFile> Join(fuse_ino_t ino, uint64_t off) {
+    std::lock_guard lock(mu_);
+    auto it = by_ino_.find(ino);
+    if (it == by_ino_.end()) return nullptr;
+    Pass& p = *it->second;
+    if (off == 0) {
+      if (p.started) return nullptr;
+      p.started = true;
+    }
+    return p.file;
+  }
+
+  // Makes `file` the pass over `ino` (replacing any), begun by a READ at
+  // `off`. `held`: the bytes that only this pass keeps in memory (0 for an
+  // object the RAM tier holds).
+  void Put(fuse_ino_t ino, std::shared_ptr<OpenFile> file, uint64_t held, uint64_t off) {
+    std::vector<std::shared_ptr<OpenFile>> gone;  // released outside the lock
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = by_ino_.find(ino); it != by_ino_.end()) Erase(it->second, gone);
+      if (held > max_held_) return;  // never kept: too large to hold outside the budget
+      order_.push_back({ino, std::move(file), held, off == 0});
+      by_ino_[ino] = std::prev(order_.end());
+      held_ += held;
+      while (order_.size() > max_passes_ || held_ > max_held_) Erase(order_.begin(), gone);
+    }
+  }
+
+  // Ends the pass over `ino` if it holds a whole object (which just left the
+  // RAM tier: the pass must not keep its bytes). A pass over blocks stays: its
+  // bytes are counted in max_held, and releasing it may wait for its
+  // read-ahead, which the caller (under the cache's lock) must not.
+  void ForgetObject(fuse_ino_t ino) {
+    std::vector<std::shared_ptr<OpenFile>> gone;  // released outside the lock
+    std::lock_guard lock(mu_);
+    auto it = by_ino_.find(ino);
+    if (it != by_ino_.end() && it->second->file->kind == OpenFile::Kind::kObject) {
+      Erase(it->second, gone);
+    }
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mu_);
+    return order_.size();
+  }
+
+ private:
+  struct Pass {
+    fuse_ino_t ino;
+    std::shared_ptr<OpenFile> file;
+    uint64_t held;
+    bool started;  // offset 0 served
+  };
+  using Iter = std::list<Pass>::iterator;
+  void Erase(Iter it, std::vector<std::shared_ptr<OpenFile>>& gone) {
+    held_ -= it->held;
+    gone.push_back(std::move(it->file));
+    by_ino_.erase(it->ino);
+    order_.erase(it);
+  }
+
+  const size_t max_passes_;
+  const uint64_t max_held_;
+  mutable std::mutex mu_;
+  std::list<Pass> order_;                     // guarded by mu_; oldest first
+  std::unordered_map<fuse_ino_t, Iter> by_ino_;  // guarded by mu_
+  uint64_t held_ = 0;                         // guarded by mu_
+};
+
+}  // namespace epochfs::fs

@@ -1,0 +1,233 @@
+"""fuse.no_open: hot reads with no request, on a real mount.
+
+The dataset session answers OPEN and FLUSH with ENOSYS, so the kernel opens
+dataset files by itself and sends a READ only for pages it lacks; the control
+directory is a second FUSE session mounted on MOUNTPOINT/.epochfs. Checked here
+with the daemon's own counters and the kernel's page-cache residency
+(fincore(1) through the mount):
+  - bytes are LOWER's (whole objects read in several READs, blocks with a
+    short last block under concurrent readers, streamed files);
+  - a file is one access however many READs it takes, and a hot pass makes no
+    request at all (hits + misses and bytes read from LOWER do not move);
+  - an object the policy evicts leaves the kernel's page cache too, and the
+    kernel never holds more cached dataset bytes than the budget;
+  - pages the kernel reclaims by itself are served again by the daemon;
+  - control files work through their own session (a bad write fails at
+    close); `umount -R` and SIGTERM end the daemon cleanly;
+  - what fuse.no_open does not combine with is refused with a clear error.
+"""
+
+import errno
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import epochfs_test as et  # noqa: E402
+from test_jobs import ctl_write  # noqa: E402
+
+KiB = 1024
+MiB = 1024 * KiB
+WAIT = 30
+
+
+def cached_bytes(path):
+    """The bytes of `path` in the kernel's page cache (fincore(1))."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.strip() or 0)
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class NoOpenTest(et.MountTestCase):
+    def dataset(self, sizes, seed=1):
+        lower = self.make_dir("lower")
+        want = {}
+        for i, size in enumerate(sizes):
+            name = "f%03d.bin" % i
+            want[name] = et.det_bytes(size, seed + i)
+            et.write_file(os.path.join(lower, name), want[name])
+        return lower, want
+
+    def mount_no_open(self, lower, opts=()):
+        return self.mount(lower, opts=["fuse.no_open=true", "cache.policy=lru"] + list(opts))
+
+    def test_hot_passes_make_no_request_and_bytes_are_lowers(self):
+        # 40 small files (one READ each) and 3 of 1.5 MiB (several READs).
+        lower, want = self.dataset([100 * KiB + 7 * i for i in range(40)] + [3 * MiB // 2] * 3)
+        d = self.mount_no_open(lower, ["cache.memory=64MiB"])
+        # The control directory is a mount of its own on the dataset's.
+        self.assertNotEqual(os.stat(d.mnt).st_dev, os.stat(d.path(".epochfs")).st_dev)
+        self.assertEqual(len(et.mount_entries(d.path(".epochfs"))), 1)
+        for name, data in want.items():
+            self.assertEqual(read_all(d.path(name)), data, name)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        # One access per file, whatever the READs: the first 40 exactly; a
+        # large file's read-ahead windows may race its first READ (at most
+        # one more access each, never a second load: single flight).
+        self.assertGreaterEqual(st["misses"], len(want))
+        self.assertLessEqual(st["misses"] + st["hits"], len(want) + 3, st)
+        self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
+        for _ in range(2):  # hot: from the kernel's pages, nothing reaches the daemon
+            for name, data in want.items():
+                self.assertEqual(read_all(d.path(name)), data, name)
+        hot = d.stats()
+        self.assertEqual((hot["hits"], hot["misses"], hot["bytes_read_lower"]),
+                         (st["hits"], st["misses"], st["bytes_read_lower"]))
+
+    def test_evicted_objects_leave_the_kernels_page_cache(self):
+        # 16 files of 512 KiB through a 4 MiB budget (lru): most are evicted.
+        lower, want = self.dataset([512 * KiB] * 16, seed=20)
+        budget = 4 * MiB
+        d = self.mount_no_open(lower, ["cache.memory=%d" % budget])
+        names = sorted(want)
+        self.assertEqual(read_all(d.path(names[0])), want[names[0]])
+        self.assertEqual(cached_bytes(d.path(names[0])), 512 * KiB)
+        for name in names[1:]:
+            self.assertEqual(read_all(d.path(name)), want[name], name)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertGreater(st["evictions"], 0, st)
+        # The first file left the RAM tier (lru), so its pages leave the kernel.
+        self.assertTrue(et.wait_for(lambda: cached_bytes(d.path(names[0])) == 0, WAIT),
+                        "evicted file still has %d bytes in the page cache"
+                        % cached_bytes(d.path(names[0])))
+        # And the kernel's copies of all files together stay within the budget.
+        total = lambda: sum(cached_bytes(d.path(n)) for n in names)  # noqa: E731
+        self.assertTrue(et.wait_for(lambda: total() <= budget, WAIT),
+                        "%d bytes cached by the kernel, budget %d" % (total(), budget))
+        # Read again: bytes still LOWER's.
+        for name in names:
+            self.assertEqual(read_all(d.path(name)), want[name], name)
+
+    def test_pages_the_kernel_reclaims_are_served_again(self):
+        lower, want = self.dataset([200 * KiB] * 4, seed=40)
+        d = self.mount_no_open(lower, ["cache.memory=64MiB"])
+        for name, data in want.items():
+            self.assertEqual(read_all(d.path(name)), data)
+        before = d.stats()
+        with open("/proc/sys/vm/drop_caches", "w") as f:  # the kernel reclaims
+            f.write("1\n")
+        for name in want:
+            self.assertEqual(cached_bytes(d.path(name)), 0, name)
+        for name, data in want.items():
+            self.assertEqual(read_all(d.path(name)), data)
+        after = d.stats()
+        # Each file's READ reached the daemon again and hit its RAM tier.
+        self.assertEqual(after["hits"] - before["hits"], len(want), after)
+        self.assertEqual(after["misses"], before["misses"])
+        self.assertEqual(after["bytes_read_lower"], before["bytes_read_lower"])
+
+    def test_blocks_and_streams_are_byte_exact_under_concurrent_readers(self):
+        # A 2 MiB budget caches objects of at most 512 KiB: the 3.3 MiB file
+        # is read in 256 KiB blocks (its last one short).
+        lower, want = self.dataset([3 * MiB + 300 * KiB + 13, 100 * KiB], seed=60)
+        d = self.mount_no_open(lower, ["cache.memory=2MiB", "cache.block_size=256KiB"])
+        big = "f000.bin"
+        errors = []
+
+        def reader(seed):
+            rng = random.Random(seed)
+            try:
+                with open(d.path(big), "rb") as f:
+                    for _ in range(60):
+                        off = rng.randrange(0, len(want[big]) + 4096)
+                        n = rng.choice([1, 4095, 4096, 65536, 300 * KiB])
+                        f.seek(off)
+                        got = f.read(n)
+                        if got != want[big][off:off + n]:
+                            errors.append((seed, off, n))
+                            return
+            except OSError as e:
+                errors.append((seed, e))
+
+        threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(read_all(d.path(big)), want[big])
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertEqual(st["streamed_bytes"], 0, st)  # blocks, not a stream
+        # The kernel holds no more of the file than the RAM tier does.
+        self.assertTrue(et.wait_for(lambda: cached_bytes(d.path(big)) <= 2 * MiB, WAIT))
+
+    def test_a_streamed_file_leaves_no_pages_behind(self):
+        # No blocks (block_size 0): a file above a quarter of the budget is
+        # streamed from LOWER, so the kernel must not keep it either.
+        lower, want = self.dataset([3 * MiB], seed=80)
+        d = self.mount_no_open(lower, ["cache.memory=2MiB", "cache.block_size=0"])
+        self.assertEqual(read_all(d.path("f000.bin")), want["f000.bin"])
+        self.assertGreater(d.stats()["streamed_bytes"], 0)
+        self.assertTrue(et.wait_for(lambda: cached_bytes(d.path("f000.bin")) == 0, WAIT),
+                        "%d bytes of a streamed file cached" % cached_bytes(d.path("f000.bin")))
+
+    def test_control_files_work_through_their_own_session(self):
+        lower, want = self.dataset([10 * KiB] * 4, seed=90)
+        d = self.mount_no_open(lower, ["cache.memory=64MiB"])
+        jd = d.path(".epochfs", "jobs", "j")
+        os.mkdir(jd)
+        ctl_write(os.path.join(jd, "config"), "batch_size = 2\nepochs = 2\n")
+        ctl_write(os.path.join(jd, "samples"), "".join(n + "\n" for n in sorted(want)))
+        ctl_write(os.path.join(jd, "order", "0"), "3 2 1 0\n")
+        # A bad write fails at close, as on a mount with opens.
+        with self.assertRaises(OSError) as e:
+            ctl_write(os.path.join(jd, "order", "1"), "1 2 three\n")
+        self.assertEqual(e.exception.errno, errno.EINVAL)
+        status = lambda: json.loads(read_all(os.path.join(jd, "status")))  # noqa: E731
+        self.assertEqual(status()["samples"], 4)
+        self.assertEqual(status()["declared_epochs"], [0])
+        self.assertIn("order/1", status()["last_error"])
+        # Reads in the declared order reach the daemon once per file, as the
+        # job's accesses (this process registered itself by writing).
+        names = sorted(want)
+        for i in (3, 2, 1, 0):
+            self.assertEqual(read_all(d.path(names[i])), want[names[i]])
+        self.assertEqual(status()["accesses"], 4, status())
+        self.assertIn("0", os.listdir(os.path.join(jd, "order")))
+        self.assertNotIn("1", os.listdir(os.path.join(jd, "order")))
+        os.rmdir(jd)
+        self.assertNotIn("j", os.listdir(d.path(".epochfs", "jobs")))
+        # The dataset is still read-only.
+        self.assert_errno(errno.EROFS, os.open, d.path("new"), os.O_WRONLY | os.O_CREAT)
+        # umount -R unmounts both sessions; the daemon ends cleanly.
+        subprocess.run(["umount", "-R", d.mnt], check=True)
+        self.assertEqual(d.wait_exit(), 0)
+        self.assertFalse(et.is_mounted(d.mnt))
+
+    def test_sigterm_unmounts_both_sessions(self):
+        lower, _ = self.dataset([10 * KiB], seed=95)
+        d = self.mount_no_open(lower)
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.wait_exit(), 0)
+        self.assertFalse(et.is_mounted(d.mnt))
+        self.assertFalse(et.is_mounted(os.path.join(d.mnt, ".epochfs")))
+
+    def test_what_it_cannot_combine_with_is_refused(self):
+        lower, _ = self.dataset([10 * KiB], seed=99)
+        spill = self.make_dir("spill")
+        for opts, words in ((["cache.consistency=open"], "cache.consistency"),
+                            (["fuse.kernel_cache=false"], "fuse.kernel_cache"),
+                            (["spill.path=" + spill], "spill")):
+            mnt = self.make_mountpoint()
+            r = subprocess.run(self.epochfs_cmd(lower, mnt, ["fuse.no_open=true"] + opts),
+                               capture_output=True, text=True, timeout=et.EXIT_TIMEOUT)
+            self.assertNotEqual(r.returncode, 0, opts)
+            self.assertIn("fuse.no_open", r.stderr, opts)
+            self.assertIn(words, r.stderr, opts)
+            self.assertFalse(et.is_mounted(mnt))
+
+
+if __name__ == "__main__":
+    et.main()
