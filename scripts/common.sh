@@ -15,7 +15,9 @@ EPOCHFS_PACKAGES=(
 # baselines of codec_bench; fio for the spill benchmark; matplotlib for the
 # plots of scripts/bench-jobs; prometheus_client parses .epochfs/metrics in
 # test_metrics; tmux is the terminal `epochfs top` is tested in; venv, pip,
-# setuptools and wheel install python/ into the tests' venv, offline.
+# setuptools and wheel install python/ into the tests' venv, offline;
+# util-linux-extra has fincore(1), which test_no_open reads the kernel's page
+# cache with.
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
@@ -23,6 +25,7 @@ EPOCHFS_TEST_PACKAGES=(
   python3-matplotlib
   python3-prometheus-client
   tmux
+  util-linux-extra
   python3-venv python3-pip python3-setuptools python3-wheel
   ccache
 )

@@ -442,12 +442,14 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   std::thread probe;
   std::unique_ptr<ControlMount> control_mount;  // set by `probe`; read after joining it
+  Status control_status = Status::Ok();         // idem: why the control session failed
   if (background || control_fs) {
     fs::MountOptions cmo = mo;
     cmo.mountpoint = args.mountpoint + "/" + fs::kControlDirName;
     cmo.threads = std::max(2u, mo.threads / 2);
     std::erase_if(cmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
-    probe = std::thread([&bg, &control_fs, &control_mount, cmo, background, mnt = args.mountpoint] {
+    probe = std::thread([&bg, &control_fs, &control_mount, &control_status, cmo, background,
+                         mnt = args.mountpoint] {
       Status p = Status::Ok();
       if (control_fs) {
         auto cm = ControlMount::Start(*control_fs, cmo);
@@ -455,6 +457,7 @@ Status RunDaemon(const DaemonArgs& in) {
           control_mount = std::move(cm).value();
         } else {
           p = Status(cm.status().code(), "control directory: " + cm.status().message());
+          control_status = p;
         }
       }
       if (p.ok() && background) p = ProbeMount(mnt);
@@ -474,6 +477,7 @@ Status RunDaemon(const DaemonArgs& in) {
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   if (probe.joinable()) probe.join();
+  if (!control_status.ok()) s = control_status;
   control_mount.reset();  // after the dataset session: its unmount detached this one too
   if (spill) spill->Close();  // writes staged spill data back
   log::Info("unmounted " + args.mountpoint);

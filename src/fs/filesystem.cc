@@ -524,7 +524,7 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     // Without OPEN (fuse.no_open): ENOSYS, once, makes the kernel open every
     // file of this connection by itself from now on (the open succeeds); its
-    // READs then come with no handle (ReadWithoutOpen).
+    // READs then come with no handle (PassFor).
     if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, ENOSYS);
     auto v = self.inodes_.Get(ino);
     if (!v) return (void)fuse_reply_err(req, ESTALE);
@@ -762,11 +762,11 @@ class FilesystemImpl final : public Filesystem {
         // object the RAM tier does not hold (the budget bounds the kernel's
         // copies too), keep the rest until the object leaves.
         if (self.role_ == Role::kDataset) {
-          if (self.cache_.ram().Find(f->object->id) == f->object) {
-            self.kernel_cache_.Remember(f->object->id, ino);
-          } else {
-            self.kernel_cache_.Drop(ino);
-          }
+          const cache::ObjectId id = f->object->id;
+          if (self.cache_.ram().Find(id) == f->object) self.kernel_cache_.Remember(id, ino);
+          // Checked again after Remember: an eviction in between found
+          // nothing remembered, and would leave the pages behind.
+          if (self.cache_.ram().Find(id) != f->object) self.kernel_cache_.Drop(ino);
         }
         return;
       case OpenFile::Kind::kBlocks: {

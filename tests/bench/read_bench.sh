@@ -100,21 +100,23 @@ echo "$NO_MNT/big/blob.bin" > "$WORK/big.no"
 # max_object_bytes in .epochfs/stats). Only a limit: used stays ~ the data.
 budget_mib=$(( (N * SIZE_KIB / 1024) + 4 * BIG_MIB + 256 ))
 opts="cache.memory=${budget_mib}MiB,cache.policy=lru${EPOCHFS_OPTS:+,$EPOCHFS_OPTS}"
-start_epochfs() {  # start_epochfs MNT LOG OPTS → pid on stdout, once the mount answers
+start_epochfs() {  # start_epochfs MNT LOG OPTS: STARTED_PID, once the mount answers
   "$EPOCHFS" -f -o "$3" "$LOWER" "$1" > "$2" 2>&1 &
   local pid=$!
+  STARTED_PID=$pid
   for _ in $(seq 100); do
     [[ -r $1/.epochfs/version ]] && break
     kill -0 "$pid" 2>/dev/null || { cat "$2" >&2; die "epochfs exited"; }
     sleep 0.1
   done
   [[ -r $1/.epochfs/version ]] || { cat "$2" >&2; die "mount not ready after 10 s"; }
-  echo "$pid"
 }
-DAEMON_PID=$(start_epochfs "$MNT" "$LOG" "$opts")
+start_epochfs "$MNT" "$LOG" "$opts"
+DAEMON_PID=$STARTED_PID
 echo "epochfs mounted: $EPOCHFS -o $opts (pid $DAEMON_PID)"
 if [[ $NO_OPEN != 0 ]]; then
-  NO_PID=$(start_epochfs "$NO_MNT" "$WORK/no-open.log" "$opts,fuse.no_open=true")
+  start_epochfs "$NO_MNT" "$WORK/no-open.log" "$opts,fuse.no_open=true"
+  NO_PID=$STARTED_PID
   echo "epochfs mounted: $EPOCHFS -o $opts,fuse.no_open=true (pid $NO_PID)"
 fi
 
