@@ -12,8 +12,11 @@ with the daemon's own counters and the kernel's page-cache residency
   - an object the policy evicts leaves the kernel's page cache too, and the
     kernel never holds more cached dataset bytes than the budget;
   - pages the kernel reclaims by itself are served again by the daemon;
+  - prefetched files (policy "future") are hits at their first read;
   - control files work through their own session (a bad write fails at
-    close); `umount -R` and SIGTERM end the daemon cleanly;
+    close); `umount -R`, `fusermount3 -u -z` and SIGTERM end the daemon
+    cleanly (a plain `fusermount3 -u` is refused while the control session is
+    mounted inside);
   - what fuse.no_open does not combine with is refused with a clear error.
 """
 
@@ -110,7 +113,9 @@ class NoOpenTest(et.MountTestCase):
             self.assertEqual(read_all(d.path(name)), want[name], name)
 
     def test_pages_the_kernel_reclaims_are_served_again(self):
-        lower, want = self.dataset([200 * KiB] * 4, seed=40)
+        # Files of one READ each (64 KiB): each is one access, whatever order
+        # a file's READs would be handled in.
+        lower, want = self.dataset([64 * KiB] * 4, seed=40)
         d = self.mount_no_open(lower, ["cache.memory=64MiB"])
         for name, data in want.items():
             self.assertEqual(read_all(d.path(name)), data)
@@ -206,6 +211,32 @@ class NoOpenTest(et.MountTestCase):
         self.assertEqual(d.wait_exit(), 0)
         self.assertFalse(et.is_mounted(d.mnt))
 
+    def test_prefetched_files_are_hits_at_their_first_read(self):
+        # Policy "future" with prefetch: a declared order is loaded before it
+        # is read; each file's first READ is then a hit in the RAM tier, and
+        # the kernel keeps its pages from there.
+        lower, want = self.dataset([40 * KiB + i for i in range(12)], seed=92)
+        d = self.mount(lower, opts=["fuse.no_open=true", "cache.policy=future",
+                                    "cache.prefetch=2", "cache.memory=64MiB"])
+        names = sorted(want)
+        jd = d.path(".epochfs", "jobs", "pf")
+        os.mkdir(jd)
+        ctl_write(os.path.join(jd, "config"), "batch_size = 2\nepochs = 2\n")
+        ctl_write(os.path.join(jd, "samples"), "".join(n + "\n" for n in names))
+        order = list(reversed(range(len(names))))
+        ctl_write(os.path.join(jd, "order", "0"), " ".join(map(str, order)) + "\n")
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
+                        d.stats())
+        for k in order:
+            self.assertEqual(read_all(d.path(names[k])), want[names[k]])
+        st = d.stats()
+        self.assertEqual((st["hits"], st["misses"], st["prefetch_hits"]),
+                         (len(names), 0, len(names)), st)
+        self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
+        for k in order:  # the kernel's pages now: nothing reaches the daemon
+            self.assertEqual(read_all(d.path(names[k])), want[names[k]])
+        self.assertEqual(d.stats()["hits"], len(names))
+
     def test_sigterm_unmounts_both_sessions(self):
         lower, _ = self.dataset([10 * KiB], seed=95)
         d = self.mount_no_open(lower)
@@ -213,6 +244,18 @@ class NoOpenTest(et.MountTestCase):
         self.assertEqual(d.wait_exit(), 0)
         self.assertFalse(et.is_mounted(d.mnt))
         self.assertFalse(et.is_mounted(os.path.join(d.mnt, ".epochfs")))
+
+    def test_a_lazy_unmount_ends_the_daemon(self):
+        lower, want = self.dataset([10 * KiB], seed=97)
+        d = self.mount_no_open(lower)
+        self.assertEqual(read_all(d.path("f000.bin")), want["f000.bin"])
+        # A plain unmount is refused while the control session is on the mount.
+        r = subprocess.run(["fusermount3", "-u", d.mnt], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(et.is_mounted(d.mnt))
+        subprocess.run(["fusermount3", "-u", "-z", d.mnt], check=True)
+        self.assertEqual(d.wait_exit(), 0)
+        self.assertFalse(et.is_mounted(d.mnt))
 
     def test_what_it_cannot_combine_with_is_refused(self):
         lower, _ = self.dataset([10 * KiB], seed=99)
