@@ -55,6 +55,7 @@ struct DeclaredFuture::Job {
   uint64_t reads = 0;          // every read since the first
   size_t scan = 0;             // current order positions before it are all read (Upcoming)
   size_t ahead = 0;            // ... and before this one read or held, >= scan (Upcoming)
+  size_t implied = 0;          // current order positions before it are read (ImplyReads)
   uint64_t first_read_ns = 0;
   uint64_t epoch_start_ns = 0, last_epoch_ns = 0;
   uint64_t load_ns = 0, loads = 0, bytes = 0;
@@ -181,6 +182,7 @@ Status DeclaredFuture::RestartEpoch(JobId id, uint64_t now_ns) {
   j->consumed = 0;
   j->scan = 0;
   j->ahead = 0;
+  j->implied = 0;
   return Status::Ok();
 }
 
@@ -254,6 +256,7 @@ void DeclaredFuture::Refresh(Job& j) {
   j.len_next = next != j.orders.end() ? next->second.size() : n;
   j.scan = 0;
   j.ahead = 0;
+  j.implied = 0;
 }
 
 // The position of job j's next read of `sample`, false when it has none.
@@ -377,20 +380,10 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   // A block's size is not a sample's: it stays out of the sizes hints use.
   const uint32_t touched = Touch(a.object, a.now_ns, a.file != 0 ? 0 : a.size);
   if (a.file != 0 && a.file != a.object) Link(touched, a.object, a.file);
-  const ObjectId key = a.file != 0 ? a.file : a.object;  // what the job's list holds
   Job* j = Find(a.job);
   if (j == nullptr || j->samples.empty()) return;
-  int64_t s = a.sample;
-  if (s < 0 || static_cast<uint64_t>(s) >= j->n() || j->samples[s].object != key) {
-    s = -1;  // find it in the job's list
-    const uint32_t slot = slot_of_.Find(key);
-    if (first_ref_[slot].index == j->index) s = first_ref_[slot].sample;
-    auto [b, e] = more_refs_.equal_range(slot);
-    for (auto it = b; it != e && s < 0; ++it) {
-      if (it->second.index == j->index) s = it->second.sample;
-    }
-    if (s < 0) return;  // not one of its samples
-  }
+  const int64_t s = SampleOf(*j, a);  // a block: its file's sample
+  if (s < 0) return;  // not one of its samples
   if (!j->started) {  // reads before the first epoch marker: epoch 0 began
     j->started = true;
     j->epoch_start_ns = a.now_ns;
@@ -414,6 +407,47 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
     ++j->loads;
   }
   j->bytes += a.size;
+}
+
+// Which of job j's samples access `a` read (a block: its file's), -1 if none.
+int64_t DeclaredFuture::SampleOf(const Job& j, const Access& a) const {
+  const ObjectId key = a.file != 0 ? a.file : a.object;
+  int64_t s = a.sample;
+  if (s >= 0 && static_cast<uint64_t>(s) < j.n() && j.samples[s].object == key) return s;
+  const uint32_t slot = slot_of_.Find(key);
+  if (slot == SlotIndex::kNone) return -1;
+  if (first_ref_[slot].index == j.index) return first_ref_[slot].sample;
+  auto [b, e] = more_refs_.equal_range(slot);
+  for (auto it = b; it != e; ++it) {
+    if (it->second.index == j.index) return it->second.sample;
+  }
+  return -1;
+}
+
+void DeclaredFuture::ImplyReads(const Access& a, std::vector<ObjectId>* out) {
+  if (!implied_reads_) return;
+  Job* j = Find(a.job);
+  if (j == nullptr || j->samples.empty() || j->pos_cur.empty()) return;
+  const int64_t s = SampleOf(*j, a);
+  if (s < 0 || j->pos_cur[s] == kAbsent) return;
+  auto cur = j->orders.find(j->epoch);
+  if (cur == j->orders.end()) return;
+  const std::vector<uint32_t>& order = cur->second;
+  const uint64_t window = uint64_t{std::max<uint32_t>(1, j->spec.loaders)} * 2 *
+                          std::max<uint32_t>(1, j->spec.batch_size);
+  const uint64_t p = j->pos_cur[s];
+  if (p <= window) return;
+  const size_t limit = std::min<size_t>(order.size(), p - window);
+  const uint32_t mark = j->epoch + 1;
+  for (; j->implied < limit; ++j->implied) {
+    const uint32_t x = order[j->implied];
+    if (j->read[x] == mark) continue;
+    j->read[x] = mark;
+    ++j->consumed;
+    ++j->reads;
+    ++j->current.hits;
+    out->push_back(j->samples[x].object);
+  }
 }
 
 void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)>& held,

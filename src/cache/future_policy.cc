@@ -13,7 +13,9 @@ namespace {
 class FuturePolicy final : public Policy {
  public:
   explicit FuturePolicy(const FuturePolicyParams& p)
-      : future_(std::max<uint64_t>(1, p.default_pace_ns)), cache_(p.budget_bytes, future_) {}
+      : future_(std::max<uint64_t>(1, p.default_pace_ns)), cache_(p.budget_bytes, future_) {
+    future_.set_implied_reads(p.implied_reads);
+  }
 
   const char* name() const override { return "future"; }
   uint64_t budget() const override { return cache_.budget(); }
@@ -22,11 +24,13 @@ class FuturePolicy final : public Policy {
   Decision OnHit(const Access& a) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/true, 0);
+    Implied(a);
     return Noted(cache_.OnHit(a));
   }
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/false, load_ns);
+    Implied(a);
     return Noted(cache_.OnMiss(a));
   }
   std::vector<PrefetchHint> PrefetchHints(size_t max, uint64_t now_ns,
@@ -106,6 +110,15 @@ class FuturePolicy final : public Policy {
   Status CheckInvariants() const override { return cache_.CheckInvariants(); }
 
  private:
+  // The reads `a` implies (FuturePolicyParams::implied_reads) move their
+  // objects' next use on: filed again (with their blocks).
+  void Implied(const Access& a) {
+    implied_.clear();
+    future_.ImplyReads(a, &implied_);
+    if (!implied_.empty()) Rekey(implied_, kNoJob);
+  }
+  std::vector<ObjectId> implied_;  // scratch of Implied
+
   // Files `extra` and job `job`'s objects, and their blocks, again under
   // their next use. The Decision stays empty: every object keeps a next use
   // (claimed or not).

@@ -69,6 +69,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   if (cfg.cache.policy == PolicyKind::kFuture) {
     cache::FuturePolicyParams f;
     f.budget_bytes = budget;
+    f.implied_reads = cfg.fuse.no_open;  // the kernel's hits never reach the policy
     return cache::MakeFuturePolicy(f);
   }
   cache::EpochPolicyParams p;

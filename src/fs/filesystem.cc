@@ -758,15 +758,20 @@ class FilesystemImpl final : public Filesystem {
     switch (f->kind) {
       case OpenFile::Kind::kObject:
         slice(f->object->data.data(), f->object->data.size());
-        // Without OPEN the kernel keeps every page it gets: drop those of an
-        // object the RAM tier does not hold (the budget bounds the kernel's
-        // copies too), keep the rest until the object leaves.
+        // Without OPEN the kernel keeps every page it gets: those of an object
+        // the RAM tier holds until it leaves; of one it does not hold, while
+        // the pass holding it lasts (bounded by kMaxPassHeldBytes), so that
+        // the kernel's copies stay within the budget plus that bound.
         if (self.role_ == Role::kDataset) {
           const cache::ObjectId id = f->object->id;
-          if (self.cache_.ram().Find(id) == f->object) self.kernel_cache_.Remember(id, ino);
-          // Checked again after Remember: an eviction in between found
-          // nothing remembered, and would leave the pages behind.
-          if (self.cache_.ram().Find(id) != f->object) self.kernel_cache_.Drop(ino);
+          if (self.cache_.ram().Find(id) == f->object) {
+            self.kernel_cache_.Remember(id, ino);
+            // Checked again after Remember: an eviction in between found
+            // nothing remembered, and would leave the pages behind.
+            if (self.cache_.ram().Find(id) != f->object) self.kernel_cache_.Drop(ino);
+          } else if (f->object->data.size() > kMaxPassHeldBytes) {
+            self.kernel_cache_.Drop(ino);  // no pass holds it (PassTable::Put)
+          }  // else the pages go with the pass that holds the object
         }
         return;
       case OpenFile::Kind::kBlocks: {
@@ -1026,7 +1031,9 @@ class FilesystemImpl final : public Filesystem {
   Attributor& attributor_;
   const Role role_;
   InodeTable inodes_;
-  PassTable passes_{kMaxPasses, kMaxPassHeldBytes};  // Role::kDataset
+  // Role::kDataset. A pass pushed out drops the pages of what it held.
+  PassTable passes_{kMaxPasses, kMaxPassHeldBytes,
+                    [this](fuse_ino_t ino) { kernel_cache_.Drop(ino); }};
   const bool open_mode_;
   // Shared mount under "immutable": GETATTR answers from LOWER (see Bounded).
   const bool recheck_;

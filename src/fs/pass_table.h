@@ -14,12 +14,17 @@
 // objects that are not in the RAM tier (held only by their pass); the oldest
 // pass goes first. A READ that finds no pass starts one (an extra access; at
 // worst a second read from LOWER), so the bounds cost speed, never bytes.
+// The kernel's pages of such an object stay while its pass does (dropping
+// them at once would race with the reader still copying them, whose next
+// READ would count as a second read of the file): `on_end` is called with the
+// inode of a pass that held a whole object when the bounds push it out.
 // Internal to src/fs. Thread safety: thread-safe.
 #pragma once
 
 #include <fuse_lowlevel.h>
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -33,7 +38,8 @@ namespace epochfs::fs {
 
 class PassTable {
  public:
-  PassTable(size_t max_passes, uint64_t max_held) : max_passes_(max_passes), max_held_(max_held) {}
+  PassTable(size_t max_passes, uint64_t max_held, std::function<void(fuse_ino_t)> on_end = {})
+      : max_passes_(max_passes), max_held_(max_held), on_end_(std::move(on_end)) {}
 
   // The pass a READ of `ino` at `off` joins: the inode's pass, unless `off`
   // is 0 and that pass already served offset 0 (a new read of the file);
@@ -53,17 +59,27 @@ class PassTable {
   // Makes `file` the pass over `ino` (replacing any), begun by a READ at
   // `off`. `held`: the bytes that only this pass keeps in memory (0 for an
   // object the RAM tier holds).
-  void Put(fuse_ino_t ino, std::shared_ptr<OpenFile> file, uint64_t held, uint64_t off) {
+  // Returns false when the pass is not kept (`held` > max_held).
+  bool Put(fuse_ino_t ino, std::shared_ptr<OpenFile> file, uint64_t held, uint64_t off) {
     std::vector<std::shared_ptr<OpenFile>> gone;  // released outside the lock
+    std::vector<fuse_ino_t> ended;
     {
       std::lock_guard lock(mu_);
       if (auto it = by_ino_.find(ino); it != by_ino_.end()) Erase(it->second, gone);
-      if (held > max_held_) return;  // never kept: too large to hold outside the budget
+      if (held > max_held_) return false;  // too large to hold outside the budget
       order_.push_back({ino, std::move(file), held, off == 0});
       by_ino_[ino] = std::prev(order_.end());
       held_ += held;
-      while (order_.size() > max_passes_ || held_ > max_held_) Erase(order_.begin(), gone);
+      while (order_.size() > max_passes_ || held_ > max_held_) {
+        const Pass& old = order_.front();
+        if (old.held != 0 && old.file->kind == OpenFile::Kind::kObject) ended.push_back(old.ino);
+        Erase(order_.begin(), gone);
+      }
     }
+    if (on_end_) {
+      for (fuse_ino_t e : ended) on_end_(e);
+    }
+    return true;
   }
 
   // Ends the pass over `ino` if it holds a whole object (which just left the
@@ -101,6 +117,7 @@ class PassTable {
 
   const size_t max_passes_;
   const uint64_t max_held_;
+  const std::function<void(fuse_ino_t)> on_end_;
   mutable std::mutex mu_;
   std::list<Pass> order_;                     // guarded by mu_; oldest first
   std::unordered_map<fuse_ino_t, Iter> by_ino_;  // guarded by mu_

@@ -60,6 +60,17 @@ class DeclaredFuture final : public Future {
   uint32_t Touch(ObjectId object, uint64_t now_ns, uint64_t size = 0);
   // An access attributed (or not) to a job: its counters and position.
   void OnAccess(const Access& a, bool hit, uint64_t load_ns);
+  // Implied reads (set_implied_reads): reads the cache never hears of, the
+  // kernel's hits of a mount without OPEN (fuse.no_open). After OnAccess(a),
+  // when `a` is job J's sample at position p of its current declared order,
+  // the samples before position p - W (W = loaders x 2 x batch size, the
+  // window in which loaders read out of order) that J has not read in this
+  // epoch are counted as read, and as hits (what the kernel served it held);
+  // their objects are appended to `out` (their next use moved to a later
+  // epoch). Amortized O(1) per access: each position is passed once per
+  // epoch. Does nothing when implied reads are off.
+  void ImplyReads(const Access& a, std::vector<ObjectId>* out);
+  void set_implied_reads(bool on) { implied_reads_ = on; }
   // Appends, for every job with a declared current order, up to `per_job`
   // samples it has not read yet in the order it will read them (the rest of
   // the current order, then the next order's samples already read in this
@@ -103,8 +114,10 @@ class DeclaredFuture final : public Future {
   void AddRef(size_t slot, Ref r);
   void Link(uint32_t block_slot, ObjectId block, ObjectId file);
   void DropRefs(const Job& j);
+  int64_t SampleOf(const Job& j, const Access& a) const;
 
   uint64_t default_pace_ns_;
+  bool implied_reads_ = false;
   uint64_t now_ = 0;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::vector<Job*> by_index_{nullptr};  // index 0: unclaimed

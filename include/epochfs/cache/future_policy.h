@@ -28,6 +28,10 @@ struct FuturePolicyParams {
   // Pace assumed for a job before it has read 64 samples and reported no
   // compute time (ns per read).
   uint64_t default_pace_ns = 1'000'000;
+  // The cache hears only of the reads that miss the kernel's page cache
+  // (fuse.no_open): a read at a job's position p implies its declared reads
+  // before p (DeclaredFuture::ImplyReads).
+  bool implied_reads = false;
 };
 
 std::unique_ptr<Policy> MakeFuturePolicy(const FuturePolicyParams& params);

@@ -200,6 +200,47 @@ TEST(FuturePolicy, BlocksFollowTheirFilesDeclaredFuture) {
   EXPECT_TRUE(h.policy().CheckInvariants().ok());
 }
 
+// fuse.no_open: the kernel's hits never reach the policy. A read at position p
+// of the declared order then implies the reads before p - W (W = loaders x 2
+// x batch): their next use moves to the next epoch, and they count as hits.
+// Objects 0..4 are resident, read by the job without the policy hearing of
+// it; its read of sample 8 must not take them for reads still to come.
+TEST(FuturePolicy, AReadImpliesTheDeclaredReadsBeforeItWhenHitsAreNotSeen) {
+  for (const bool implied : {false, true}) {
+    FuturePolicyParams params;
+    params.budget_bytes = 500;  // five of the ten samples
+    params.implied_reads = implied;
+    Harness h(MakeFuturePolicy(params));
+    h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+    ASSERT_TRUE(h.policy().SetOrder(1, 0, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}).ok());
+    ASSERT_TRUE(h.policy().SetOrder(1, 1, Reversed(10)).ok());
+    h.BeginEpoch(1, 0, 1);
+    uint64_t t = 10;
+    for (ObjectId o = 1000; o < 1005; ++o) h.Touch(Access{o, 100, kNoJob, -1, t += 10});
+    EXPECT_FALSE(h.Touch(Access{1008, 100, 1, 8, t += 10}));
+    const JobSnapshot s = h.policy().Jobs().at(0);
+    if (implied) {
+      // Positions 0..5 read (8 - 2): 0..4 are next read in epoch 1, like
+      // sample 8, which takes the place of one of them.
+      EXPECT_EQ(s.current.hits, 6u);
+      EXPECT_EQ(s.batch, 7u);
+      EXPECT_TRUE(h.resident(1008));
+      int kept = 0;
+      for (ObjectId o = 1000; o < 1005; ++o) kept += h.resident(o);
+      EXPECT_EQ(kept, 4);
+    } else {
+      // 0..4 look due in this epoch, before anything else: 8 is not admitted.
+      EXPECT_EQ(s.current.hits, 0u);
+      EXPECT_EQ(s.batch, 1u);
+      EXPECT_FALSE(h.resident(1008));
+    }
+    // Implied once: a later read passes no position twice.
+    EXPECT_FALSE(h.Touch(Access{1009, 100, 1, 9, t += 10}));
+    EXPECT_EQ(h.policy().Jobs().at(0).current.hits, implied ? 7u : 0u);
+    EXPECT_TRUE(h.policy().CheckInvariants().ok());
+  }
+}
+
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   std::unique_ptr<Policy> p = Future(1000);
   EXPECT_EQ(p->AddJob(Spec(0, 2)).code(), Code::kInvalidArgument);

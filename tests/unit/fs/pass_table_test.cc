@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 namespace epochfs::fs {
 namespace {
@@ -75,6 +76,20 @@ TEST(PassTable, AnObjectsPassEndsWhenTheObjectLeavesTheRamTier) {
   EXPECT_EQ(t.Join(1, 1), nullptr);
   EXPECT_EQ(obj.use_count(), 1);
   EXPECT_EQ(t.Join(2, 1), blocks);
+}
+
+TEST(PassTable, APassPushedOutEndsItsHeldObjectsPages) {
+  std::vector<fuse_ino_t> ended;
+  PassTable t(2, 1000, [&](fuse_ino_t ino) { ended.push_back(ino); });
+  t.Put(1, File(), 300, 0);  // held: not in the RAM tier
+  t.Put(2, File(), 0, 0);    // resident: its pages go with the object
+  t.Put(1, File(), 300, 0);  // replaced by the same inode's next pass: no end
+  EXPECT_TRUE(ended.empty());
+  t.Put(3, File(), 0, 0);  // pushes out 2 (resident): nothing to drop
+  EXPECT_TRUE(ended.empty());
+  t.Put(4, File(), 0, 0);  // pushes out 1 (held)
+  EXPECT_EQ(ended, std::vector<fuse_ino_t>{1});
+  EXPECT_FALSE(t.Put(5, File(), 1001, 0)) << "too large to keep";
 }
 
 }  // namespace
