@@ -555,6 +555,9 @@ def job_main(job, mode, env, result_path, go_r):
 
             def ask(j):
                 os.write(loaders[j % job.loaders][1], b"%d %d\n" % (k, j))
+                # As EpochfsSampler: `position` every `loaders` batches handed out.
+                if mode == "epochfs" and (j + 1) % job.loaders == 0 and j + 1 < nb:
+                    ej.report_position(k, (j + 1) * job.batch)
             for j in range(min(window, nb)):
                 ask(j)
             ep = {"epoch": k, "reads": 0, "bytes": 0, "dev": 0, "stall_s": 0.0, "enomem": 0}
@@ -576,6 +579,7 @@ def job_main(job, mode, env, result_path, go_r):
                 time.sleep(job.compute_ms / 1000.0)  # the training step
             ep["time_s"] = time.monotonic() - te
             if mode == "epochfs":
+                ej.report_position(k, job.n)  # and at the end of the epoch
                 ep["status"] = ej.status()
             res["epochs"].append(ep)
         res["t_end"] = time.monotonic()

@@ -10,6 +10,9 @@ The protocol (epochfs-control(7)), as files:
   epoch               "K": the job starts epoch K now
   pids                one pid per line, appended: processes whose reads are
                       the job's (DataLoader workers)
+  position            "K P": the first P samples of epoch K's order are handed
+                      out (a mount with fuse.no_open learns hits from it);
+                      each write(2) is one report, taken at once
   status              JSON: the registry's and the policy's view of the job
   rmdir NAME          ends the job; its cache is released
 
@@ -100,6 +103,7 @@ class Job:
         self.mount = os.path.abspath(mount)
         self.name = name
         self.dir = os.path.join(self.mount, ".epochfs", "jobs", name)
+        self._position_fd = None  # report_position's open `position`
 
     def path(self, name):
         """The path of one of the job's files ("config", "order/3", ...)."""
@@ -118,6 +122,7 @@ class Job:
 
     def remove(self, missing_ok=True):
         """rmdir: ends the job and releases its cache."""
+        self.close_reports()
         try:
             os.rmdir(self.dir)
         except FileNotFoundError:
@@ -153,6 +158,29 @@ class Job:
 
     def start_epoch(self, epoch):
         self.write("epoch", "%d\n" % int(epoch))
+
+    def report_position(self, epoch, position):
+        """The job has handed out the first `position` samples of epoch `epoch`'s order.
+
+        `position` takes each write(2) as one report, so the file stays open
+        between reports (one request each); remove() closes it.
+        """
+        path = self.path("position")
+        try:
+            if self._position_fd is None:
+                self._position_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            os.write(self._position_fd, b"%d %d\n" % (int(epoch), int(position)))
+        except OSError as e:
+            raise EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._reason())) from e
+
+    def close_reports(self):
+        """Closes the `position` file kept open by report_position."""
+        fd, self._position_fd = self._position_fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def add_pid(self, pid=None):
         """Attributes process `pid` (default: this one) to the job."""

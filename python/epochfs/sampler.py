@@ -9,6 +9,10 @@ and, through the files under MOUNT/.epochfs/jobs/NAME/ (see epochfs-control(7)):
     line, relative to the dataset root), and append this process's pid to `pids`;
   * at the start of epoch K: write `order/K` and `order/K+1` (sample indices),
     then `epoch` = K, then yield K's indices;
+  * every `loaders` batches handed out, and at the end of the epoch: write
+    `position` = "K P" (P samples of K's order handed out). A mount whose hits
+    never reach the daemon (fuse.no_open) learns the job's progress from it;
+    elsewhere it costs one small write per report;
   * `worker_init_fn`: appends each DataLoader worker's pid to `pids` (needed
     with the spawn/forkserver start methods; harmless with fork);
   * `close()` (also at a clean interpreter exit): rmdir the job, releasing its
@@ -179,7 +183,37 @@ class EpochfsSampler:
             self.sampler.set_epoch(k)  # leave the wrapped sampler where the job is
         for epoch in [e for e in self._orders if e < k]:
             del self._orders[epoch]
-        return iter(order)
+        if k >= self.epochs or k not in self._declared:
+            return iter(order)
+        return self._reporting(k, order, len(self._declared[k]))
+
+    def _reporting(self, epoch, order, declared):
+        """Yields `order`, writing `position` every `loaders` batches and at the end."""
+        every = self.batch_size * self.loaders
+        # The position counts distinct samples (the declared order has no
+        # repeats; DistributedSampler pads with some).
+        seen = set() if len(order) != declared else None
+        position = 0
+        for n, index in enumerate(order, 1):
+            yield index
+            if seen is None:
+                position = n
+            elif index not in seen:
+                seen.add(index)
+                position += 1
+            if n % every == 0 and n < len(order):
+                self._report(epoch, position)
+        self._report(epoch, declared)
+
+    def _report(self, epoch, position):
+        if self.disabled is None and not self._closed:
+            try:
+                self._report_position(epoch, position)
+            except EpochfsError as e:
+                self._refused(e)
+
+    def _report_position(self, epoch, position):
+        self.job.report_position(epoch, position)  # one write to the open `position`
 
     def make_worker_init_fn(self, chain=None):
         """A worker_init_fn that registers the worker, then calls `chain`."""
@@ -190,6 +224,7 @@ class EpochfsSampler:
         if self._closed:
             return
         self._closed = True
+        self.job.close_reports()
         if self.disabled is not None:
             return
         try:

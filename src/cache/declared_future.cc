@@ -150,6 +150,9 @@ Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   }
   now_ = std::max(now_, now_ns);
   if (j->started && epoch == j->epoch) return Status::Ok();
+  if (j->started && implied_reads_) {
+    ImplyBefore(*j, std::numeric_limits<size_t>::max(), nullptr);  // the rest of the epoch the job is done with
+  }
   if (j->started) {
     // Positions of the epochs skipped count as planned reads, so that the
     // positions already handed out stay in the past or the future they were.
@@ -424,30 +427,50 @@ int64_t DeclaredFuture::SampleOf(const Job& j, const Access& a) const {
   return -1;
 }
 
+// Loaders read out of order within loaders x 2 batches of the position
+// handed out last (PyTorch's prefetch factor 2).
+uint64_t DeclaredFuture::WindowOf(const Job& j) const {
+  return uint64_t{std::max<uint32_t>(1, j.spec.loaders)} * 2 *
+         std::max<uint32_t>(1, j.spec.batch_size);
+}
+
+// Counts the positions of j's current order before `limit` it has not read
+// as read, and hits; appends their objects to `out` (when given).
+void DeclaredFuture::ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* out) {
+  auto cur = j.orders.find(j.epoch);
+  if (cur == j.orders.end()) return;
+  const std::vector<uint32_t>& order = cur->second;
+  limit = std::min(limit, order.size());
+  const uint32_t mark = j.epoch + 1;
+  for (; j.implied < limit; ++j.implied) {
+    const uint32_t x = order[j.implied];
+    if (j.read[x] == mark) continue;
+    j.read[x] = mark;
+    ++j.consumed;
+    ++j.reads;
+    ++j.current.hits;
+    if (out != nullptr) out->push_back(j.samples[x].object);
+  }
+}
+
 void DeclaredFuture::ImplyReads(const Access& a, std::vector<ObjectId>* out) {
   if (!implied_reads_) return;
   Job* j = Find(a.job);
   if (j == nullptr || j->samples.empty() || j->pos_cur.empty()) return;
   const int64_t s = SampleOf(*j, a);
   if (s < 0 || j->pos_cur[s] == kAbsent) return;
-  auto cur = j->orders.find(j->epoch);
-  if (cur == j->orders.end()) return;
-  const std::vector<uint32_t>& order = cur->second;
-  const uint64_t window = uint64_t{std::max<uint32_t>(1, j->spec.loaders)} * 2 *
-                          std::max<uint32_t>(1, j->spec.batch_size);
+  const uint64_t window = WindowOf(*j);
   const uint64_t p = j->pos_cur[s];
-  if (p <= window) return;
-  const size_t limit = std::min<size_t>(order.size(), p - window);
-  const uint32_t mark = j->epoch + 1;
-  for (; j->implied < limit; ++j->implied) {
-    const uint32_t x = order[j->implied];
-    if (j->read[x] == mark) continue;
-    j->read[x] = mark;
-    ++j->consumed;
-    ++j->reads;
-    ++j->current.hits;
-    out->push_back(j->samples[x].object);
-  }
+  if (p > window) ImplyBefore(*j, p - window, out);
+}
+
+void DeclaredFuture::Progress(JobId id, uint32_t epoch, uint64_t position,
+                              std::vector<ObjectId>* out) {
+  if (!implied_reads_) return;
+  Job* j = Find(id);
+  if (j == nullptr || !j->started || j->epoch != epoch || j->samples.empty()) return;
+  const uint64_t window = WindowOf(*j);
+  if (position > window) ImplyBefore(*j, position - window, out);
 }
 
 void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)>& held,

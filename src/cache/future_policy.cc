@@ -88,6 +88,12 @@ class FuturePolicy final : public Policy {
     if (!s.ok()) return s;
     return Rekey({}, job);
   }
+  Decision Progress(JobId job, uint32_t epoch, uint64_t position, uint64_t now_ns) override {
+    now_ = std::max(now_, now_ns);
+    implied_.clear();
+    future_.Progress(job, epoch, position, &implied_);
+    return implied_.empty() ? Decision{} : Rekey(implied_, kNoJob);
+  }
   Status RestartEpoch(JobId job, uint64_t now_ns) override {
     now_ = std::max(now_, now_ns);
     Status s = future_.RestartEpoch(job, now_ns);

@@ -387,6 +387,29 @@ Result<uint32_t> ParseEpochMarker(std::string_view text) {
   return static_cast<uint32_t>(v);
 }
 
+Result<PositionReport> ParsePosition(std::string_view text) {
+  std::string_view tok[3];
+  size_t n = 0, i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    const size_t b = i;
+    while (i < text.size() && !IsSpace(text[i])) ++i;
+    if (i == b) break;
+    if (n == 3) break;
+    tok[n++] = text.substr(b, i - b);
+  }
+  const std::string_view body = text.substr(0, std::min<size_t>(text.size(), 64));
+  if (n != 2 || text.find('\n') < text.find_last_not_of(" \t\r\n")) {
+    return InvalidArgument("expected \"EPOCH POSITION\" (two integers on one line), got " +
+                           QuoteForMessage(body, 48));
+  }
+  Result<uint32_t> epoch = ParseEpochMarker(tok[0]);
+  if (!epoch.ok()) return InvalidArgument("epoch: " + epoch.status().message());
+  Result<uint64_t> position = ParseProgress(tok[1]);
+  if (!position.ok()) return InvalidArgument("position: " + position.status().message());
+  return PositionReport{epoch.value(), position.value()};
+}
+
 Result<uint32_t> ParseOrderFileName(std::string_view name) {
   uint64_t v;
   if (name.empty() || name.size() > 7 || !ParseU64(name, &v) ||

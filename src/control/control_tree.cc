@@ -26,7 +26,8 @@ std::vector<std::string> Split(const std::string& path) {
 }
 
 // The files of a job directory, in listing order.
-constexpr const char* kJobFiles[] = {"config", "epoch", "order", "pids", "samples", "status"};
+constexpr const char* kJobFiles[] = {"config", "epoch", "order", "pids", "position", "samples",
+                                      "status"};
 // With a spill area, also these (listing order after kJobFiles).
 constexpr const char* kSpillFiles[] = {"progress", "spill_schedule"};
 
@@ -82,6 +83,7 @@ Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) cons
     if (!IsJobFile(p[2])) return NotFound(path);
     if (p[2] == "order") return VNode{true, false, owner, 0, 0700};
     if (p[2] == "status") return VNode{false, false, owner, 0, 0400};
+    if (p[2] == "position") return VNode{false, true, owner, 0, 0600, /*per_write=*/true};
     return VNode{false, true, owner, 0, 0600};
   }
   if (p.size() == 4 && p[2] == "order" && ParseOrderFileName(p[3]).ok()) {
@@ -133,6 +135,11 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
   const JobSnapshot& s = snap.value();
   if (p.size() == 3 && p[2] == "config") return s.config ? FormatJobConfig(*s.config) : "";
   if (p.size() == 3 && p[2] == "epoch") return s.epoch ? std::to_string(*s.epoch) + "\n" : "";
+  if (p.size() == 3 && p[2] == "position") {
+    return s.position ? std::to_string(s.position->epoch) + " " +
+                            std::to_string(s.position->position) + "\n"
+                      : std::string();
+  }
   if (p.size() == 3 && p[2] == "pids") {
     std::string out;
     for (pid_t pid : s.pids) out += std::to_string(pid) + "\n";
@@ -211,6 +218,7 @@ Status ControlTree::WriteFile(const std::string& path, const std::string& conten
   if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content, who.pid);
   if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content, who.pid);
   if (p[2] == "pids") return registry_.WritePids(name, who.uid, content, who.pid);
+  if (p[2] == "position") return registry_.WritePosition(name, who.uid, content, who.pid);
   if (spill_ != nullptr && IsSpillFile(p[2])) return WriteSpillFile(name, p[2], content, who);
   return ReadOnly(path + " is read-only");
 }
@@ -280,6 +288,9 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
   j["declared_epochs"] = s.declared_epochs;
   j["accesses"] = s.accesses;
   j["pids"] = s.pids;
+  j["position"] = s.position ? nlohmann::json{{"epoch", s.position->epoch},
+                                              {"position", s.position->position}}
+                             : nlohmann::json(nullptr);
   j["last_error"] = s.last_error;
   j["orphaned"] = s.orphaned_since_ns.has_value();
   if (s.orphaned_since_ns) {

@@ -60,6 +60,7 @@ struct JobRegistry::Job {
   uint64_t samples_hash = 0;
   SampleIndex object_to_sample;
   std::unique_ptr<EpochTracker> tracker;  // set with the samples
+  std::optional<PositionReport> position;  // the last accepted `position`
   uint64_t accesses = 0;
   std::string last_error;
   uint32_t reattached = 0;
@@ -248,6 +249,7 @@ void JobRegistry::StartFreshLocked(Job* job) {
   job->samples_hash = 0;
   job->object_to_sample = SampleIndex();
   job->tracker.reset();
+  job->position.reset();
   job->reattach_pending = false;
   job->restart_on_marker = false;
   ++job->fresh_starts;
@@ -502,6 +504,41 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
   return Status::Ok();
 }
 
+Status JobRegistry::WritePosition(std::string_view name, uid_t caller, std::string_view text,
+                                  pid_t writer_pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<Job*> r = FindForWrite(name, caller);
+  if (!r.ok()) return r.status();
+  Job* job = r.value();
+  ReattachIfOrphanedLocked(job, writer_pid);
+  Result<PositionReport> report = ParsePosition(text);
+  if (!report.ok()) return Fail(job, "position", report.status());
+  if (!job->tracker) return Fail(job, "position", InvalidArgument("write samples first"));
+  const auto [epoch, position] = report.value();
+  const std::optional<uint32_t> current = job->tracker->current_epoch();
+  if (current && epoch < *current) return Status::Ok();  // late: that epoch is over
+  if (!current || epoch > *current) {
+    return Fail(job, "position",
+                InvalidArgument("epoch " + std::to_string(epoch) +
+                                " has not begun (write `epoch` first)"));
+  }
+  const uint64_t size = job->tracker->OrderSize(epoch);
+  if (size == 0) {
+    return Fail(job, "position",
+                InvalidArgument("epoch " + std::to_string(epoch) + " has no declared order"));
+  }
+  if (position > size) {
+    return Fail(job, "position",
+                InvalidArgument("position " + std::to_string(position) + " is past the end of epoch " +
+                                std::to_string(epoch) + "'s order (" + std::to_string(size) +
+                                " samples)"));
+  }
+  job->position = report.value();
+  job->reattach_pending = false;
+  sink_.OnPosition(job->id, epoch, position);
+  return Status::Ok();
+}
+
 Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_view text,
                               pid_t writer_pid) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -610,6 +647,7 @@ Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
     s.epoch = j.tracker->current_epoch();
     s.declared_epochs = j.tracker->declared_epochs();
   }
+  s.position = j.position;
   s.accesses = j.accesses;
   s.last_error = j.last_error;
   s.pids = attributor_.Pids(j.id);

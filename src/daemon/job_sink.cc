@@ -113,7 +113,12 @@ void PolicyJobSink::OnEpochBegin(control::JobId job, uint32_t epoch) {
   Status s = cache_.WithPolicy([&](cache::Policy& p) -> Result<cache::Decision> {
     auto before = FindJob(p, job);
     if (before && before->started && before->epoch != epoch) finished = before->current;
-    return p.BeginEpoch(job, epoch, store::NowNs());
+    Result<cache::Decision> r = p.BeginEpoch(job, epoch, store::NowNs());
+    // The epoch's final counters, as BeginEpoch closed it (the future policy
+    // under fuse.no_open counts the reads the job made unseen then).
+    auto after = r.ok() && finished ? FindJob(p, job) : std::nullopt;
+    if (after && after->previous.epoch == finished->epoch) finished = after->previous;
+    return r;
   });
   if (!s.ok()) {
     log::Warn("job " + std::to_string(job) + ": epoch " + std::to_string(epoch) + ": " +
@@ -124,6 +129,12 @@ void PolicyJobSink::OnEpochBegin(control::JobId job, uint32_t epoch) {
     std::lock_guard lock(history_mu_);
     history_[job].push_back(*finished);
   }
+}
+
+void PolicyJobSink::OnPosition(control::JobId job, uint32_t epoch, uint64_t position) {
+  (void)cache_.WithPolicy([&](cache::Policy& p) -> Result<cache::Decision> {
+    return p.Progress(job, epoch, position, store::NowNs());
+  });
 }
 
 void PolicyJobSink::OnEpochRestart(control::JobId job) {

@@ -35,6 +35,7 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
   Status OnOrder(control::JobId job, uint32_t epoch, std::vector<uint32_t> order) override;
   void OnEpochBegin(control::JobId job, uint32_t epoch) override;
   void OnEpochRestart(control::JobId job) override;
+  void OnPosition(control::JobId job, uint32_t epoch, uint64_t position) override;
   void OnJobEnd(control::JobId job) override;
 
   std::optional<control::JobFigures> Figures(cache::JobId id) const override;

@@ -718,6 +718,7 @@ class FilesystemImpl final : public Filesystem {
       // which other writers of the same file raise: append to this open's
       // buffer instead, whatever the offset.
       file->append = (fi->flags & O_APPEND) != 0;
+      file->per_write = vn.value().per_write;
     }
     fi->fh = files_.Add(std::move(file));
     fi->direct_io = 1;
@@ -811,6 +812,7 @@ class FilesystemImpl final : public Filesystem {
     }
   }
 
+  static constexpr size_t kMaxPerWrite = 4096;  // one report (VNode::per_write)
   static void Write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
                     fuse_file_info* fi) {
     auto& self = Self(req);
@@ -823,6 +825,12 @@ class FilesystemImpl final : public Filesystem {
     }
     constexpr size_t kMaxControlFile = 64u << 20;
     std::lock_guard lock(f->mu);
+    if (f->per_write) {  // a report: taken now, whatever the offset; nothing kept
+      if (size > kMaxPerWrite) return (void)fuse_reply_err(req, EFBIG);
+      Status s = self.control_.Write(f->path, std::string(buf, size), CallerOf(req));
+      if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
+      return (void)fuse_reply_write(req, size);
+    }
     if (f->append) off = static_cast<off_t>(f->content.size());
     if (off < 0 || static_cast<uint64_t>(off) + size > kMaxControlFile) {
       return (void)fuse_reply_err(req, EFBIG);

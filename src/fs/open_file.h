@@ -40,6 +40,7 @@ struct OpenFile {
   std::mutex mu;            // kVirtualWrite: guards content; kBlocks: object, block_index
   bool dirty = false;       // kVirtualWrite: written since the last flush
   bool append = false;      // kVirtualWrite, kSpill: opened O_APPEND
+  bool per_write = false;   // kVirtualWrite: each write is one control write (VNode)
   uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };

@@ -14,7 +14,12 @@
 #      tmpfs: MB/s and ratio.
 #   3. Steps 1 and 2 again through a second epochfs mount with fuse.no_open=true
 #      (hot reads that send no request: the kernel opens files by itself),
-#      in the same run (NO_OPEN=0 skips it).
+#      in the same run (NO_OPEN=0 skips it); its policy is "future". Step 1
+#      once more on it as a registered job reading in its declared order
+#      (readfiles -j: one job per thread count, loaders = threads, batches of
+#      32 in order, each repeat one epoch, `position` reported every `loaders`
+#      batches): the policy must still see the job's progress, so the script
+#      prints each job's hits and misses per epoch from its `status`.
 #   4. The FUSE floor for step 1: libfuse's own example passthrough_ll
 #      (built from libfuse3-dev's examples when gcc has them; PLL=0 skips),
 #      mounted over the same files with cache=always (the kernel keeps pages
@@ -115,9 +120,10 @@ start_epochfs "$MNT" "$LOG" "$opts"
 DAEMON_PID=$STARTED_PID
 echo "epochfs mounted: $EPOCHFS -o $opts (pid $DAEMON_PID)"
 if [[ $NO_OPEN != 0 ]]; then
-  start_epochfs "$NO_MNT" "$WORK/no-open.log" "$opts,fuse.no_open=true"
+  start_epochfs "$NO_MNT" "$WORK/no-open.log" \
+    "${opts/cache.policy=lru/cache.policy=future,cache.prefetch=0},fuse.no_open=true"
   NO_PID=$STARTED_PID
-  echo "epochfs mounted: $EPOCHFS -o $opts,fuse.no_open=true (pid $NO_PID)"
+  echo "epochfs mounted: $EPOCHFS -o ${opts/cache.policy=lru/cache.policy=future,cache.prefetch=0},fuse.no_open=true (pid $NO_PID)"
 fi
 
 # readfiles -q output → one field; stats_field NAME → integer from .epochfs/stats
@@ -136,24 +142,56 @@ run() {  # run LIST THREADS REPEATS → "files_per_s mb_per_s"
 if [[ $NO_OPEN != 0 ]]; then
   "$READFILES" -q -t 2 -r 1 "$WORK/list.no" > /dev/null || die "no_open warm-up failed"
 fi
-no_stats() { tr -d ' \n' < "$NO_MNT/.epochfs/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
+# (top-level fields: the jobs' rows have hits and misses too)
+no_stats() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+  "$NO_MNT/.epochfs/stats" "$1"; }
 no_requests() { [[ $NO_OPEN != 0 ]] && echo $(( $(no_stats hits) + $(no_stats misses) )) || echo 0; }
 no_hot_requests=0
 no_before=$(no_requests)
 
 echo
 echo "small files: $N x $SIZE_KIB KiB, hot, best of $REPEATS repeats"
-printf '%-8s %14s %14s %10s %16s %10s\n' threads tmpfs_files/s epochfs_files/s ratio \
-  no_open_files/s ratio
+BATCH=32
+register_job() {  # register_job NAME LOADERS: a job over the small files, sample k = line k
+  local jd=$NO_MNT/.epochfs/jobs/$1
+  mkdir "$jd"
+  printf 'batch_size = %d\nepochs = %d\nroot = "small"\nloaders = %d\n' \
+    "$BATCH" $((REPEATS + 1)) "$2" > "$jd/config"
+  cat "$WORK/names" > "$jd/samples"
+}
+run_job() {  # run_job THREADS → files_per_s, as the registered job job-tTHREADS
+  local out
+  out=$("$READFILES" -q -t "$1" -r "$REPEATS" -j "$NO_MNT/.epochfs/jobs/job-t$1" -e 0 \
+        -b "$BATCH" "$WORK/list.no") || die "readfiles as a job failed: $out"
+  field best_files_per_s <<<"$out"
+}
+printf '%-8s %14s %14s %10s %16s %10s %16s %10s\n' threads tmpfs_files/s epochfs_files/s ratio \
+  no_open_files/s ratio no_open+job ratio
 for t in $THREADS; do
   read -r tf _ < <(run "$WORK/list.tmpfs" "$t" "$REPEATS")
   read -r ef _ < <(run "$WORK/list.mnt" "$t" "$REPEATS")
-  nf=0
-  [[ $NO_OPEN != 0 ]] && read -r nf _ < <(run "$WORK/list.no" "$t" "$REPEATS")
-  printf '%-8s %14.0f %14.0f %10s %16.0f %10s\n' "$t" "$tf" "$ef" "$(ratio "$ef" "$tf")" \
-    "$nf" "$(ratio "$nf" "$tf")"
+  nf=0 jf=0
+  if [[ $NO_OPEN != 0 ]]; then
+    read -r nf _ < <(run "$WORK/list.no" "$t" "$REPEATS")
+    register_job "job-t$t" "$t"
+    jf=$(run_job "$t")
+  fi
+  printf '%-8s %14.0f %14.0f %10s %16.0f %10s %16.0f %10s\n' "$t" "$tf" "$ef" \
+    "$(ratio "$ef" "$tf")" "$nf" "$(ratio "$nf" "$tf")" "$jf" "$(ratio "$jf" "$tf")"
 done
 no_hot_requests=$(( $(no_requests) - no_before ))
+if [[ $NO_OPEN != 0 ]]; then
+  echo "the registered jobs' status (fuse.no_open; each repeat one epoch of $N files; the"
+  echo "last epoch's final $BATCH x 2 x loaders reads count at the next epoch marker):"
+  for t in $THREADS; do
+    python3 - "$NO_MNT/.epochfs/jobs/job-t$t/status" "job-t$t" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("  %s: epoch %s, hits/misses per epoch: %s" % (sys.argv[2], s["epoch"], " ".join(
+    "%d/%d" % (e["hits"], e["misses"]) for e in s["epochs"])))
+PY
+  done
+fi
 
 # --- large file -------------------------------------------------------------
 "$READFILES" -q -r 1 "$WORK/big.mnt" > /dev/null || die "large-file warm-up failed"

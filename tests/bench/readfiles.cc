@@ -1,7 +1,7 @@
 // readfiles — measures small-file read throughput the way a data loader sees
 // it: open + read-to-EOF + close for every file of a list.
 //
-//   readfiles [-t THREADS] [-r REPEATS] [-q] FILE_LIST
+//   readfiles [-t THREADS] [-r REPEATS] [-q] [-j JOB_DIR -e EPOCH -b BATCH] FILE_LIST
 //
 // FILE_LIST holds one path per line. The list is split into THREADS
 // contiguous slices; each thread reads its slice with a private 256 KiB
@@ -11,12 +11,23 @@
 // repeat. With -q prints one machine-readable line:
 //   files_per_s=<all> mb_per_s=<all> best_files_per_s=<best> best_mb_per_s=<best> errors=<n>
 //
+// With -j, the reader is a registered epochfs job reading in its declared
+// order (JOB_DIR = MOUNT/.epochfs/jobs/NAME, config and samples written,
+// sample k = line k): each repeat is one epoch, EPOCH, EPOCH+1, ...; before
+// it (outside the timed part) the order of the next epoch (the list order)
+// and the `epoch` marker are written, as EpochfsSampler does, and the
+// threads take batches of BATCH files in list order, as DataLoader workers
+// do; every THREADS batches handed out, and at the end of the epoch, the
+// thread that took the batch writes `position` (timed: part of the job; the
+// file stays open, each write(2) one report, as epochfs.job does).
+//
 // Any open/read error is counted and reported; the exit status is 1 if there
 // was one, so a benchmark never silently measures a failing mount.
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cerrno>
@@ -40,18 +51,37 @@ struct Options {
   int repeats = 1;
   bool quiet = false;
   std::string list_path;
+  std::string job_dir;  // -j: a registered job (see above)
+  long epoch = -1;      // -e
+  int batch = 0;        // -b
 };
 
 [[noreturn]] void Usage() {
-  std::fprintf(stderr, "usage: readfiles [-t THREADS] [-r REPEATS] [-q] FILE_LIST\n");
+  std::fprintf(stderr,
+               "usage: readfiles [-t THREADS] [-r REPEATS] [-q] [-j JOB_DIR -e EPOCH -b BATCH] "
+               "FILE_LIST\n");
   std::exit(2);
 }
 
-int ParsePositive(const char* s) {
+int ParseInt(const char* s, long lo = 1, long hi = 4096) {
   char* end = nullptr;
   long v = std::strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < 1 || v > 4096) Usage();
+  if (end == s || *end != '\0' || v < lo || v > hi) Usage();
   return static_cast<int>(v);
+}
+
+// One control-file write (open, write all, close: the daemon takes it at close).
+bool WriteControl(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return close(fd) == 0 && done == text.size();
 }
 
 Options ParseArgs(int argc, char** argv) {
@@ -59,11 +89,17 @@ Options ParseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-t" && i + 1 < argc) {
-      o.threads = ParsePositive(argv[++i]);
+      o.threads = ParseInt(argv[++i]);
     } else if (a == "-r" && i + 1 < argc) {
-      o.repeats = ParsePositive(argv[++i]);
+      o.repeats = ParseInt(argv[++i]);
     } else if (a == "-q") {
       o.quiet = true;
+    } else if (a == "-j" && i + 1 < argc) {
+      o.job_dir = argv[++i];
+    } else if (a == "-e" && i + 1 < argc) {
+      o.epoch = ParseInt(argv[++i], 0, 999999);
+    } else if (a == "-b" && i + 1 < argc) {
+      o.batch = ParseInt(argv[++i]);
     } else if (!a.empty() && a[0] != '-' && o.list_path.empty()) {
       o.list_path = a;
     } else {
@@ -71,6 +107,7 @@ Options ParseArgs(int argc, char** argv) {
     }
   }
   if (o.list_path.empty()) Usage();
+  if (!o.job_dir.empty() && (o.epoch < 0 || o.batch == 0)) Usage();
   return o;
 }
 
@@ -124,34 +161,89 @@ int main(int argc, char** argv) {
   Clock::time_point repeat_start;
   int repeat_index = 0;
 
-  // Completion step runs on one thread between phases: records the time.
+  // -j: the job's control files; the order is the list's, every epoch.
+  const bool job = !opt.job_dir.empty();
+  std::string order_text;
+  if (job) {
+    for (size_t k = 0; k < files.size(); ++k) order_text += std::to_string(k) + " ";
+    order_text += "\n";
+  }
+  const size_t batch = job ? static_cast<size_t>(opt.batch) : 1;
+  const size_t nbatches = (files.size() + batch - 1) / batch;
+  std::atomic<size_t> next_batch{0};
+  std::atomic<int64_t> control_errors{0};
+  auto control = [&](const std::string& file, const std::string& text) {
+    if (!WriteControl(opt.job_dir + "/" + file, text)) ++control_errors;
+  };
+  // `position` takes each write(2) as one report: kept open, one request each.
+  int position_fd = -1;
+  if (job) {
+    position_fd = open((opt.job_dir + "/position").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (position_fd < 0) {
+      std::fprintf(stderr, "readfiles: %s/position: %s\n", opt.job_dir.c_str(), std::strerror(errno));
+      return 2;
+    }
+  }
+  auto position = [&](long epoch, size_t p) {
+    const std::string text = std::to_string(epoch) + " " + std::to_string(p) + "\n";
+    if (pwrite(position_fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+      ++control_errors;
+    }
+  };
+  auto epoch_of = [&](int r) { return opt.epoch + r; };
+
+  // Completion step runs on one thread between phases: records the time,
+  // and (-j) declares the next epoch and begins it (not timed).
   auto on_phase = [&]() noexcept {
     auto now = Clock::now();
     if (repeat_index > 0) {
       repeat_seconds[static_cast<size_t>(repeat_index - 1)] =
           std::chrono::duration<double>(now - repeat_start).count();
     }
-    repeat_start = now;
+    if (job && repeat_index < opt.repeats) {
+      const long e = epoch_of(repeat_index);
+      if (repeat_index == 0) control("order/" + std::to_string(e), order_text);
+      control("order/" + std::to_string(e + 1), order_text);
+      control("epoch", std::to_string(e) + "\n");
+      next_batch = 0;
+    }
+    repeat_start = Clock::now();
     ++repeat_index;
   };
   std::barrier sync(nthreads, on_phase);
 
+  auto read_range = [&](size_t begin, size_t end, char* buf) {
+    int64_t local = 0;
+    for (size_t i = begin; i < end; ++i) {
+      int64_t n = ReadOne(files[i], buf);
+      if (n < 0) {
+        if (errors.fetch_add(1) == 0) first_errno = -n;
+      } else {
+        local += n;
+      }
+    }
+    bytes += local;
+  };
   auto worker = [&](int t) {
     auto buf = std::make_unique<char[]>(kBufferSize);
     size_t begin = files.size() * static_cast<size_t>(t) / static_cast<size_t>(nthreads);
     size_t end = files.size() * static_cast<size_t>(t + 1) / static_cast<size_t>(nthreads);
     sync.arrive_and_wait();  // start line
     for (int r = 0; r < opt.repeats; ++r) {
-      int64_t local = 0;
-      for (size_t i = begin; i < end; ++i) {
-        int64_t n = ReadOne(files[i], buf.get());
-        if (n < 0) {
-          if (errors.fetch_add(1) == 0) first_errno = -n;
-        } else {
-          local += n;
+      if (!job) {
+        read_range(begin, end, buf.get());
+      } else {
+        // Batches in list order, as loaders take them; `position` every
+        // nthreads batches handed out, and at the end.
+        for (size_t b; (b = next_batch.fetch_add(1)) < nbatches;) {
+          const size_t lo = b * batch, hi = std::min(files.size(), lo + batch);
+          if ((b + 1) % static_cast<size_t>(nthreads) == 0 && b + 1 < nbatches) {
+            position(epoch_of(r), hi);
+          }
+          read_range(lo, hi, buf.get());
+          if (b + 1 == nbatches) position(epoch_of(r), files.size());
         }
       }
-      bytes += local;
       sync.arrive_and_wait();  // end of repeat r
     }
   };
@@ -159,6 +251,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int t = 0; t < nthreads; ++t) threads.emplace_back(worker, t);
   for (auto& th : threads) th.join();
+  if (position_fd >= 0) close(position_fd);
 
   double total_s = 0, best_s = repeat_seconds[0];
   for (double s : repeat_seconds) {
@@ -180,6 +273,11 @@ int main(int argc, char** argv) {
                 nthreads, opt.repeats, static_cast<long long>(bytes.load()), total_s);
     std::printf("all repeats: %.0f files/s  %.1f MB/s\n", fps, mbps);
     std::printf("best repeat: %.0f files/s  %.1f MB/s\n", best_fps, best_mbps);
+  }
+  if (control_errors.load() > 0) {
+    std::fprintf(stderr, "readfiles: %lld control-file writes under %s failed\n",
+                 static_cast<long long>(control_errors.load()), opt.job_dir.c_str());
+    return 1;
   }
   if (errors.load() > 0) {
     std::fprintf(stderr, "readfiles: %lld errors (first: %s)\n",

@@ -68,9 +68,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (s.ok()) CheckPaths(s.value(), /*unique=*/false);
       break;
     }
-    case 3:
+    case 3: {
       (void)ParseProgress(text);
+      // `position`: what reading it shows ("K P\n") parses back the same.
+      Result<PositionReport> r = ParsePosition(text);
+      if (r.ok()) {
+        CHECK(r.value().epoch < kMaxEpochs);
+        const std::string shown =
+            std::to_string(r.value().epoch) + " " + std::to_string(r.value().position) + "\n";
+        Result<PositionReport> again = ParsePosition(shown);
+        CHECK(again.ok() && again.value().epoch == r.value().epoch &&
+              again.value().position == r.value().position);
+      }
       break;
+    }
     case 4: {
       // The sample count comes from the second byte (1..256) so that the
       // range and duplicate checks are reached.

@@ -771,7 +771,7 @@ class NameReuseTest(et.MountTestCase):
         os.mkdir(jp)
         self.assertNotEqual(os.stat(jp).st_ino, old_ino)
         self.assertEqual(sorted(os.listdir(jp)),
-                         ["config", "epoch", "order", "pids", "samples", "status"])
+                         ["config", "epoch", "order", "pids", "position", "samples", "status"])
         self.assertEqual(et.read_file(os.path.join(jp, "config")), b"")  # a new job
         ctl_write(os.path.join(jp, "config"), cfg)
         ctl_write(os.path.join(jp, "samples"), "".join(r + "\n" for r, _ in files))

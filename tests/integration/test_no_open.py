@@ -13,6 +13,8 @@ with the daemon's own counters and the kernel's page-cache residency
     kernel never holds more cached dataset bytes than the budget;
   - pages the kernel reclaims by itself are served again by the daemon;
   - prefetched files (policy "future") are hits at their first read;
+  - a hot epoch's hits reach the job's `status` through EpochfsSampler's
+    `position` reports (each write(2) one report);
   - control files work through their own session (a bad write fails at
     close); `umount -R`, `fusermount3 -u -z` and SIGTERM end the daemon
     cleanly (a plain `fusermount3 -u` is refused while the control session is
@@ -29,8 +31,13 @@ import subprocess
 import sys
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import python_venv  # noqa: E402
+
+python_venv.reexec_in_venv()  # the epochfs package (EpochfsSampler), as pip installs it
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import epochfs_test as et  # noqa: E402
+import epochfs.sampler  # noqa: E402
 from test_jobs import ctl_write  # noqa: E402
 
 KiB = 1024
@@ -236,6 +243,65 @@ class NoOpenTest(et.MountTestCase):
         for k in order:  # the kernel's pages now: nothing reaches the daemon
             self.assertEqual(read_all(d.path(names[k])), want[names[k]])
         self.assertEqual(d.stats()["hits"], len(names))
+
+    def test_a_hot_epochs_hits_come_from_the_samplers_position_reports(self):
+        # A job reading through EpochfsSampler (batch 4, 1 loader: W = 8).
+        # Epoch 1 is hot: the kernel serves every read and the daemon hears of
+        # none; the sampler's `position` reports make them hits in `status`,
+        # and epoch 2's marker the last W.
+        n = 48
+        lower, want = self.dataset([20 * KiB + i for i in range(n)], seed=95)
+        d = self.mount(lower, opts=["fuse.no_open=true", "cache.policy=future",
+                                    "cache.prefetch=0", "cache.memory=64MiB"])
+        names = sorted(want)
+        paths = [d.path(x) for x in names]
+        orders = {e: random.Random(e).sample(range(n), n) for e in range(3)}
+        sampler = epochfs.sampler.EpochfsSampler(list(range(n)), d.mnt, "hot", paths, 4, 3,
+                                                 loaders=1, order_fn=orders.__getitem__,
+                                                 close_at_exit=False, strict=True)
+        jd = d.path(".epochfs", "jobs", "hot")
+        status = lambda: json.loads(read_all(os.path.join(jd, "status")))  # noqa: E731
+
+        def epoch(e):
+            got = []
+            for i in iter(sampler):
+                self.assertEqual(read_all(paths[i]), want[names[i]], names[i])
+                got.append(i)
+            self.assertEqual(got, orders[e])
+
+        epoch(0)
+        cold = d.stats()
+        self.assertEqual((cold["misses"], cold["bytes_read_lower"]),
+                         (n, sum(len(v) for v in want.values())), cold)
+        st = status()
+        self.assertEqual((st["epoch"], st["misses"]), (0, n), st)
+        self.assertEqual(read_all(os.path.join(jd, "position")), b"0 %d\n" % n)
+        epoch(1)
+        hot = d.stats()
+        self.assertEqual((hot["hits"], hot["misses"], hot["bytes_read_lower"]),
+                         (cold["hits"], cold["misses"], cold["bytes_read_lower"]),
+                         "a hot epoch reached the daemon")
+        st = status()
+        self.assertEqual(st["epoch"], 1, st)
+        self.assertEqual(st["position"], {"epoch": 1, "position": n}, st)
+        self.assertEqual((st["hits"], st["misses"]), (n - 8, 0), st)
+        epoch(2)
+        st = status()
+        self.assertEqual([(e["epoch"], e["hits"], e["misses"]) for e in st["epochs"]],
+                         [(0, 0, n), (1, n, 0), (2, n - 8, 0)], st)
+        self.assertEqual(d.stats()["misses"], n)
+        # `position` takes each write(2) at once: a bad report fails the write
+        # itself, with the reason in status; the next good one is taken.
+        fd = os.open(os.path.join(jd, "position"), os.O_WRONLY)
+        try:
+            self.assert_errno(errno.EINVAL, os.write, fd, b"2 %d\n" % (n + 1))
+            self.assertIn("past the end", status()["last_error"])
+            self.assertEqual(os.write(fd, b"2 %d\n" % n), len(b"2 %d\n" % n))
+        finally:
+            os.close(fd)
+        self.assertEqual(status()["hits"], n - 8)
+        sampler.close()
+        self.assertNotIn("hot", os.listdir(d.path(".epochfs", "jobs")))
 
     def test_sigterm_unmounts_both_sessions(self):
         lower, _ = self.dataset([10 * KiB], seed=95)

@@ -70,6 +70,21 @@ class DeclaredFuture final : public Future {
   // epoch). Amortized O(1) per access: each position is passed once per
   // epoch. Does nothing when implied reads are off.
   void ImplyReads(const Access& a, std::vector<ObjectId>* out);
+  // A job's own report of its progress (the `progress` control file): job
+  // `id` has handed out the first `position` samples of epoch `epoch`'s
+  // declared order to its loaders. With implied reads on, the samples before
+  // position - W it has not read count as read and as hits, as in ImplyReads
+  // (a hot epoch sends no read at all: without reports the cache would hear
+  // of none of its hits); their objects are appended to `out`. A report for
+  // another epoch than the job's current one, of an unknown job or of an
+  // epoch without a declared order changes nothing (the control layer
+  // validates reports); so does any report with implied reads off (every
+  // read then reaches the cache). Amortized O(1) per position, as ImplyReads.
+  // With implied reads on, BeginEpoch also counts the samples of the epoch
+  // it ends that the job did not read as read and hits: the job says it is
+  // done with that epoch, and every read the cache did not see the kernel
+  // served.
+  void Progress(JobId id, uint32_t epoch, uint64_t position, std::vector<ObjectId>* out);
   void set_implied_reads(bool on) { implied_reads_ = on; }
   // Appends, for every job with a declared current order, up to `per_job`
   // samples it has not read yet in the order it will read them (the rest of
@@ -115,6 +130,8 @@ class DeclaredFuture final : public Future {
   void Link(uint32_t block_slot, ObjectId block, ObjectId file);
   void DropRefs(const Job& j);
   int64_t SampleOf(const Job& j, const Access& a) const;
+  uint64_t WindowOf(const Job& j) const;
+  void ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* out);
 
   uint64_t default_pace_ns_;
   bool implied_reads_ = false;

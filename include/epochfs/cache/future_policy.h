@@ -29,8 +29,10 @@ struct FuturePolicyParams {
   // compute time (ns per read).
   uint64_t default_pace_ns = 1'000'000;
   // The cache hears only of the reads that miss the kernel's page cache
-  // (fuse.no_open): a read at a job's position p implies its declared reads
-  // before p (DeclaredFuture::ImplyReads).
+  // (fuse.no_open): a read at a job's position p, and the job's own progress
+  // report (Policy::Progress), imply its declared reads before p - W, and a
+  // new epoch the rest of the one it ends (DeclaredFuture::ImplyReads,
+  // DeclaredFuture::Progress).
   bool implied_reads = false;
 };
 

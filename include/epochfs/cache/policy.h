@@ -204,6 +204,17 @@ class Policy {
   virtual Result<Decision> BeginEpoch(JobId /*job*/, uint32_t /*epoch*/, uint64_t /*now_ns*/) {
     return Decision{};
   }
+  // The job reports that it has handed out the first `position` samples of
+  // epoch `epoch`'s declared order (the `progress` control file; the control
+  // layer has checked the epoch is the job's current one and the position
+  // within its order). For a mount whose hits never reach the policy
+  // (fuse.no_open): the future policy counts the reads the job must have
+  // made by then (FuturePolicyParams::implied_reads). Other policies, and
+  // the future policy on a mount that sees every read, ignore it.
+  virtual Decision Progress(JobId /*job*/, uint32_t /*epoch*/, uint64_t /*position*/,
+                            uint64_t /*now_ns*/) {
+    return {};
+  }
   // The job's processes died and a restarted job re-attached (control/): it
   // reads its current epoch again from the start. What it consumed of the
   // epoch is forgotten, so that re-reads count for this epoch and not the

@@ -97,6 +97,15 @@ Result<std::vector<uint32_t>> ParseOrder(std::string_view text, size_t sample_co
 // whitespace.
 Result<uint32_t> ParseEpochMarker(std::string_view text);
 
+// `position`: "K P", two decimal integers separated by blanks (blanks around
+// them allowed): the job has handed out the first P samples of epoch K's
+// declared order to its loaders. 0 <= K < kMaxEpochs, 0 <= P < 2^32 - 1.
+struct PositionReport {
+  uint32_t epoch = 0;
+  uint64_t position = 0;
+};
+Result<PositionReport> ParsePosition(std::string_view text);
+
 // The K in `order/K`: canonical decimal (no sign, no leading zeros), < kMaxEpochs.
 // Used by the fs layer for lookup/create of order files.
 Result<uint32_t> ParseOrderFileName(std::string_view name);

@@ -6,7 +6,10 @@
 // "jobs/NAME/order/3").
 // Writes are whole-file: the adapter buffers what a process writes to one open
 // file and hands it over on flush/close (Write), so a bad control file fails
-// the close() with the Status returned here.
+// the close() with the Status returned here. A file whose VNode says
+// `per_write` (a report, as `position`) is instead handed over at each
+// write(2), which then fails with the Status: a reporter keeps it open and
+// pays one request per report.
 // Thread safety: implementations are thread-safe.
 #pragma once
 
@@ -25,6 +28,7 @@ struct VNode {
   uid_t uid = 0;          // owner
   gid_t gid = 0;
   mode_t perm = 0;        // permission bits; 0: 0755 for dirs, 0644/0444 for files
+  bool per_write = false; // each write(2) is one whole Write (see above)
 };
 
 // Who is calling, as FUSE reports it (pid may be 0: outside our pid namespace).

@@ -10,6 +10,8 @@
 //   jobs/NAME/order/K       w   epoch K's order (any valid K may be opened)
 //   jobs/NAME/epoch         rw  "K": the job starts epoch K now
 //   jobs/NAME/pids          rw  processes attributed to the job
+//   jobs/NAME/position      rw  "K P": the job has handed out P samples of epoch K;
+//                               taken at each write(2) (VNode::per_write)
 //   jobs/NAME/status        r   JSON: registry state + the policy's figures
 //   jobs/NAME/spill_schedule rw spill files in order of use (with a spill area)
 //   jobs/NAME/progress      rw  index of the last finished spill step (idem)

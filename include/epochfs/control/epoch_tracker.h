@@ -94,6 +94,11 @@ class EpochTracker {
   TrackedAccess OnAccess(uint32_t sample);
 
   bool HasOrder(uint32_t epoch) const { return orders_.count(epoch) != 0; }
+  // The length of epoch `epoch`'s held order, 0 when none is held.
+  uint64_t OrderSize(uint32_t epoch) const {
+    auto it = orders_.find(epoch);
+    return it == orders_.end() ? 0 : it->second.size;
+  }
   // True when `sample` appears in a held order of the current epoch or later
   // (before any epoch began: in any held order).
   bool InPendingOrders(uint32_t sample) const;

@@ -10,6 +10,7 @@
 //   WriteOrder K     (needs samples) (JobSink::OnOrder: Policy::SetOrder)
 //   WriteEpoch K / first attributed access begins an epoch → kRunning
 //                                    (JobSink::OnEpochBegin: Policy::BeginEpoch)
+//   WritePosition K P                (JobSink::OnPosition: Policy::Progress)
 //   last epoch's order consumed, or an epoch >= `epochs` begins → kDone
 //   Remove (rmdir)   → gone          (JobSink::OnJobEnd: Policy::EndJob)
 //   every registered process exited → orphaned (ReapOrphans); cache kept
@@ -29,7 +30,7 @@
 // stays taken: mkdir of it fails with Exists (the kernel answers EEXIST
 // itself, since the directory is visible).
 // The restarted job's first write to one of its files (config, samples,
-// order/K, epoch, pids) by the owner or root re-attaches it: the dead pids are
+// order/K, epoch, pids, position) by the owner or root re-attaches it: the dead pids are
 // forgotten, the writer's pid is registered and the job keeps everything
 // else. Its current epoch K restarts (EpochTracker::RestartEpoch,
 // Policy::RestartEpoch: re-reads count for K, not for K+1) when K was not
@@ -111,6 +112,8 @@ class JobSink {
                            std::shared_ptr<const SampleList> list) = 0;
   virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
   virtual void OnEpochBegin(JobId job, uint32_t epoch) = 0;
+  // The job reports its position in its current epoch (Policy::Progress).
+  virtual void OnPosition(JobId /*job*/, uint32_t /*epoch*/, uint64_t /*position*/) {}
   // A re-attached job restarts its current epoch (Policy::RestartEpoch).
   virtual void OnEpochRestart(JobId /*job*/) {}
   virtual void OnJobEnd(JobId job) = 0;
@@ -138,6 +141,7 @@ struct JobSnapshot {
   size_t sample_count = 0;
   std::optional<uint32_t> epoch;          // current epoch
   std::vector<uint32_t> declared_epochs;  // epochs with an order held (order/ listing)
+  std::optional<PositionReport> position;  // the last `position` report accepted
   uint64_t accesses = 0;                  // attributed read-opens
   std::string last_error;                 // "" when no write ever failed
   std::vector<pid_t> pids;                // registered pids, ascending
@@ -203,6 +207,13 @@ class JobRegistry {
                     pid_t writer_pid = 0);
   Status WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
                     pid_t writer_pid = 0);
+  // `position` ("K P", ParsePosition): the job has handed out the first P
+  // samples of epoch K's order (JobSink::OnPosition). InvalidArgument unless
+  // an order for K is held and P is at most its length, or when K is later
+  // than the job's current epoch (write `epoch` first); a report for an
+  // epoch before the current one is late, accepted and ignored.
+  Status WritePosition(std::string_view name, uid_t caller, std::string_view text,
+                       pid_t writer_pid = 0);
   // Adds the listed pids, and `writer_pid` when non-zero (the writer as FUSE
   // reports it: right even when the job runs in another pid namespace). An
   // orphaned job is re-attached first (its dead pids forgotten).

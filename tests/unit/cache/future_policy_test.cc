@@ -241,6 +241,49 @@ TEST(FuturePolicy, AReadImpliesTheDeclaredReadsBeforeItWhenHitsAreNotSeen) {
   }
 }
 
+// fuse.no_open, a hot epoch: no read reaches the policy at all. The job's
+// progress reports (Policy::Progress) then count its reads before the
+// reported position - W as hits, and the next epoch the rest of the one it
+// ended; with implied reads off they change nothing.
+TEST(FuturePolicy, ProgressReportsCountTheHitsTheCacheDoesNotSee) {
+  for (const bool implied : {false, true}) {
+    FuturePolicyParams params;
+    params.budget_bytes = 1000;  // all ten samples
+    params.implied_reads = implied;
+    Harness h(MakeFuturePolicy(params));
+    h.AddJob(Spec(1, 3), UniformSamples(10, 100, 1000));  // W = 1 x 2 x 1
+    ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+    ASSERT_TRUE(h.policy().SetOrder(1, 1, Reversed(10)).ok());
+    h.BeginEpoch(1, 0, 1);
+    uint64_t t = 10;
+    for (ObjectId o = 1000; o < 1010; ++o) {
+      EXPECT_FALSE(h.Touch(Access{o, 100, 1, static_cast<int64_t>(o - 1000), t += 10}));
+    }
+    ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(10)).ok());
+    h.BeginEpoch(1, 1, t += 10);
+    // Epoch 1 is hot: the kernel serves it; only reports arrive.
+    h.policy().Progress(1, 1, 6, t += 10);
+    EXPECT_EQ(h.policy().Jobs().at(0).current.hits, implied ? 4u : 0u);
+    EXPECT_EQ(h.policy().Jobs().at(0).batch, implied ? 4u : 0u);
+    h.policy().Progress(1, 1, 6, t += 10);  // again: nothing twice
+    h.policy().Progress(1, 0, 10, t += 10);  // a past epoch: ignored
+    h.policy().Progress(1, 7, 10, t += 10);  // an unknown epoch: ignored
+    h.policy().Progress(9, 1, 10, t += 10);  // an unknown job: ignored
+    EXPECT_EQ(h.policy().Jobs().at(0).current.hits, implied ? 4u : 0u);
+    h.policy().Progress(1, 1, 10, t += 10);
+    EXPECT_EQ(h.policy().Jobs().at(0).current.hits, implied ? 8u : 0u);
+    // Epoch 2 begins: the last W samples of epoch 1 were read too.
+    h.BeginEpoch(1, 2, t += 10);
+    const JobSnapshot s = h.policy().Jobs().at(0);
+    EXPECT_EQ(s.previous.epoch, 1u);
+    EXPECT_EQ(s.previous.hits, implied ? 10u : 0u);
+    EXPECT_EQ(s.previous.misses, 0u);
+    // Everything stays resident and next read in epoch 2.
+    for (ObjectId o = 1000; o < 1010; ++o) EXPECT_TRUE(h.resident(o));
+    EXPECT_TRUE(h.policy().CheckInvariants().ok());
+  }
+}
+
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   std::unique_ptr<Policy> p = Future(1000);
   EXPECT_EQ(p->AddJob(Spec(0, 2)).code(), Code::kInvalidArgument);

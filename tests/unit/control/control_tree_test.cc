@@ -97,7 +97,8 @@ TEST_F(ControlTreeTest, MkdirRegistersAndShowsTheJobFiles) {
   EXPECT_EQ(tree_.Mkdir("elsewhere", kAliceCall).code(), Code::kReadOnly);
   EXPECT_EQ(tree_.List("jobs").value(), std::vector<std::string>{"train"});
   EXPECT_EQ(tree_.List("jobs/train").value(),
-            (std::vector<std::string>{"config", "epoch", "order", "pids", "samples", "status"}));
+            (std::vector<std::string>{"config", "epoch", "order", "pids", "position", "samples",
+                                      "status"}));
   VNode dir = tree_.Stat("jobs/train").value();
   EXPECT_TRUE(dir.is_dir);
   EXPECT_EQ(dir.uid, kAlice);
@@ -105,6 +106,9 @@ TEST_F(ControlTreeTest, MkdirRegistersAndShowsTheJobFiles) {
   VNode config = tree_.Stat("jobs/train/config").value();
   EXPECT_TRUE(config.writable);
   EXPECT_EQ(config.perm, 0600u);
+  EXPECT_FALSE(config.per_write);  // taken whole at close
+  VNode position = tree_.Stat("jobs/train/position").value();
+  EXPECT_TRUE(position.writable && position.per_write);  // each write(2) one report
   VNode status = tree_.Stat("jobs/train/status").value();
   EXPECT_FALSE(status.writable);
   EXPECT_EQ(status.perm, 0400u);
@@ -369,8 +373,8 @@ TEST_F(SpillTreeTest, FilesExistOnlyWithASpillArea) {
   EXPECT_EQ(tree_.Stat("jobs/j/spill_schedule").status().code(), Code::kNotFound);
   EXPECT_EQ(tree_.Write("jobs/j/progress", "1", kAliceCall).code(), Code::kReadOnly);
   auto files = spill_tree_.List("jobs/j").value();
-  EXPECT_EQ(files, (std::vector<std::string>{"config", "epoch", "order", "pids", "progress",
-                                             "samples", "spill_schedule", "status"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"config", "epoch", "order", "pids", "position",
+                                             "progress", "samples", "spill_schedule", "status"}));
   VNode v = spill_tree_.Stat("jobs/j/spill_schedule").value();
   EXPECT_TRUE(v.writable);
   EXPECT_EQ(v.uid, kAlice);

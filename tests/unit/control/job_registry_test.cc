@@ -66,6 +66,10 @@ class FakeSink : public JobSink {
     std::lock_guard<std::mutex> l(mu);
     restarted.push_back(job);
   }
+  void OnPosition(JobId job, uint32_t epoch, uint64_t position) override {
+    std::lock_guard<std::mutex> l(mu);
+    positions.push_back({job, epoch, position});
+  }
 
   std::map<std::string, cache::ObjectId> objects;
   std::function<void()> during_resolve;
@@ -83,6 +87,13 @@ class FakeSink : public JobSink {
   std::vector<std::pair<JobId, uint32_t>> epochs;
   std::vector<JobId> ended;
   std::vector<JobId> restarted;
+  struct PositionCall {
+    JobId job;
+    uint32_t epoch;
+    uint64_t position;
+    bool operator==(const PositionCall&) const = default;
+  };
+  std::vector<PositionCall> positions;
 };
 
 constexpr uid_t kAlice = 1000;
@@ -287,6 +298,31 @@ TEST_F(JobRegistryTest, LifecycleAndForwarding) {
 
   ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
   EXPECT_EQ(reg_->Snapshot("a").status().code(), Code::kNotFound);
+}
+
+// `position` reports reach the sink for the current epoch only; a late one
+// (an epoch already over) is accepted and dropped; bad ones are refused with
+// the reason in last_error and change nothing.
+TEST_F(JobRegistryTest, PositionReportsOfTheCurrentEpoch) {
+  const JobId a = SetUpJob("a", 100);
+  EXPECT_EQ(reg_->WritePosition("a", kAlice, "0 2\n").code(), Code::kInvalidArgument);
+  EXPECT_NE(LastError("a").find("epoch 0 has not begun"), std::string::npos) << LastError("a");
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0").ok());
+  EXPECT_TRUE(reg_->WritePosition("a", kAlice, "0 2\n").ok());
+  EXPECT_TRUE(reg_->WritePosition("a", kAlice, " 0\t4 ").ok());  // the whole order
+  EXPECT_EQ(reg_->Snapshot("a").value().position->position, 4u);
+  for (const char* bad : {"0 5", "1 1", "0", "0 1 2", "x 1", "0 -1", "0 1\n0 2\n", ""}) {
+    EXPECT_EQ(reg_->WritePosition("a", kAlice, bad).code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(LastError("a").find("position: "), std::string::npos) << LastError("a");
+  }
+  EXPECT_EQ(reg_->WritePosition("a", kBob, "0 1").code(), Code::kNotPermitted);
+  EXPECT_EQ(reg_->WritePosition("nobody", kAlice, "0 1").code(), Code::kNotFound);
+  ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "1").ok());
+  EXPECT_TRUE(reg_->WritePosition("a", kAlice, "0 3").ok());  // late: dropped
+  EXPECT_TRUE(reg_->WritePosition("a", kAlice, "1 1").ok());
+  const std::vector<FakeSink::PositionCall> want = {{a, 0, 2}, {a, 0, 4}, {a, 1, 1}};
+  EXPECT_EQ(sink_.positions, want);
+  EXPECT_EQ(reg_->Snapshot("a").value().position->epoch, 1u);
 }
 
 TEST_F(JobRegistryTest, FailedWritesCommitNothing) {

@@ -144,6 +144,32 @@ class SamplerTest(unittest.TestCase):
         self.assertEqual(len(list(iter(s))), 10)
         self.assertEqual(self.read("epoch"), "2\n")
 
+    def test_position_is_reported_every_loaders_batches_and_at_the_end(self):
+        class Reporting(RecordingSampler):
+            def _report_position(self, epoch, position):
+                self.reports.append((len(self.seen), "%d %d\n" % (epoch, position)))
+                super()._report_position(epoch, position)
+
+        for n, world in ((20, 1), (10, 3)):
+            s = Reporting(FakeDistributedSampler(n, 0, world), self.mount, "job1", self.files,
+                          batch_size=4, epochs=2, loaders=2, close_at_exit=False)
+            for epoch in range(3):
+                s.reports, s.seen = [], []
+                for i in iter(s):
+                    s.seen.append(i)
+                want_len = len(self.order(epoch)) if epoch < 2 else None
+                if epoch == 2:  # past the declared epochs: nothing reported
+                    self.assertEqual(s.reports, [])
+                elif world == 1:
+                    # Every 2 x 4 indices handed out (after the consumer got
+                    # them), then the whole epoch once the order is exhausted.
+                    self.assertEqual(s.reports, [(8, "%d 8\n" % epoch), (16, "%d 16\n" % epoch),
+                                                 (20, "%d 20\n" % epoch)])
+                else:
+                    # 10 samples over 3 ranks: 4 indices, one a padding repeat
+                    # of this rank's own, and a declared order of 3 or 4.
+                    self.assertEqual(s.reports, [(4, "%d %d\n" % (epoch, want_len))])
+
     def test_lookahead_replays_the_listed_order(self):
         s = self.make(FreshShuffleSampler(10))
         first = list(iter(s))
@@ -356,6 +382,10 @@ class JobTest(unittest.TestCase):
         self.assertEqual(self.read(job, "order/1"), "1 0\n")
         job.start_epoch(1)
         self.assertEqual(self.read(job, "epoch"), "1\n")
+        job.report_position(1, 2)  # one write each, to the file kept open
+        job.report_position(1, 3)
+        self.assertEqual(self.read(job, "position"), "1 2\n1 3\n")  # a plain file here
+        job.close_reports()
         job.add_pid(123)
         job.add_pid()
         self.assertEqual(self.read(job, "pids"), "123\n%d\n" % os.getpid())
