@@ -16,6 +16,7 @@ const std::set<std::string> kCounters = {
     "bytes_read_lower", "lower_errors", "lower_timeouts", "lower_interrupts", "lower_calls",
     "lower_inline_calls", "streamed_opens",
     "streamed_bytes", "prefetched", "prefetch_bytes", "prefetch_hits", "prefetch_wasted",
+    "handovers", "refills",
     // tiers.spill
     "chunks_compressed", "chunks_raw", "ssd_read_bytes", "ssd_write_bytes", "checksum_errors",
     // governor

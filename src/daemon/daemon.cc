@@ -1,6 +1,7 @@
 #include "epochfs/daemon/daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -104,6 +105,8 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["prefetch_bytes"] = c.prefetch_bytes;
   j["prefetch_hits"] = c.prefetch_hits;
   j["prefetch_wasted"] = c.prefetch_wasted;
+  j["handovers"] = c.handovers;
+  j["refills"] = c.refills;
   const store::LowerGateCounters g = lower.gate_counters();
   j["lower_timeouts"] = g.timeouts;
   j["lower_interrupts"] = g.interrupts;
@@ -112,7 +115,14 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["lower_calls"] = g.calls;
   j["lower_inline_calls"] = g.inline_calls;
   j["max_object_bytes"] = cf.max_object_bytes();
-  j["tiers"]["ram"] = {{"objects", cf.ram().objects()}, {"bytes", cf.ram().used()}};
+  // The cached objects by where their bytes are: the daemon's RAM, or the
+  // kernel's page cache (handed over, fuse.no_open); `objects` and `used`
+  // count both.
+  const uint64_t k_objects = cf.ram().handed_objects(), k_bytes = cf.ram().handed_bytes();
+  const uint64_t objects = cf.ram().objects(), used = cf.ram().used();
+  j["tiers"]["ram"] = {{"objects", objects - std::min(objects, k_objects)},
+                       {"bytes", used - std::min(used, k_bytes)}};
+  j["tiers"]["kernel"] = {{"objects", k_objects}, {"bytes", k_bytes}};
   nlohmann::json jobs = nlohmann::json::array();
   nlohmann::json warnings = nlohmann::json::array();
   for (const std::string& w : fixed) warnings.push_back(w);
@@ -279,6 +289,11 @@ Status RunDaemon(const DaemonArgs& in) {
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;
   if (Status s = CheckNoOpen(cfg); !s.ok()) return s;
+  // fuse.no_open hands cached objects over to the kernel's page cache and
+  // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
+  // get pages of their own (mmap), which go back to the system when freed
+  // (from the heap, freed memory mostly stays in the process).
+  if (cfg.fuse.no_open) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
   Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
   if (!max_read.ok()) return max_read.status();
   store::LowerGateOptions gate;

@@ -660,6 +660,38 @@ class FilesystemImpl final : public Filesystem {
     }
   }
 
+  // True when the RAM tier holds `o`, itself or handed over to the kernel.
+  bool Resident(const store::ObjectRef& o) const {
+    store::ObjectRef r = cache_.ram().Find(o->id);
+    return r == o || (r && r->handed_over && r->version == o->version && r->checksum == o->checksum);
+  }
+
+  // Without OPEN the kernel keeps every page it gets, here `n` more bytes of
+  // pass `f`'s object: those of an object the RAM tier holds until it
+  // leaves; of one it does not hold, while the pass holding it lasts (bounded
+  // by kMaxPassHeldBytes), so that the kernel's copies stay within the budget
+  // plus that bound. One copy: once the kernel has every byte of a resident
+  // object, the store hands it over (CacheFront::HandOver) and the pass ends,
+  // so that the daemon's copy is freed.
+  void KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, size_t n) {
+    const store::ObjectRef& o = f->object;
+    if (!Resident(o)) {
+      if (o->data.size() > kMaxPassHeldBytes) kernel_cache_.Drop(ino);  // no pass holds it
+      return;  // else the pages go with the pass that holds the object
+    }
+    kernel_cache_.Remember(o->id, ino);
+    // Checked again after Remember: an eviction in between found nothing
+    // remembered, and would leave the pages behind.
+    if (!Resident(o)) {
+      kernel_cache_.Drop(ino);
+      return;
+    }
+    if (f->served.fetch_add(n) + n >= o->data.size() && !f->handed_over.exchange(true)) {
+      cache_.HandOver(o);
+      passes_.End(ino, f);
+    }
+  }
+
   // The pass that serves a READ of `ino` at `off` without an open
   // (pass_table.h): the one it joins, or a new one, opened as an open would
   // be. The errno of a failed open otherwise.
@@ -683,7 +715,7 @@ class FilesystemImpl final : public Filesystem {
       lower_budget_.Close(o.file->writer, 0);
     }
     uint64_t held = 0;
-    if (o.file->kind == OpenFile::Kind::kObject && cache_.ram().Find(o.file->object->id) != o.file->object) {
+    if (o.file->kind == OpenFile::Kind::kObject && !Resident(o.file->object)) {
       held = o.file->object->data.size();
     } else if (o.file->kind == OpenFile::Kind::kBlocks) {
       held = 2 * o.file->block_size;  // the block in hand and the one ahead
@@ -757,24 +789,14 @@ class FilesystemImpl final : public Filesystem {
       fuse_reply_buf(req, data + off, n);
     };
     switch (f->kind) {
-      case OpenFile::Kind::kObject:
-        slice(f->object->data.data(), f->object->data.size());
-        // Without OPEN the kernel keeps every page it gets: those of an object
-        // the RAM tier holds until it leaves; of one it does not hold, while
-        // the pass holding it lasts (bounded by kMaxPassHeldBytes), so that
-        // the kernel's copies stay within the budget plus that bound.
-        if (self.role_ == Role::kDataset) {
-          const cache::ObjectId id = f->object->id;
-          if (self.cache_.ram().Find(id) == f->object) {
-            self.kernel_cache_.Remember(id, ino);
-            // Checked again after Remember: an eviction in between found
-            // nothing remembered, and would leave the pages behind.
-            if (self.cache_.ram().Find(id) != f->object) self.kernel_cache_.Drop(ino);
-          } else if (f->object->data.size() > kMaxPassHeldBytes) {
-            self.kernel_cache_.Drop(ino);  // no pass holds it (PassTable::Put)
-          }  // else the pages go with the pass that holds the object
-        }
+      case OpenFile::Kind::kObject: {
+        const std::vector<char>& data = f->object->data;
+        if (static_cast<uint64_t>(off) >= data.size()) return (void)fuse_reply_buf(req, nullptr, 0);
+        const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
+        fuse_reply_buf(req, data.data() + off, n);
+        if (self.role_ == Role::kDataset) self.KeptByKernel(ino, f, n);
         return;
+      }
       case OpenFile::Kind::kBlocks: {
         auto got = ReadBlocks(self.cache_, *f, size, static_cast<uint64_t>(off));
         if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));

@@ -95,6 +95,16 @@ class PassTable {
     }
   }
 
+  // Ends the pass over `ino` if it is `file`'s: its object went to the
+  // kernel whole (CacheFront::HandOver), so no READ of this pass will come,
+  // and the pass must not keep the bytes the store let go of.
+  void End(fuse_ino_t ino, const std::shared_ptr<OpenFile>& file) {
+    std::vector<std::shared_ptr<OpenFile>> gone;  // released outside the lock
+    std::lock_guard lock(mu_);
+    auto it = by_ino_.find(ino);
+    if (it != by_ino_.end() && it->second->file == file) Erase(it->second, gone);
+  }
+
   size_t size() const {
     std::lock_guard lock(mu_);
     return order_.size();

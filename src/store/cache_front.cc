@@ -36,8 +36,11 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) { return GetOnce(req, t
 
 Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
   if (ObjectRef hit = ram_.Find(req.id)) {
-    if (hit->version == req.version) return ServeHit(req, std::move(hit));
-    Invalidate(req.id);
+    if (hit->version != req.version) {
+      Invalidate(req.id);
+    } else if (!hit->handed_over) {
+      return ServeHit(req, std::move(hit));
+    }  // handed over: loaded again below (Load refills the stub)
   }
 
   std::promise<Result<ObjectRef>> promise;
@@ -51,7 +54,8 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     if (it != flights_.end()) {
       fut = it->second.done;
       joined_prefetch = it->second.prefetch;
-    } else if (ObjectRef now = ram_.Find(req.id); now && now->version == req.version) {
+    } else if (ObjectRef now = ram_.Find(req.id);
+               now && now->version == req.version && !now->handed_over) {
       // A load finished between the Find above and here (it inserts before it
       // drops its flight): this is a hit, not a second load.
       landed = std::move(now);
@@ -194,11 +198,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   const uint64_t now = NowNs();
-  if (prefetch) {
-    c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);
-  } else {
-    c_.misses.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (prefetch) c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug((prefetch ? "prefetch " : "miss ") + req.rel + DebugWho(req) + ": " +
                std::to_string(obj->data.size()) + " bytes from lower in " +
@@ -223,11 +223,31 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (ref->version != req.version) {
     // The file changed since the caller's stat: serve what is there now, but
     // do not cache bytes that disagree with the attributes the kernel holds.
+    c_.misses.fetch_add(1, std::memory_order_relaxed);
     return ref;
   }
   std::lock_guard lock(policy_mu_);
   cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
-  if (ObjectRef resident = ram_.Find(req.id)) {
+  ObjectRef resident = ram_.Find(req.id);
+  if (resident && resident->handed_over) {
+    // The kernel lost pages of an object handed over to it: the bytes go
+    // back in its place, if they are the ones handed over (see HandOver).
+    if (resident->version == ref->version && resident->checksum == ref->checksum &&
+        ram_.Replace(resident, ref)) {
+      c_.hits.fetch_add(1, std::memory_order_relaxed);
+      c_.refills.fetch_add(1, std::memory_order_relaxed);
+      ApplyLocked(policy_->OnHit(a), nullptr);
+      return ref;
+    }
+    if (ram_.Erase(req.id)) {  // other bytes than handed over: the stub is stale
+      c_.invalidations.fetch_add(1, std::memory_order_relaxed);
+      policy_->OnDropped(req.id);
+      LeftLocked(req.id);
+    }
+    resident = nullptr;
+  }
+  c_.misses.fetch_add(1, std::memory_order_relaxed);
+  if (resident) {
     // Another reader put it back meanwhile (see Get): the policy knows it as
     // resident, and admitting it again would fail in the store and make the
     // policy forget an object the store keeps.
@@ -312,13 +332,28 @@ void CacheFront::ReadPolicy(const std::function<void(const cache::Policy&)>& fn)
   fn(*policy_);
 }
 
+bool CacheFront::HandOver(const ObjectRef& served) {
+  if (!served || served->handed_over) return false;
+  auto stub = std::make_shared<Object>();
+  stub->id = served->id;
+  stub->version = served->version;
+  stub->checksum = served->checksum;
+  stub->handed_over = true;
+  stub->handed_size = served->data.size();
+  std::lock_guard lock(policy_mu_);
+  if (!ram_.Replace(served, std::move(stub))) return false;
+  c_.handovers.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 CacheCounters CacheFront::counters() const {
   auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   return {ld(c_.hits),      ld(c_.misses),       ld(c_.coalesced),
           ld(c_.bytes_read_lower), ld(c_.evictions), ld(c_.admissions),
           ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations),
           ld(c_.streamed_opens), ld(c_.streamed_bytes), ld(c_.prefetched),
-          ld(c_.prefetch_bytes), ld(c_.prefetch_hits), ld(c_.prefetch_wasted)};
+          ld(c_.prefetch_bytes), ld(c_.prefetch_hits), ld(c_.prefetch_wasted),
+          ld(c_.handovers), ld(c_.refills)};
 }
 
 }  // namespace epochfs::store

@@ -9,8 +9,19 @@ ObjectRef RamStore::Find(cache::ObjectId id) const {
   return it == s.map.end() ? nullptr : it->second;
 }
 
+void RamStore::Count(const Object& o, bool add) {
+  if (!o.handed_over) return;
+  if (add) {
+    handed_bytes_.fetch_add(o.handed_size, std::memory_order_relaxed);
+    handed_objects_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    handed_bytes_.fetch_sub(o.handed_size, std::memory_order_relaxed);
+    handed_objects_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
 bool RamStore::Insert(ObjectRef obj) {
-  const uint64_t size = obj->data.size();
+  const uint64_t size = obj->charged();
   // Reserve the bytes first so that concurrent inserts never overshoot.
   const uint64_t budget = budget_.load(std::memory_order_relaxed);
   uint64_t cur = used_.load(std::memory_order_relaxed);
@@ -26,6 +37,7 @@ bool RamStore::Insert(ObjectRef obj) {
     return false;
   }
   objects_.fetch_add(1, std::memory_order_relaxed);
+  Count(*it->second, true);
   return true;
 }
 
@@ -34,9 +46,24 @@ bool RamStore::Erase(cache::ObjectId id) {
   std::lock_guard lock(s.mu);
   auto it = s.map.find(id);
   if (it == s.map.end()) return false;
-  used_.fetch_sub(it->second->data.size(), std::memory_order_relaxed);
+  used_.fetch_sub(it->second->charged(), std::memory_order_relaxed);
   objects_.fetch_sub(1, std::memory_order_relaxed);
+  Count(*it->second, false);
   s.map.erase(it);
+  return true;
+}
+
+bool RamStore::Replace(const ObjectRef& expected, ObjectRef with) {
+  if (!expected || !with || with->id != expected->id || with->charged() != expected->charged()) {
+    return false;
+  }
+  Shard& s = ShardFor(expected->id);
+  std::lock_guard lock(s.mu);
+  auto it = s.map.find(expected->id);
+  if (it == s.map.end() || it->second != expected) return false;
+  Count(*it->second, false);
+  Count(*with, true);
+  it->second = std::move(with);
   return true;
 }
 

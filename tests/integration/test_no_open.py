@@ -52,6 +52,15 @@ def cached_bytes(path):
     return int(out.strip() or 0)
 
 
+def rss_bytes(pid):
+    """A process's resident set (VmRSS), in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
 def read_all(path):
     with open(path, "rb") as f:
         return f.read()
@@ -127,6 +136,11 @@ class NoOpenTest(et.MountTestCase):
         for name, data in want.items():
             self.assertEqual(read_all(d.path(name)), data)
         before = d.stats()
+        # One copy: each file went to the kernel whole, and the daemon let go
+        # of its bytes (still charged: `used` does not move).
+        self.assertEqual(before["tiers"]["kernel"], {"objects": 4, "bytes": 256 * KiB}, before)
+        self.assertEqual(before["tiers"]["ram"], {"objects": 0, "bytes": 0}, before)
+        self.assertEqual((before["used"], before["handovers"]), (256 * KiB, 4), before)
         with open("/proc/sys/vm/drop_caches", "w") as f:  # the kernel reclaims
             f.write("1\n")
         for name in want:
@@ -134,10 +148,40 @@ class NoOpenTest(et.MountTestCase):
         for name, data in want.items():
             self.assertEqual(read_all(d.path(name)), data)
         after = d.stats()
-        # Each file's READ reached the daemon again and hit its RAM tier.
+        # Each file's READ reached the daemon again: a hit for the policy (it
+        # is cached), its bytes read again from LOWER (a refill), then handed
+        # over again.
         self.assertEqual(after["hits"] - before["hits"], len(want), after)
+        self.assertEqual(after["refills"] - before["refills"], len(want), after)
         self.assertEqual(after["misses"], before["misses"])
-        self.assertEqual(after["bytes_read_lower"], before["bytes_read_lower"])
+        self.assertEqual(after["bytes_read_lower"] - before["bytes_read_lower"], 256 * KiB)
+        self.assertEqual(after["tiers"]["kernel"], {"objects": 4, "bytes": 256 * KiB}, after)
+        self.assertEqual(after["used"], before["used"])
+        for name in want:
+            self.assertEqual(cached_bytes(d.path(name)), 64 * KiB, name)
+
+    def test_one_copy_the_daemon_keeps_no_bytes_the_kernel_holds(self):
+        # 48 files of 1 MiB through a 256 MiB budget: once read, the kernel's
+        # page cache holds them and the daemon's memory returns to where it
+        # was (objects of 32 KiB and more are mmap'd: freed, they leave the
+        # process). The daemon's growth is bounded well below the data.
+        lower, want = self.dataset([MiB + i for i in range(48)], seed=60)
+        d = self.mount_no_open(lower, ["cache.memory=256MiB"])
+        rss0 = rss_bytes(d.proc.pid)
+        for name, data in want.items():
+            self.assertEqual(read_all(d.path(name)), data)
+        st = d.stats()
+        total = sum(len(v) for v in want.values())
+        self.assertEqual(st["tiers"]["kernel"], {"objects": 48, "bytes": total}, st)
+        self.assertEqual(st["tiers"]["ram"]["bytes"], 0, st)
+        kernel = sum(cached_bytes(d.path(n)) for n in want)
+        self.assertGreaterEqual(kernel, total, "the kernel's page cache holds them")
+        grown = rss_bytes(d.proc.pid) - rss0
+        self.assertLess(grown, 16 * MiB, "daemon RSS grew %d bytes for %d bytes cached"
+                        % (grown, total))
+        for name, data in want.items():  # hot, from the kernel
+            self.assertEqual(read_all(d.path(name)), data)
+        self.assertEqual(d.stats()["bytes_read_lower"], total)
 
     def test_blocks_and_streams_are_byte_exact_under_concurrent_readers(self):
         # A 2 MiB budget caches objects of at most 512 KiB: the 3.3 MiB file

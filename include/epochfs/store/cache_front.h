@@ -72,6 +72,8 @@ struct CacheCounters {
   uint64_t prefetch_bytes = 0;    // bytes read from lower by prefetch (in bytes_read_lower)
   uint64_t prefetch_hits = 0;     // first reads of a prefetched object (resident or joined)
   uint64_t prefetch_wasted = 0;   // prefetched objects evicted or dropped unread
+  uint64_t handovers = 0;         // objects handed over to the kernel's page cache (HandOver)
+  uint64_t refills = 0;           // handed-over objects read again from lower (in hits)
 };
 
 class CacheFront {
@@ -93,6 +95,17 @@ class CacheFront {
   // regular file at req.rel), InvalidArgument (larger than
   // max_object_bytes()), and LOWER's.
   Result<bool> Prefetch(const GetRequest& req);
+  // One copy (fuse.no_open): the kernel's page cache now holds every byte of
+  // `served`, the resident object, and keeps it until the object is evicted
+  // (the DropListener then drops its pages) or the kernel reclaims them. The
+  // store drops its own bytes and keeps a handed-over stub (Object::
+  // handed_over) charging the same bytes, so the policy's accounting does
+  // not move. A later Get of it (the kernel lost pages) reads it again from
+  // lower, checks it against the checksum handed over, and puts the bytes
+  // back (a hit for the policy, counted in `refills`); bytes that differ are
+  // an invalidation (the stub dropped, then a miss). Returns false and
+  // changes nothing when `served` is no longer the resident object.
+  bool HandOver(const ObjectRef& served);
   // What the policy would prefetch now (Policy::PrefetchHints), skipping the
   // objects in flight and those `skip` names; `loading` are the caller's
   // prefetches in flight.
@@ -179,7 +192,8 @@ class CacheFront {
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
         admissions{0}, refused{0}, lower_errors{0}, invalidations{0}, streamed_opens{0},
-        streamed_bytes{0}, prefetched{0}, prefetch_bytes{0}, prefetch_hits{0}, prefetch_wasted{0};
+        streamed_bytes{0}, prefetched{0}, prefetch_bytes{0}, prefetch_hits{0}, prefetch_wasted{0},
+        handovers{0}, refills{0};
   } c_;
 };
 

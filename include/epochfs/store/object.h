@@ -30,8 +30,15 @@ struct Version {
 struct Object {
   cache::ObjectId id = 0;
   Version version;
-  uint64_t checksum = 0;  // XXH3-64 of data
+  uint64_t checksum = 0;  // XXH3-64 of data (of the bytes handed over)
   std::vector<char> data;
+  // Handed over (fuse.no_open, CacheFront::HandOver): the kernel's page
+  // cache holds the object's bytes in the daemon's place; `data` is empty
+  // and `handed_size` bytes stay charged to the budget.
+  bool handed_over = false;
+  uint64_t handed_size = 0;
+  // The bytes the object is charged for in the RAM store.
+  uint64_t charged() const { return handed_over ? handed_size : data.size(); }
 };
 
 using ObjectRef = std::shared_ptr<const Object>;

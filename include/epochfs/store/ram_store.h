@@ -29,6 +29,11 @@ class RamStore {
   bool Insert(ObjectRef obj);
   // Drops `id`; returns true when it was resident.
   bool Erase(cache::ObjectId id);
+  // Puts `with` in the place of `expected` (the same pointer) when that is
+  // still the entry; `with` must be of the same id and charge the same
+  // bytes (a handed-over stub for the object or the reverse). Returns false
+  // and changes nothing otherwise.
+  bool Replace(const ObjectRef& expected, ObjectRef with);
 
   // Changes the budget (memory governor). Nothing is evicted here: the caller
   // erases what the policy chose; until then used() may exceed budget() and
@@ -37,6 +42,10 @@ class RamStore {
   uint64_t budget() const { return budget_.load(std::memory_order_relaxed); }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
   uint64_t objects() const { return objects_.load(std::memory_order_relaxed); }
+  // Of used(), the bytes of handed-over objects (held by the kernel), and
+  // how many they are.
+  uint64_t handed_bytes() const { return handed_bytes_.load(std::memory_order_relaxed); }
+  uint64_t handed_objects() const { return handed_objects_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr size_t kShards = 16;
@@ -49,6 +58,9 @@ class RamStore {
   std::atomic<uint64_t> budget_;
   std::atomic<uint64_t> used_{0};
   std::atomic<uint64_t> objects_{0};
+  std::atomic<uint64_t> handed_bytes_{0};
+  std::atomic<uint64_t> handed_objects_{0};
+  void Count(const Object& o, bool add);  // the handed-over gauges
   mutable std::array<Shard, kShards> shards_;
 };
 

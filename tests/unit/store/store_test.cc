@@ -379,6 +379,9 @@ TEST_P(StoreAndPolicy, AgreeUnderConcurrentReadsAndEvictions) {
                                    r.value()->data.end())) {
           ++wrong;
         }
+        // Some reads hand the object over (fuse.no_open's one copy): the
+        // next Get of it refills it, racing with the others.
+        if (r.ok() && rng() % 8 == 0) f.cache->HandOver(r.value());
       }
     });
   }
@@ -388,6 +391,7 @@ TEST_P(StoreAndPolicy, AgreeUnderConcurrentReadsAndEvictions) {
   f.cache->ReadPolicy([&](const cache::Policy& p) { resident = p.resident_bytes(); });
   EXPECT_EQ(f.cache->ram().used(), resident);
   EXPECT_LE(f.cache->ram().used(), 6'000u);
+  EXPECT_GT(f.cache->counters().refills, 0u);
   // Every file once more, alone: the store and the policy still agree.
   for (int i = 0; i < kFiles; ++i) ASSERT_TRUE(f.cache->Get(reqs[i]).ok());
   f.cache->ReadPolicy([&](const cache::Policy& p) { resident = p.resident_bytes(); });
@@ -477,6 +481,73 @@ TEST(CacheFront, ChangedVersionReloads) {
   EXPECT_EQ(std::string(r.value()->data.begin(), r.value()->data.end()), fresh);
   EXPECT_EQ(f.cache->counters().invalidations, 1u);
   EXPECT_EQ(f.cache->counters().misses, 2u);
+}
+
+// fuse.no_open's one copy: a handed-over object keeps its charge and its
+// place with the policy, without its bytes; a Get reads it again from lower
+// (a refill, a hit for the policy) and puts the bytes back.
+TEST(CacheFront, HandedOverObjectsAreRefilledFromLower) {
+  Front f(1 << 20);
+  std::string want = f.dir.Write("h", 5000, 3);
+  auto r1 = f.cache->Get(f.Req("h", 9));
+  ASSERT_TRUE(r1.ok());
+  EXPECT_FALSE(f.cache->HandOver(MakeObject(9, 5000))) << "not the resident object";
+  ASSERT_TRUE(f.cache->HandOver(r1.value()));
+  EXPECT_FALSE(f.cache->HandOver(r1.value())) << "once";
+  ObjectRef stub = f.cache->ram().Find(9);
+  ASSERT_TRUE(stub && stub->handed_over);
+  EXPECT_TRUE(stub->data.empty());
+  EXPECT_EQ(f.cache->ram().used(), 5000u);  // still charged
+  EXPECT_EQ(f.cache->ram().handed_bytes(), 5000u);
+  EXPECT_EQ(f.cache->ram().handed_objects(), 1u);
+  EXPECT_FALSE(f.cache->Prefetch(f.Req("h", 9)).value()) << "resident: nothing to prefetch";
+  auto r2 = f.cache->Get(f.Req("h", 9));
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), want);
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 1u);  // the policy's view: it is cached
+  EXPECT_EQ(c.refills, 1u);
+  EXPECT_EQ(c.handovers, 1u);
+  EXPECT_EQ(c.bytes_read_lower, 10000u);
+  EXPECT_EQ(f.cache->ram().Find(9), r2.value());
+  EXPECT_EQ(f.cache->ram().handed_bytes(), 0u);
+  EXPECT_EQ(f.cache->ram().used(), 5000u);
+  // Handed over again, then evicted: the charge leaves with the stub.
+  ASSERT_TRUE(f.cache->HandOver(r2.value()));
+  f.cache->Invalidate(9);
+  EXPECT_EQ(f.cache->ram().used(), 0u);
+  EXPECT_EQ(f.cache->ram().handed_bytes(), 0u);
+  EXPECT_EQ(f.cache->ram().objects(), 0u);
+}
+
+// Bytes on lower that are not those handed over, under the same version
+// (size, mtime, inode): never put back in the stub's place; the stub is
+// dropped (an invalidation) and the read is a miss of the new bytes.
+TEST(CacheFront, ARefillOfOtherBytesInvalidates) {
+  Front f(1 << 20);
+  f.dir.Write("h", 4000, 4);
+  GetRequest req = f.Req("h", 9);
+  auto r1 = f.cache->Get(req);
+  ASSERT_TRUE(r1.ok());
+  ASSERT_TRUE(f.cache->HandOver(r1.value()));
+  struct stat st;
+  ASSERT_EQ(::stat((f.dir.path() + "/h").c_str(), &st), 0);
+  std::string other = f.dir.Write("h", 4000, 5);  // rewritten in place
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (f.dir.path() + "/h").c_str(), times, 0), 0);
+  ASSERT_EQ(f.Req("h", 9).version, req.version);
+  auto r2 = f.cache->Get(req);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), other);
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.misses, 2u);
+  EXPECT_EQ(c.refills, 0u);
+  EXPECT_EQ(c.invalidations, 1u);
+  ObjectRef now = f.cache->ram().Find(9);
+  ASSERT_TRUE(now);
+  EXPECT_FALSE(now->handed_over);
+  EXPECT_EQ(f.cache->ram().used(), 4000u);
 }
 
 TEST(CacheFront, VanishedFileIsNotFoundAndCounted) {
