@@ -27,6 +27,7 @@
 #include "pass_table.h"
 #include "spill_fs.h"
 #include "inode_table.h"
+#include "kernel_coverage.h"
 #include "kernel_cache.h"
 
 namespace epochfs::fs {
@@ -89,6 +90,7 @@ class FilesystemImpl final : public Filesystem {
         const fuse_ino_t ino = kernel_cache_.Dropped(id);
         // Without OPEN a pass may hold the object: its bytes must go too.
         if (ino != 0 && role_ == Role::kDataset) passes_.ForgetObject(ino);
+        if (role_ == Role::kDataset) coverage_.Forget(id);
       });
     }
   }
@@ -653,7 +655,7 @@ class FilesystemImpl final : public Filesystem {
   void RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t index,
                      const store::ObjectRef& block) {
     if (!cfg_.fuse.kernel_cache) return;
-    if (cache_.ram().Find(block->id) == block) {
+    if (Resident(block)) {
       kernel_cache_.Remember(block->id, ino, index * f.block_size, block->data.size());
     } else if (role_ == Role::kDataset) {
       kernel_cache_.Drop(ino, index * f.block_size, block->data.size());
@@ -671,8 +673,8 @@ class FilesystemImpl final : public Filesystem {
   // leaves; of one it does not hold, while the pass holding it lasts (bounded
   // by kMaxPassHeldBytes), so that the kernel's copies stay within the budget
   // plus that bound. One copy: once the kernel has every byte of a resident
-  // object, the store hands it over (CacheFront::HandOver) and the pass ends,
-  // so that the daemon's copy is freed.
+  // object (KernelCoverage), the store hands it over (CacheFront::HandOver)
+  // and the pass ends, so that the daemon's copy is freed.
   void KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, size_t n) {
     const store::ObjectRef& o = f->object;
     if (!Resident(o)) {
@@ -686,9 +688,18 @@ class FilesystemImpl final : public Filesystem {
       kernel_cache_.Drop(ino);
       return;
     }
-    if (f->served.fetch_add(n) + n >= o->data.size() && !f->handed_over.exchange(true)) {
+    if (coverage_.Add(o->id, n, o->data.size())) {
       cache_.HandOver(o);
       passes_.End(ino, f);
+    }
+  }
+
+  // One copy for blocks (no OPEN): a resident block whose every byte the
+  // kernel has is handed over. The pass keeps the block in hand (and the one
+  // ahead), bounded by PassTable's held bytes.
+  void BlockKeptByKernel(const BlockSlice& piece) {
+    if (Resident(piece.block) && coverage_.Add(piece.block->id, piece.len, piece.block->data.size())) {
+      cache_.HandOver(piece.block);
     }
   }
 
@@ -810,6 +821,7 @@ class FilesystemImpl final : public Filesystem {
         // After the reply: a drop of the kernel's pages must follow their fill.
         for (const BlockSlice& piece : got.value()) {
           self.RememberBlock(ino, *f, piece.index, piece.block);
+          if (self.role_ == Role::kDataset) self.BlockKeptByKernel(piece);
         }
         return;
       }
@@ -1078,6 +1090,7 @@ class FilesystemImpl final : public Filesystem {
   HandleTable<OpenFile> files_;
   HandleTable<OpenDir> dirs_;
   KernelCacheInvalidator kernel_cache_;
+  KernelCoverage coverage_;  // Role::kDataset: what the kernel holds of each object
   std::atomic<fuse_session*> session_{nullptr};  // set between Attach and Detach
   std::string ra_file_;
   unsigned ra_kib_ = 0;

@@ -4,7 +4,6 @@
 
 #include <sys/stat.h>
 
-#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -42,10 +41,6 @@ struct OpenFile {
   bool dirty = false;       // kVirtualWrite: written since the last flush
   bool append = false;      // kVirtualWrite, kSpill: opened O_APPEND
   bool per_write = false;   // kVirtualWrite: each write is one control write (VNode)
-  // kObject without OPEN (a pass): bytes replied so far, and whether the
-  // object was handed over to the kernel (CacheFront::HandOver).
-  std::atomic<uint64_t> served{0};
-  std::atomic<bool> handed_over{false};
   uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };

@@ -31,6 +31,24 @@ TEST(PassTable, ReadsJoinTheirInodesPassUntilOffsetZeroComesAgain) {
   EXPECT_EQ(t.size(), 1u);
 }
 
+// An object handed over to the kernel ends its pass, and only its own: a
+// newer pass of the inode stays.
+TEST(PassTable, EndEndsOnlyThePassOfThatFile) {
+  int ended = 0;
+  PassTable t(4, 1000, [&](fuse_ino_t) { ++ended; });
+  auto a = File(), b = File();
+  t.Put(7, a, 10, 0);
+  t.End(7, b);  // not 7's pass
+  EXPECT_EQ(t.Join(7, 4096), a);
+  t.End(7, a);
+  EXPECT_EQ(t.Join(7, 4096), nullptr);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(ended, 0) << "its pages stay: the kernel holds the object now";
+  t.Put(7, b, 0, 0);
+  t.End(7, a);
+  EXPECT_EQ(t.Join(7, 4096), b);
+}
+
 TEST(PassTable, AReadAheadWindowThatComesFirstIsJoinedByOffsetZero) {
   PassTable t(4, 1000);
   auto a = File();
