@@ -280,6 +280,8 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.kernel_cache); }},
     {"fuse.no_open", OptKind::kBool, "true or false",
      [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.no_open); }},
+    {"fuse.one_copy", OptKind::kBool, "true or false",
+     [](Config* c, const Raw& v) { return SetBool(v, &c->fuse.one_copy); }},
     {"fuse.readdirplus", OptKind::kString, R"("auto" or "always")",
      [](Config* c, const Raw& v) {
        return SetEnum(v, kReaddirPlusNames, kReaddirPlusValues, &c->fuse.readdirplus);

@@ -293,7 +293,7 @@ Status RunDaemon(const DaemonArgs& in) {
   // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
   // get pages of their own (mmap), which go back to the system when freed
   // (from the heap, freed memory mostly stays in the process).
-  if (cfg.fuse.no_open) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
+  if (cfg.fuse.no_open && cfg.fuse.one_copy) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
   Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
   if (!max_read.ok()) return max_read.status();
   store::LowerGateOptions gate;

@@ -688,7 +688,7 @@ class FilesystemImpl final : public Filesystem {
       kernel_cache_.Drop(ino);
       return;
     }
-    if (coverage_.Add(o->id, n, o->data.size())) {
+    if (cfg_.fuse.one_copy && coverage_.Add(o->id, n, o->data.size())) {
       cache_.HandOver(o);
       passes_.End(ino, f);
     }
@@ -698,7 +698,8 @@ class FilesystemImpl final : public Filesystem {
   // kernel has is handed over. The pass keeps the block in hand (and the one
   // ahead), bounded by PassTable's held bytes.
   void BlockKeptByKernel(const BlockSlice& piece) {
-    if (Resident(piece.block) && coverage_.Add(piece.block->id, piece.len, piece.block->data.size())) {
+    if (cfg_.fuse.one_copy && Resident(piece.block) &&
+        coverage_.Add(piece.block->id, piece.len, piece.block->data.size())) {
       cache_.HandOver(piece.block);
     }
   }

@@ -189,6 +189,18 @@ class NoOpenTest(et.MountTestCase):
             self.assertEqual(read_all(d.path(name)), data)
         self.assertEqual(d.stats()["bytes_read_lower"], total)
 
+    def test_one_copy_off_keeps_the_daemons_copy(self):
+        lower, want = self.dataset([MiB + i for i in range(16)], seed=61)
+        d = self.mount_no_open(lower, ["cache.memory=256MiB", "fuse.one_copy=false"])
+        rss0 = rss_bytes(d.proc.pid)
+        for name, data in want.items():
+            self.assertEqual(read_all(d.path(name)), data)
+        st = d.stats()
+        total = sum(len(v) for v in want.values())
+        self.assertEqual((st["handovers"], st["tiers"]["kernel"]["objects"]), (0, 0), st)
+        self.assertEqual(st["tiers"]["ram"], {"objects": 16, "bytes": total}, st)
+        self.assertGreater(rss_bytes(d.proc.pid) - rss0, total // 2)
+
     def test_blocks_and_streams_are_byte_exact_under_concurrent_readers(self):
         # A 2 MiB budget caches objects of at most 512 KiB: the 3.3 MiB file
         # is read in 256 KiB blocks (its last one short).

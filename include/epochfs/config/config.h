@@ -130,6 +130,9 @@ struct Config {
     // control directory is then a session of its own (needs root; docs/
     // architecture.md, "Hot reads without OPEN").
     bool no_open = false;
+    // With no_open: a cached file the kernel holds whole is handed over to its
+    // page cache and the daemon frees its copy (one copy of each cached byte).
+    bool one_copy = true;
     // "auto": attributes with a chunk of a listing once the reader has looked
     // entries up (the kernel's advice; the first chunk is answered short and
     // without them); "always": with every chunk.
