@@ -38,7 +38,7 @@
 // restarted job writes `epoch` K before its first read (it says so); a
 // complete K with no such marker lets the next read begin K+1. Until the
 // re-attached job confirms its declarations (an identical samples write, an
-// order, an epoch marker or a sample read), a *different* config or samples
+// order, an epoch marker, a position report or a sample read), a *different* config or samples
 // list starts the job afresh in the same directory: the old cache is released
 // (JobSink::OnJobEnd) and the new declaration is taken as a first one.
 //
