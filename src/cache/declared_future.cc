@@ -151,7 +151,8 @@ Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   now_ = std::max(now_, now_ns);
   if (j->started && epoch == j->epoch) return Status::Ok();
   if (j->started && implied_reads_) {
-    ImplyBefore(*j, std::numeric_limits<size_t>::max(), nullptr);  // the rest of the epoch the job is done with
+    // The rest of the epoch the job is done with: the kernel served it.
+    ImplyBefore(*j, std::numeric_limits<size_t>::max(), nullptr);
   }
   if (j->started) {
     // Positions of the epochs skipped count as planned reads, so that the

@@ -529,9 +529,9 @@ Status JobRegistry::WritePosition(std::string_view name, uid_t caller, std::stri
   }
   if (position > size) {
     return Fail(job, "position",
-                InvalidArgument("position " + std::to_string(position) + " is past the end of epoch " +
-                                std::to_string(epoch) + "'s order (" + std::to_string(size) +
-                                " samples)"));
+                InvalidArgument("position " + std::to_string(position) +
+                                " is past the end of epoch " + std::to_string(epoch) +
+                                "'s order (" + std::to_string(size) + " samples)"));
   }
   job->position = report.value();
   job->reattach_pending = false;

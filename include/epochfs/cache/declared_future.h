@@ -70,7 +70,7 @@ class DeclaredFuture final : public Future {
   // epoch). Amortized O(1) per access: each position is passed once per
   // epoch. Does nothing when implied reads are off.
   void ImplyReads(const Access& a, std::vector<ObjectId>* out);
-  // A job's own report of its progress (the `progress` control file): job
+  // A job's own report of its progress (the `position` control file): job
   // `id` has handed out the first `position` samples of epoch `epoch`'s
   // declared order to its loaders. With implied reads on, the samples before
   // position - W it has not read count as read and as hits, as in ImplyReads

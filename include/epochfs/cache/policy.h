@@ -205,7 +205,7 @@ class Policy {
     return Decision{};
   }
   // The job reports that it has handed out the first `position` samples of
-  // epoch `epoch`'s declared order (the `progress` control file; the control
+  // epoch `epoch`'s declared order (the `position` control file; the control
   // layer has checked the epoch is the job's current one and the position
   // within its order). For a mount whose hits never reach the policy
   // (fuse.no_open): the future policy counts the reads the job must have

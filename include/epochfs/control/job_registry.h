@@ -30,17 +30,18 @@
 // stays taken: mkdir of it fails with Exists (the kernel answers EEXIST
 // itself, since the directory is visible).
 // The restarted job's first write to one of its files (config, samples,
-// order/K, epoch, pids, position) by the owner or root re-attaches it: the dead pids are
-// forgotten, the writer's pid is registered and the job keeps everything
-// else. Its current epoch K restarts (EpochTracker::RestartEpoch,
+// order/K, epoch, pids, position) by the owner or root re-attaches it: the
+// dead pids are forgotten, the writer's pid is registered and the job keeps
+// everything else. Its current epoch K restarts (EpochTracker::RestartEpoch,
 // Policy::RestartEpoch: re-reads count for K, not for K+1) when K was not
 // complete at the crash (the trainer cannot have finished it), and when the
 // restarted job writes `epoch` K before its first read (it says so); a
 // complete K with no such marker lets the next read begin K+1. Until the
 // re-attached job confirms its declarations (an identical samples write, an
-// order, an epoch marker, a position report or a sample read), a *different* config or samples
-// list starts the job afresh in the same directory: the old cache is released
-// (JobSink::OnJobEnd) and the new declaration is taken as a first one.
+// order, an epoch marker, a position report or a sample read), a *different*
+// config or samples list starts the job afresh in the same directory: the
+// old cache is released (JobSink::OnJobEnd) and the new declaration is taken
+// as a first one.
 //
 // Errors: every Write* returns InvalidArgument for bad content (the fs layer
 // fails the write/flush with EINVAL), PermissionDenied unless the caller is the
