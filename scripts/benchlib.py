@@ -21,7 +21,8 @@ a `finally`, also on SIGINT/SIGTERM):
     waits for the next tick); the peak working memory and the peak page cache
     are reported (the cache may exceed the budget by what exited processes
     freed).
-  * drop_caches before each run.
+  * drop_caches before each run (Env.drop_cold; drop_all_caches=False: the
+    dataset's pages only).
   * the epochfs daemon (started inside the blkio cgroup, so all its threads
     are), a stats sampler (.epochfs/stats every tick: used, pool, shared and
     per job cur/next/tail/granted_unused bytes).
@@ -92,6 +93,21 @@ def drop_caches():
     write_file("/proc/sys/vm/drop_caches", "3\n")
 
 
+def drop_file_pages(root):
+    """Drops the page cache of every file under `root` (POSIX_FADV_DONTNEED),
+    and only theirs: the rest of the machine keeps its caches."""
+    for d, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                fd = os.open(os.path.join(d, name), os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 def mounted(path):
     with open("/proc/mounts") as f:
         return any(line.split()[1] == path for line in f)
@@ -154,6 +170,10 @@ class Env:
         self.daemon = None
         self.children = []
         self.majmin = None
+        # False: cold runs drop the dataset's pages only (drop_cold), not the
+        # whole machine's, so that other programs' caches (a test suite
+        # running beside --smoke) are left alone.
+        self.drop_all_caches = True
 
     # -- storage ------------------------------------------------------------
     def setup(self, data_bytes):
@@ -180,6 +200,17 @@ class Env:
         # At the limit with nothing left to reclaim, pause (until the sampler
         # raises the limit to budget + the grown working memory), not OOM-kill.
         write_file(os.path.join(self.memcg, "memory.oom_control"), "1\n")
+
+    def drop_cold(self):
+        """Before a run: the dataset is read cold. drop_all_caches: the
+        machine's page, dentry and inode caches (echo 3 > drop_caches);
+        otherwise the pages of LOWER's files and of the loop device."""
+        if self.drop_all_caches:
+            return drop_caches()
+        os.sync()
+        drop_file_pages(self.lower)
+        if self.loop:
+            subprocess.run(["blockdev", "--flushbufs", self.loop], capture_output=True)
 
     def describe(self):
         return ("ext4 on %s (%s) in /dev/shm; readers' blkio cgroup: read %.1f MiB/s, %s IO/s"
@@ -610,7 +641,7 @@ def job_main(job, mode, env, result_path, go_r):
 def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
     """One run of all jobs. mode: 'pagecache' (read LOWER directly, in the
     blkio and memory cgroups) or 'epochfs' (a fresh daemon with `opts`)."""
-    drop_caches()
+    env.drop_cold()
     dev0 = env.device_read_bytes()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
