@@ -20,6 +20,10 @@
 #      32 in order, each repeat one epoch, `position` reported every `loaders`
 #      batches): the policy must still see the job's progress, so the script
 #      prints each job's hits and misses per epoch from its `status`.
+#      After that mount's warm-up, page_runs prints how the kernel laid out
+#      the small files' pages in physical memory, tmpfs's and the mount's:
+#      the share of pages whose frame follows the previous page's (a hot
+#      read of scattered pages is slower; see docs/benchmarks.md).
 #   4. The FUSE floor for step 1: libfuse's own example passthrough_ll
 #      (built from libfuse3-dev's examples when gcc has them; PLL=0 skips),
 #      mounted over the same files with cache=always (the kernel keeps pages
@@ -31,13 +35,14 @@
 #
 # Environment: N, SIZE_KIB, REPEATS, BIG_MIB, THREADS ("1 2 4"), PLL (0: no floor),
 #              NO_OPEN (0: no fuse.no_open mount),
-#              EPOCHFS_BIN, READFILES_BIN, EPOCHFS_OPTS (extra -o options).
+#              EPOCHFS_BIN, READFILES_BIN, PAGE_RUNS_BIN, EPOCHFS_OPTS (extra -o options).
 # Cleans up (unmount, kill, remove the tmpfs dir) on any exit.
 set -euo pipefail
 
 BUILD=${1:-./build}
 EPOCHFS=${EPOCHFS_BIN:-$BUILD/src/epochfs}
 READFILES=${READFILES_BIN:-$BUILD/tests/bench/readfiles}
+PAGE_RUNS=${PAGE_RUNS_BIN:-$BUILD/tests/bench/page_runs}
 N=${N:-2000}
 SIZE_KIB=${SIZE_KIB:-110}
 REPEATS=${REPEATS:-5}
@@ -142,6 +147,13 @@ run() {  # run LIST THREADS REPEATS → "files_per_s mb_per_s"
 if [[ $NO_OPEN != 0 ]]; then
   "$READFILES" -q -t 2 -r 1 "$WORK/list.no" > /dev/null || die "no_open warm-up failed"
 fi
+# How the kernel laid out the pages it caches, in physical memory (page_runs).
+page_layout=
+if [[ $NO_OPEN != 0 && -x $PAGE_RUNS ]]; then
+  page_layout="the small files' pages in physical runs (frame = previous frame +1 / -1): \
+tmpfs $("$PAGE_RUNS" "$WORK/list.tmpfs" | sed 's/.*ascending=\([0-9]*\) descending=\([0-9]*\)/\1% \/ \2%/'), \
+fuse.no_open mount $("$PAGE_RUNS" "$WORK/list.no" | sed 's/.*ascending=\([0-9]*\) descending=\([0-9]*\)/\1% \/ \2%/')"
+fi
 # (top-level fields: the jobs' rows have hits and misses too)
 no_stats() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
   "$NO_MNT/.epochfs/stats" "$1"; }
@@ -180,6 +192,7 @@ for t in $THREADS; do
     "$(ratio "$ef" "$tf")" "$nf" "$(ratio "$nf" "$tf")" "$jf" "$(ratio "$jf" "$tf")"
 done
 no_hot_requests=$(( $(no_requests) - no_before ))
+[[ -n $page_layout ]] && echo "$page_layout"
 if [[ $NO_OPEN != 0 ]]; then
   echo "the registered jobs' status (fuse.no_open; each repeat one epoch of $N files; the"
   echo "last epoch's final $BATCH x 2 x loaders reads count at the next epoch marker):"
