@@ -688,10 +688,16 @@ class FilesystemImpl final : public Filesystem {
       kernel_cache_.Drop(ino);
       return;
     }
-    if (cfg_.fuse.one_copy && coverage_.Add(o->id, n, o->data.size())) {
-      cache_.HandOver(o);
-      passes_.End(ino, f);
+    if (!cfg_.fuse.one_copy) return;
+    if (f->patch) {
+      // A refill of pages the kernel lost: it holds the rest (a READ of
+      // more of them refills the object again: a cost, never wrong bytes).
+      coverage_.Forget(o->id);
+    } else if (!coverage_.Add(o->id, n, o->data.size())) {
+      return;
     }
+    cache_.HandOver(o);
+    passes_.End(ino, f);
   }
 
   // One copy for blocks (no OPEN): a resident block whose every byte the
@@ -715,6 +721,12 @@ class FilesystemImpl final : public Filesystem {
     if (!v) return {nullptr, ESTALE};
     if (v->kind != NodeKind::kLower || S_ISDIR(v->st.st_mode)) return {nullptr, EISDIR};
     if (!S_ISREG(v->st.st_mode)) return {nullptr, EACCES};
+    // Pages the kernel lost of a file it had been handed whole (the stub is
+    // in the RAM tier): a READ past offset 0 asks for some pages of it, and
+    // the kernel still holds the rest.
+    const store::ObjectRef before = off != 0 && cfg_.fuse.one_copy
+                                        ? cache_.ram().Find(store::ObjectIdOf(v->path))
+                                        : nullptr;
     LowerOpen o = OpenLower(req, ino, *v);
     if (o.err != 0) {
       // The file changed on LOWER under "immutable": the kernel's size and
@@ -725,6 +737,10 @@ class FilesystemImpl final : public Filesystem {
     // A pass is bounded by the table, not by limits.lower_files_per_user.
     if (o.file->kind == OpenFile::Kind::kStream || o.file->kind == OpenFile::Kind::kBlocks) {
       lower_budget_.Close(o.file->writer, 0);
+    }
+    if (before && before->handed_over && o.file->kind == OpenFile::Kind::kObject &&
+        o.file->object->id == before->id && o.file->object->checksum == before->checksum) {
+      o.file->patch = true;
     }
     uint64_t held = 0;
     if (o.file->kind == OpenFile::Kind::kObject && !Resident(o.file->object)) {

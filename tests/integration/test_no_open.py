@@ -13,7 +13,8 @@ with the daemon's own counters and the kernel's page-cache residency
     a read (under memory pressure it reclaims them within a second);
   - an object the policy evicts leaves the kernel's page cache too, and the
     kernel never holds more cached dataset bytes than the budget;
-  - pages the kernel reclaims by itself are served again by the daemon;
+  - pages the kernel reclaims by itself are served again by the daemon, and
+    a file that lost some of its pages goes back to the kernel once refilled;
   - prefetched files (policy "future") are hits at their first read;
   - a hot epoch's hits reach the job's `status` through EpochfsSampler's
     `position` reports (each write(2) one report);
@@ -179,6 +180,37 @@ class NoOpenTest(et.MountTestCase):
         self.assertEqual(after["bytes_read_lower"] - before["bytes_read_lower"], 256 * KiB)
         self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
                         d.stats())
+        self.assertEqual(after["used"], before["used"])
+
+    def test_a_file_that_lost_some_pages_goes_back_to_the_kernel(self):
+        # The kernel drops 64 KiB inside a 1 MiB file it had been handed: the
+        # READ of them refills the file from LOWER (a hit), and once served
+        # the file is the kernel's again (the daemon keeps no copy of it).
+        lower, want = self.dataset([MiB, 64 * KiB], seed=45)
+        d = self.mount_no_open(lower, ["cache.memory=64MiB"])
+        name = "f000.bin"
+        for n, data in want.items():
+            self.assertEqual(read_all(d.path(n)), data)
+        kernel = {"objects": 2, "bytes": MiB + 64 * KiB}
+        self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
+                        d.stats())
+        before = d.stats()
+        fd = os.open(d.path(name), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 256 * KiB, 64 * KiB, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        self.assertLessEqual(cached_bytes(d.path(name)), MiB - 64 * KiB)
+        self.assertEqual(read_all(d.path(name)), want[name])
+        self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
+                        d.stats())
+        after = d.stats()
+        self.assertEqual(after["tiers"]["ram"], {"objects": 0, "bytes": 0}, after)
+        refills = after["refills"] - before["refills"]
+        self.assertGreaterEqual(refills, 1, after)
+        self.assertEqual(after["hits"] - before["hits"], refills, after)
+        self.assertEqual(after["misses"], before["misses"], after)
+        self.assertEqual(after["bytes_read_lower"] - before["bytes_read_lower"], refills * MiB)
         self.assertEqual(after["used"], before["used"])
 
     def test_one_copy_the_daemon_keeps_no_bytes_the_kernel_holds(self):
