@@ -171,8 +171,8 @@ class Env:
         self.children = []
         self.majmin = None
         # False: cold runs drop the dataset's pages only (drop_cold), not the
-        # whole machine's, so that other programs' caches (a test suite
-        # running beside --smoke) are left alone.
+        # whole machine's, so that other programs keep their caches (the
+        # test suite runs bench-jobs --smoke).
         self.drop_all_caches = True
 
     # -- storage ------------------------------------------------------------
