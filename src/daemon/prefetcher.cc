@@ -1,5 +1,7 @@
 #include "prefetcher.h"
 
+#include <pthread.h>
+
 #include <chrono>
 
 namespace epochfs {
@@ -39,6 +41,7 @@ void Prefetcher::Stop() {
 }
 
 void Prefetcher::Worker() {
+  pthread_setname_np(pthread_self(), "prefetch");  // as top -H and /proc show it
   uint64_t seen = 0;
   for (;;) {
     {

@@ -11,6 +11,7 @@
 
 #include "epochfs/common/log.h"
 #include "epochfs/common/mount_info.h"
+#include "exit_signals.h"
 
 namespace epochfs::fs {
 namespace {
@@ -95,7 +96,7 @@ Result<std::unique_ptr<Session>> Session::Mount(Filesystem& fs, const MountOptio
   fuse_opt_free_args(&args);
   if (im.se == nullptr) return InvalidArgument("bad FUSE option: " + LastFuseMessage());
   if (opts.signal_handlers) {
-    if (fuse_set_signal_handlers(im.se) != 0) return Internal("cannot install signal handlers");
+    if (!exit_signals::Install(im.se)) return Internal("cannot install signal handlers");
     im.handlers = true;
   }
   if (fuse_session_mount(im.se, opts.mountpoint.c_str()) != 0) {
@@ -115,7 +116,7 @@ Session::~Session() {
   if (!impl_) return;
   if (impl_->fs != nullptr) impl_->fs->Detach();
   if (impl_->mounted) fuse_session_unmount(impl_->se);
-  if (impl_->handlers) fuse_remove_signal_handlers(impl_->se);
+  if (impl_->handlers) exit_signals::Remove();
   if (impl_->se != nullptr) fuse_session_destroy(impl_->se);
 }
 
@@ -126,10 +127,11 @@ Status Session::Run() {
   fuse_loop_cfg_set_max_threads(cfg, impl_->threads);
   fuse_loop_cfg_set_idle_threads(cfg, impl_->threads);
   fuse_loop_cfg_set_clone_fd(cfg, 1);
+  if (impl_->handlers) exit_signals::LoopThread();
   int rc = fuse_session_loop_mt(impl_->se, cfg);
   fuse_loop_cfg_destroy(cfg);
-  // The loop returns 0 after fusermount3 -u, the signal number after
-  // SIGTERM/SIGINT/SIGHUP (both clean ends), and -errno on failure.
+  // The loop returns 0 after fusermount3 -u or SIGTERM/SIGINT/SIGHUP (both
+  // clean ends), and -errno on failure.
   if (rc < 0) return Internal("session loop failed: " + std::string(std::strerror(-rc)));
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 handling, mount errors, unmount by signal / fusermount3 / auto_unmount,
 daemon mode, `mount -t fuse.epochfs` and fstab."""
 
+import ctypes
 import errno
 import json
 import os
@@ -359,6 +360,32 @@ class UnmountTest(LowerMixin, et.MountTestCase):
         d = self.mount(self.make_lower())
         self.check_lower_visible(d.mnt)
         d.proc.send_signal(signal.SIGINT)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text())
+        self.assert_clean(d.mnt)
+
+    def test_sigterm_to_a_helper_thread(self):
+        # The kernel hands a process's signal to any thread that does not
+        # block it (the main thread may be passed over: stopped by a tracer,
+        # or a signal already pending). Sent to a prefetch worker, which waits
+        # on a condition variable and not on the loop, it must end the loop
+        # all the same (before: the daemon went on until the next request).
+        # Nothing reads the mount: no request comes to wake the loop.
+        d = self.mount(self.make_lower(), opts=["cache.policy=future", "cache.prefetch=2"])
+
+        def prefetch_threads():
+            tids = []
+            for tid in os.listdir("/proc/%d/task" % d.proc.pid):
+                with open("/proc/%d/task/%s/comm" % (d.proc.pid, tid)) as f:
+                    if f.read().strip() == "prefetch":
+                        tids.append(int(tid))
+            return tids
+        # Each worker names itself as it starts.
+        self.assertTrue(et.wait_for(lambda: len(prefetch_threads()) == 2, 30), "prefetch threads")
+        tids = prefetch_threads()
+        libc = ctypes.CDLL(None, use_errno=True)
+        SYS_tgkill = 234  # x86_64
+        self.assertEqual(libc.syscall(SYS_tgkill, d.proc.pid, tids[0], signal.SIGTERM), 0,
+                         os.strerror(ctypes.get_errno()))
         self.assertEqual(d.wait_exit(), 0, d.stderr_text())
         self.assert_clean(d.mnt)
 

@@ -1,7 +1,8 @@
 // Session: one mounted FUSE session (RAII).
 //
 // Mount() creates the session, installs SIGTERM/SIGINT/SIGHUP handlers that end
-// the loop (MountOptions::signal_handlers), and mounts; Run() serves requests on a multi-threaded loop until
+// the loop whichever thread takes the signal (MountOptions::signal_handlers;
+// src/fs/exit_signals.h), and mounts; Run() serves requests on a multi-threaded loop until
 // the filesystem is unmounted (fusermount3 -u) or a signal arrives; the
 // destructor unmounts and destroys the session.
 // Errors: Mount() returns InvalidArgument for bad FUSE options and IoError
