@@ -53,6 +53,12 @@ constexpr size_t kFirstPlusReplyBytes = 2048;
 // many bytes of objects outside the RAM tier they may hold (pass_table.h).
 constexpr size_t kMaxPasses = 256;
 constexpr uint64_t kMaxPassHeldBytes = 64u << 20;
+// fuse.no_open, one copy: a file of at most this size that the kernel lost
+// some pages of goes back to it as soon as they are refilled (OpenFile::
+// patch). A larger one stays in the RAM tier until the kernel has been sent
+// all of it again: each refill reads the whole file from LOWER, and a reader
+// that goes on reading what the kernel lost would refill it at every READ.
+constexpr uint64_t kMaxPatchBytes = 4u << 20;
 
 // How long the kernel may keep the dataset session's entry of `.epochfs`, the
 // control session's mountpoint: its revalidation must never fail (a dentry
@@ -738,8 +744,9 @@ class FilesystemImpl final : public Filesystem {
     if (o.file->kind == OpenFile::Kind::kStream || o.file->kind == OpenFile::Kind::kBlocks) {
       lower_budget_.Close(o.file->writer, 0);
     }
-    if (before && before->handed_over && o.file->kind == OpenFile::Kind::kObject &&
-        o.file->object->id == before->id && o.file->object->checksum == before->checksum) {
+    if (before && before->handed_over && before->handed_size <= kMaxPatchBytes &&
+        o.file->kind == OpenFile::Kind::kObject && o.file->object->id == before->id &&
+        o.file->object->checksum == before->checksum) {
       o.file->patch = true;
     }
     uint64_t held = 0;

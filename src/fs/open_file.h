@@ -43,7 +43,8 @@ struct OpenFile {
   bool per_write = false;   // kVirtualWrite: each write is one control write (VNode)
   // kObject, fuse.no_open: a pass that refilled an object the kernel had
   // been handed, begun by a READ past offset 0 (the kernel lost some pages,
-  // not the file): the object goes back to the kernel after that READ.
+  // not the file), of at most kMaxPatchBytes (filesystem.cc): the object
+  // goes back to the kernel after that READ.
   bool patch = false;
   uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill

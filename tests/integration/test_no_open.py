@@ -213,6 +213,44 @@ class NoOpenTest(et.MountTestCase):
         self.assertEqual(after["bytes_read_lower"] - before["bytes_read_lower"], refills * MiB)
         self.assertEqual(after["used"], before["used"])
 
+    def test_a_large_file_that_lost_some_pages_stays_until_sent_whole(self):
+        # Above 4 MiB a refill (the whole file from LOWER) is not handed back
+        # at once: the daemon keeps the file until the kernel has been sent
+        # all of it, so that reading more of what the kernel lost is served
+        # from RAM, not by another read of the whole file from LOWER.
+        size = 6 * MiB
+        lower, want = self.dataset([size], seed=46)
+        d = self.mount_no_open(lower, ["cache.memory=64MiB"])
+        name = "f000.bin"
+        self.assertEqual(read_all(d.path(name)), want[name])
+        kernel = {"objects": 1, "bytes": size}
+        self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
+                        d.stats())
+
+        def lose_and_read(off):
+            fd = os.open(d.path(name), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, off, 64 * KiB, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+            self.assertEqual(read_all(d.path(name)), want[name])
+            return d.stats()
+
+        before = d.stats()
+        first = lose_and_read(MiB)
+        self.assertEqual(first["refills"] - before["refills"], 1, first)
+        self.assertEqual(first["bytes_read_lower"] - before["bytes_read_lower"], size, first)
+        self.assertEqual(first["misses"], before["misses"], first)
+        # Kept: the kernel was sent only what it lost (had it lost the whole
+        # file under memory pressure, it was sent it whole and has it back).
+        if first["tiers"]["ram"]["bytes"] == 0:
+            self.skipTest("the kernel lost the whole file (memory pressure)")
+        self.assertEqual(first["tiers"]["ram"], {"objects": 1, "bytes": size}, first)
+        second = lose_and_read(3 * MiB)
+        self.assertEqual((second["refills"], second["bytes_read_lower"], second["misses"]),
+                         (first["refills"], first["bytes_read_lower"], first["misses"]), second)
+        self.assertEqual(second["used"], before["used"])
+
     def test_one_copy_the_daemon_keeps_no_bytes_the_kernel_holds(self):
         # 48 files of 1 MiB through a 256 MiB budget: once read, the kernel's
         # page cache holds them and the daemon's memory returns to where it
