@@ -26,6 +26,7 @@ EPOCHFS_TEST_PACKAGES=(
   python3-prometheus-client
   tmux
   util-linux-extra
+  strace
   python3-venv python3-pip python3-setuptools python3-wheel
   ccache
 )

@@ -526,6 +526,28 @@ class NoOpenTest(et.MountTestCase):
         self.assertEqual(d.wait_exit(), 0)
         self.assertFalse(et.is_mounted(d.mnt))
 
+    def test_a_control_session_that_cannot_mount_ends_the_mount(self):
+        # strace fails only the mount(2) whose target is MOUNTPOINT/.epochfs (-P),
+        # in the daemon and in the fusermount3 it falls back to, whichever
+        # thread makes it: the dataset session mounts, the control session does
+        # not. Foreground and background: the command says why and exits 1, and
+        # nothing is left mounted (before the exit in the background case).
+        lower, _ = self.dataset([10 * KiB], seed=101)
+        for foreground in (True, False):
+            mnt = self.make_mountpoint()
+            ctl = os.path.join(mnt, ".epochfs")
+            cmd = ["strace", "-f", "-qq", "-o", os.devnull, "-P", ctl, "-e", "trace=mount",
+                   "-e", "inject=mount:error=EPERM"]
+            cmd += self.epochfs_cmd(lower, mnt, ["fuse.no_open=true"], foreground=foreground)
+            env = dict(os.environ)  # LeakSanitizer cannot run under ptrace
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=et.EXIT_TIMEOUT,
+                               env=env)
+            self.assertEqual(r.returncode, 1, (foreground, r.stderr))
+            self.assertIn("control directory: cannot mount " + ctl, r.stderr, foreground)
+            self.assertFalse(et.is_mounted(mnt), foreground)
+            self.assertEqual(os.listdir(mnt), [], foreground)
+
     def test_what_it_cannot_combine_with_is_refused(self):
         lower, _ = self.dataset([10 * KiB], seed=99)
         spill = self.make_dir("spill")
