@@ -5,9 +5,10 @@
 
 namespace epochfs::cache {
 
-NextUseCache::Rank NextUseCache::RankOf(uint64_t when, uint64_t size, uint64_t now) {
+NextUseCache::Rank NextUseCache::RankOf(uint64_t when, uint64_t size, uint64_t now) const {
   const uint64_t dist = std::max<uint64_t>(when > now ? when - now : 0, 1000);
-  return {double(dist) * double(size), when, true};
+  const double s = double(std::max<uint64_t>(size, 1));
+  return {double(dist) * s / (s + double(request_bytes_)), when, true};
 }
 
 NextUseCache::Entry& NextUseCache::At(ObjectId id) {

@@ -176,6 +176,13 @@ const KeyDesc kKeys[] = {
      }},
     {"cache.prefetch", OptKind::kInteger, "integer 0..64",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->cache.prefetch); }},
+    {"cache.request_bytes", OptKind::kString, R"(bytes 0..1GiB ("32KiB", integer))",
+     [](Config* c, const Raw& v) {
+       uint64_t b = 0;
+       if (!SetBytes(v, 0, &b) || b > (1u << 30)) return false;
+       c->cache.request_bytes = b;
+       return true;
+     }},
     {"cache.block_size", OptKind::kString,
      R"(0, or bytes 64KiB..1GiB, a multiple of 4KiB ("4MiB", integer))",
      [](Config* c, const Raw& v) {

@@ -71,6 +71,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
     cache::FuturePolicyParams f;
     f.budget_bytes = budget;
     f.implied_reads = cfg.fuse.no_open;  // the kernel's hits never reach the policy
+    f.request_bytes = cfg.cache.request_bytes;
     return cache::MakeFuturePolicy(f);
   }
   cache::EpochPolicyParams p;
@@ -339,7 +340,7 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   std::unique_ptr<cache::Policy> policy = MakePolicy(cfg, budget);
   if (!cfg.trace.file.empty()) {  // before daemonizing: a bad path fails the mount
-    auto recorded = RecordPolicyTrace(cfg.trace.file, std::move(policy));
+    auto recorded = RecordPolicyTrace(cfg.trace.file, std::move(policy), cfg.cache.request_bytes);
     if (!recorded.ok()) return recorded.status();
     policy = std::move(recorded).value();
   }

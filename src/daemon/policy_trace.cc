@@ -56,7 +56,8 @@ class TraceWriter {
 }  // namespace
 
 Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path,
-                                                         std::unique_ptr<cache::Policy> policy) {
+                                                         std::unique_ptr<cache::Policy> policy,
+                                                         uint64_t request_bytes) {
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -65,7 +66,8 @@ Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path
   }
   auto writer = std::make_shared<TraceWriter>(UniqueFd(fd), path);
   return trace::MakeRecordingPolicy(std::move(policy),
-                                    [writer](const std::string& line) { writer->Add(line); });
+                                    [writer](const std::string& line) { writer->Add(line); },
+                                    request_bytes);
 }
 
 }  // namespace epochfs

@@ -6,7 +6,8 @@
 // it through a 64 KiB buffer: the first line at once (before the daemon
 // forks), then a write per 64 KiB, the rest when the policy is destroyed (at
 // unmount; a killed daemon loses at most the last 64 KiB). A failed write
-// stops the trace with one warning; the mount goes on.
+// stops the trace with one warning; the mount goes on. `request_bytes`: the
+// policy's cost per store request (cache.request_bytes), recorded in "start".
 // Thread safety: the policy's (every call is made under the cache's lock).
 #pragma once
 
@@ -19,6 +20,7 @@
 namespace epochfs {
 
 Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path,
-                                                         std::unique_ptr<cache::Policy> policy);
+                                                         std::unique_ptr<cache::Policy> policy,
+                                                         uint64_t request_bytes);
 
 }  // namespace epochfs

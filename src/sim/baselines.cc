@@ -86,7 +86,8 @@ class MinioPolicy final : public cache::Policy {
 
 class BeladyPolicy final : public cache::Policy {
  public:
-  BeladyPolicy(uint64_t budget, const Future& future) : cache_(budget, future) {}
+  BeladyPolicy(uint64_t budget, const Future& future, uint64_t request_bytes)
+      : cache_(budget, future, request_bytes) {}
   const char* name() const override { return "belady"; }
   uint64_t budget() const override { return cache_.budget(); }
   uint64_t resident_bytes() const override { return cache_.used(); }
@@ -116,8 +117,9 @@ std::unique_ptr<cache::Policy> MakeNoCachePolicy(uint64_t budget_bytes) {
 std::unique_ptr<cache::Policy> MakeMinioPolicy(uint64_t budget_bytes) {
   return std::make_unique<MinioPolicy>(budget_bytes);
 }
-std::unique_ptr<cache::Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future) {
-  return std::make_unique<BeladyPolicy>(budget_bytes, future);
+std::unique_ptr<cache::Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future,
+                                                uint64_t request_bytes) {
+  return std::make_unique<BeladyPolicy>(budget_bytes, future, request_bytes);
 }
 
 }  // namespace epochfs::sim

@@ -266,11 +266,12 @@ class Engine final : public Future {
         policy_ = MakeMinioPolicy(budget_);
         break;
       case PolicyKind::kBelady:
-        policy_ = MakeBeladyPolicy(budget_, *this);
+        policy_ = MakeBeladyPolicy(budget_, *this, trace_.workload().request_bytes);
         break;
       case PolicyKind::kFuture: {
         cache::FuturePolicyParams p;
         p.budget_bytes = budget_;
+        p.request_bytes = trace_.workload().request_bytes;
         policy_ = cache::MakeFuturePolicy(p);
         break;
       }

@@ -84,6 +84,7 @@ class Replayer {
   Replayer(const std::vector<TraceEvent>& events, PolicyKind kind)
       : events_(events), kind_(kind), future_(events) {
     budget_ = events.front().budget;
+    request_bytes_ = events.front().request_bytes;
   }
 
   Result<ReplayResult> Go(uint64_t check_every) {
@@ -111,10 +112,11 @@ class Replayer {
       case PolicyKind::kMinio:
         return MakeMinioPolicy(budget_);
       case PolicyKind::kBelady:
-        return MakeBeladyPolicy(budget_, future_);
+        return MakeBeladyPolicy(budget_, future_, request_bytes_);
       case PolicyKind::kFuture: {
         cache::FuturePolicyParams p;
         p.budget_bytes = budget_;
+        p.request_bytes = request_bytes_;
         return cache::MakeFuturePolicy(p);
       }
       case PolicyKind::kEpoch:
@@ -243,6 +245,7 @@ class Replayer {
   TraceFuture future_;
   std::unique_ptr<cache::Policy> p_;
   uint64_t budget_ = 0, used_ = 0;
+  uint64_t request_bytes_ = 0;  // the live policy's (trace "start")
   std::unordered_map<cache::ObjectId, uint64_t> resident_;
   cache::ObjectId just_refused_ = 0;
   ReplayResult r_;

@@ -222,7 +222,7 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
 }
 
 Result<Workload> Walk(const Ctx& c, const toml::table& root) {
-  if (Status s = CheckKeys(c, "", root, {"seed", "budget", "prefetch", "storage", "epoch", "job"}); !s.ok()) {
+  if (Status s = CheckKeys(c, "", root, {"seed", "budget", "prefetch", "request_bytes", "storage", "epoch", "job"}); !s.ok()) {
     return s;
   }
   Workload w;
@@ -235,6 +235,11 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
     auto v = GetInt(c, "prefetch", *n, 0, 64);
     if (!v.ok()) return v.status();
     w.prefetch = static_cast<uint32_t>(v.value());
+  }
+  if (const toml::node* n = root.get("request_bytes")) {
+    auto v = GetBytes(c, "request_bytes", *n, 0);
+    if (!v.ok()) return v.status();
+    w.request_bytes = v.value();
   }
   const toml::node* budget = root.get("budget");
   if (budget == nullptr) return c.Bad("budget", nullptr, "missing (required)");

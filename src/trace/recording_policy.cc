@@ -14,12 +14,13 @@ using cache::ObjectId;
 
 class RecordingPolicy final : public cache::Policy {
  public:
-  RecordingPolicy(std::unique_ptr<cache::Policy> inner, TraceSink sink)
+  RecordingPolicy(std::unique_ptr<cache::Policy> inner, TraceSink sink, uint64_t request_bytes)
       : inner_(std::move(inner)), sink_(std::move(sink)) {
     TraceEvent e;
     e.kind = TraceKind::kStart;
     e.policy = inner_->name();
     e.budget = inner_->budget();
+    e.request_bytes = request_bytes;
     Emit(e);
   }
 
@@ -139,8 +140,8 @@ class RecordingPolicy final : public cache::Policy {
 }  // namespace
 
 std::unique_ptr<cache::Policy> MakeRecordingPolicy(std::unique_ptr<cache::Policy> inner,
-                                                   TraceSink sink) {
-  return std::make_unique<RecordingPolicy>(std::move(inner), std::move(sink));
+                                                   TraceSink sink, uint64_t request_bytes) {
+  return std::make_unique<RecordingPolicy>(std::move(inner), std::move(sink), request_bytes);
 }
 
 }  // namespace epochfs::trace

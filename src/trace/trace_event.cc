@@ -113,6 +113,7 @@ std::string FormatTraceEvent(const TraceEvent& e) {
     case TraceKind::kStart:
       j["policy"] = e.policy;
       j["budget"] = e.budget;
+      j["request_bytes"] = e.request_bytes;
       j["format"] = kTraceFormat;
       break;
     case TraceKind::kAddJob:
@@ -197,6 +198,7 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
       if (f.U64("format") != static_cast<uint64_t>(kTraceFormat) && f.status().ok()) {
         f.Fail("format: this epochfs reads format " + std::to_string(kTraceFormat));
       }
+      e.request_bytes = f.U64("request_bytes");
       break;
     case TraceKind::kAddJob:
       e.spec.id = static_cast<cache::JobId>(f.U64("job", kMaxJob));

@@ -34,6 +34,11 @@ struct FuturePolicyParams {
   // new epoch the rest of the one it ends (DeclaredFuture::ImplyReads,
   // DeclaredFuture::Progress).
   bool implied_reads = false;
+  // What one store request costs beyond its bytes, in bytes of transfer
+  // (NextUseCache: a miss of s bytes costs s + request_bytes); 0: a store
+  // whose bandwidth binds, where a byte saved is a byte saved whatever the
+  // file's size.
+  uint64_t request_bytes = 0;
 };
 
 std::unique_ptr<Policy> MakeFuturePolicy(const FuturePolicyParams& params);

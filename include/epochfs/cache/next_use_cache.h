@@ -2,11 +2,16 @@
 //
 // The eviction core shared by the simulator's Belady bound (with the oracle's
 // Future) and the daemon's "future" policy (with the jobs' declared future).
-// On a miss it admits the object and evicts the held objects of largest
-// (time to next use) × size until the budget holds — or bypasses the object
-// when it would itself be the first to go. For equal sizes and one job this is
-// Belady's MIN; with sizes it is the standard byte-time heuristic (the exact
-// problem is NP-hard). Objects are grouped by the job that reads them next and
+// On a miss it admits the object and evicts the held objects that save the
+// least store time per byte held until the budget holds — or bypasses the
+// object when it would itself be the first to go. A miss of s bytes costs the
+// store s + r (r = `request_bytes`: what one request costs beyond its bytes,
+// in bytes of transfer); holding the object costs s × (time to its next use).
+// So the first to go is the largest (time to next use) × s / (s + r): with
+// r = 0 (a store whose bandwidth binds) the furthest next use whatever its
+// size, with large r (a store whose requests bind) the byte-time heuristic
+// (time × size). For equal sizes and one job this is Belady's MIN; with sizes
+// the exact problem is NP-hard. Objects are grouped by the job that reads them next and
 // by size class (4 per power of two); within a group the furthest position
 // goes first, and the groups' candidates are compared on that product, with
 // the time from Future::LineOf. An access costs O(groups + log n).
@@ -27,7 +32,8 @@ namespace epochfs::cache {
 
 class NextUseCache {
  public:
-  NextUseCache(uint64_t budget, const Future& future) : budget_(budget), future_(future) {}
+  NextUseCache(uint64_t budget, const Future& future, uint64_t request_bytes = 0)
+      : budget_(budget), request_bytes_(request_bytes), future_(future) {}
 
   uint64_t budget() const { return budget_; }
   uint64_t used() const { return used_; }
@@ -79,14 +85,15 @@ class NextUseCache {
     uint64_t live = 0;
     uint64_t bytes = 0;
   };
-  // Eviction rank: larger goes first. (time to next use) × size, then time.
+  // Eviction rank: larger goes first. (time to next use) × size / (size +
+  // request_bytes_), then time.
   struct Rank {
     double cost = 0;
     uint64_t when = 0;
     bool valid = false;
     bool operator<(const Rank& o) const { return cost != o.cost ? cost < o.cost : when < o.when; }
   };
-  static Rank RankOf(uint64_t when, uint64_t size, uint64_t now);
+  Rank RankOf(uint64_t when, uint64_t size, uint64_t now) const;
   Entry& At(ObjectId id);
   void Lines(uint64_t now);
   void TopRank(size_t g, uint64_t now);
@@ -98,6 +105,7 @@ class NextUseCache {
   void Forget(Entry& e);
 
   uint64_t budget_;
+  uint64_t request_bytes_;
   const Future& future_;
   uint64_t used_ = 0;
   uint64_t stamp_ = 0;

@@ -50,6 +50,10 @@ struct Config {
     // cache.prefetch: LOWER reads in flight loading what the jobs declared
     // they read next (the "future" policy's hints); 0: no prefetch.
     uint32_t prefetch = 4;
+    // cache.request_bytes: what one LOWER request costs beyond its bytes, in
+    // bytes of transfer (the future policy's weighing of file sizes); 0: the
+    // store's bandwidth binds (docs/future_policy.md, "What a miss costs").
+    uint64_t request_bytes = 0;
     // cache.block_size: a file larger than the largest object cached whole (a
     // quarter of the budget, at most 1 GiB) is cached in blocks of this many
     // bytes, each under the policy as an object of its own; 0: such files are

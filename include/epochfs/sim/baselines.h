@@ -40,7 +40,9 @@ using Future = cache::Future;
 
 std::unique_ptr<cache::Policy> MakeNoCachePolicy(uint64_t budget_bytes);
 std::unique_ptr<cache::Policy> MakeMinioPolicy(uint64_t budget_bytes);
-// `future` must outlive the policy.
-std::unique_ptr<cache::Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future);
+// `future` must outlive the policy. `request_bytes`: the store's cost per
+// request, as the future policy's (FuturePolicyParams::request_bytes).
+std::unique_ptr<cache::Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future,
+                                                uint64_t request_bytes);
 
 }  // namespace epochfs::sim

@@ -4,6 +4,7 @@
 //   seed = 1
 //   budget = "40%"            # bytes ("2GiB") or % of the distinct data of all jobs
 //   prefetch = 4              # the daemon's cache.prefetch (0 = off)
+//   request_bytes = 0         # the daemon's cache.request_bytes
 //   [storage]                 # bandwidth (bytes/s, all channels together),
 //   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
 //   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
@@ -84,6 +85,9 @@ struct Workload {
   // declared they read next (the daemon's cache.prefetch; policies that give
   // no prefetch hints ignore it), 0..64.
   uint32_t prefetch = 4;
+  // What one storage request costs beyond its bytes, in bytes (the daemon's
+  // cache.request_bytes: the future policy's and Belady's weighing of sizes).
+  uint64_t request_bytes = 0;
   StorageSpec storage;
   EpochKnobs epoch;
   std::vector<JobSpecW> jobs;  // >= 1

@@ -22,7 +22,9 @@ namespace epochfs::trace {
 
 using TraceSink = std::function<void(const std::string& line)>;
 
+// `request_bytes`: the inner policy's cost per store request (recorded in
+// "start", so that a replay weighs sizes as the live run did).
 std::unique_ptr<cache::Policy> MakeRecordingPolicy(std::unique_ptr<cache::Policy> inner,
-                                                   TraceSink sink);
+                                                   TraceSink sink, uint64_t request_bytes = 0);
 
 }  // namespace epochfs::trace

@@ -4,7 +4,7 @@
 // A trace is text, one JSON object per line, in the order the policy saw the
 // calls (the daemon makes them under one lock):
 //
-//   {"ev":"start","policy":"future","budget":1073741824,"format":1}
+//   {"ev":"start","policy":"future","budget":1073741824,"request_bytes":0,"format":2}
 //   {"ev":"add_job","job":1,"name":"a","batch_size":32,"epochs":4,"loaders":2,"compute_ns":0}
 //   {"ev":"samples","job":1,"objects":[...],"sizes":[...]}
 //   {"ev":"order","job":1,"epoch":0,"order":[...]}
@@ -36,7 +36,8 @@
 
 namespace epochfs::trace {
 
-inline constexpr int kTraceFormat = 1;
+// 2: "start" has request_bytes (FuturePolicyParams::request_bytes).
+inline constexpr int kTraceFormat = 2;
 
 enum class TraceKind : uint8_t {
   kStart,
@@ -57,6 +58,7 @@ struct TraceEvent {
   TraceKind kind = TraceKind::kStart;
   std::string policy;                    // kStart: the live policy's name
   uint64_t budget = 0;                   // kStart, kBudget
+  uint64_t request_bytes = 0;            // kStart: the policy's cost per store request
   cache::JobSpec spec;                   // kAddJob
   cache::JobId job = cache::kNoJob;      // kSamples .. kEndJob
   uint32_t epoch = 0;                    // kOrder, kBeginEpoch

@@ -18,6 +18,7 @@ std::vector<TraceEvent> OneOfEach() {
   e.kind = TraceKind::kStart;
   e.policy = "future";
   e.budget = 1ull << 40;
+  e.request_bytes = 32768;
   v.push_back(e);
   e = {};
   e.kind = TraceKind::kAddJob;
@@ -103,6 +104,7 @@ TEST(TraceEvent, EveryKindRoundTrips) {
     EXPECT_EQ(b.access.sample, a.access.sample);
     EXPECT_EQ(b.access.file, a.access.file);
     EXPECT_EQ(b.load_ns, a.load_ns);
+    EXPECT_EQ(b.request_bytes, a.request_bytes);
   }
 }
 
@@ -136,7 +138,7 @@ TEST(TraceEvent, BadLinesNameTheLine) {
       {start + "{\"ev\":\"samples\",\"job\":1,\"objects\":[1,2],\"sizes\":[3]}\n",
        "trace line 2: objects and sizes differ in length"},
       {"{\"ev\":\"start\",\"policy\":\"lru\",\"budget\":1,\"format\":9}\n",
-       "trace line 1: format: this epochfs reads format 1"},
+       "trace line 1: format: this epochfs reads format 2"},
       {start + "\n{\"ev\":\"budget\",\"budget\":\"big\"}\n", "trace line 3: budget: expected"},
   };
   for (const Case& c : cases) {
@@ -181,7 +183,8 @@ TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
     }
   });
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0], "{\"budget\":1000,\"ev\":\"start\",\"format\":1,\"policy\":\"counting\"}");
+  EXPECT_EQ(lines[0],
+            "{\"budget\":1000,\"ev\":\"start\",\"format\":2,\"policy\":\"counting\",\"request_bytes\":0}");
   EXPECT_EQ(p->OnHit({5, 6, 1, 2, 3}).evict, std::vector<cache::ObjectId>{42});
   EXPECT_TRUE(p->OnMiss({5, 6, 1, 2, 3}, 9).admit);
   p->OnDropped(5);
