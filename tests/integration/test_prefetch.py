@@ -10,17 +10,22 @@ SOURCE/.hang exists):
   (the file is read from LOWER once, the reader gets its bytes);
 - a reader's miss never waits behind a prefetch: with the one prefetch slot
   stuck in a hung LOWER read, another file still reads;
+- with cache.prefetch = 1 no prefetch starts while a reader's LOWER read is
+  in flight, and all start once it answers; with 2 they run beside it;
 - with a budget smaller than the dataset, what is prefetched stays within it;
 - samples that cannot be loaded (missing, a directory) are reported in the
   job's status once each and the prefetch goes on past them.
 
 Nothing here depends on timing: every wait is for a state the daemon must
-reach (et.wait_for with a long bound), every check on counters and bytes.
+reach (et.wait_for with a long bound), every check on counters and bytes
+(one check that nothing starts gives the daemon a second to look: under load
+it can only miss a regression, never fail a correct daemon).
 """
 
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import python_venv  # noqa: E402
@@ -140,6 +145,70 @@ class PrefetchTest(et.MountTestCase):
         self.assertIn("cache.prefetch 4 lowered to 1", d.stderr_text())
         os.unlink(self.flag)
         self.assertEqual(et.read_file_raw(paths[0]), want[names[0]])
+        sampler.close()
+
+    def prefetch_beside_a_hung_reader(self, depth):
+        """A reader's LOWER read hangs (a file outside the job), then a job
+        declares 5 files. Returns the mount, the job and its paths while the
+        reader is still stuck, and a function that lets it finish."""
+        names = ["f%02d.bin" % i for i in range(5)]
+        want = self.dataset(names)
+        stuck = et.det_bytes(SIZE, 99)
+        et.write_file(os.path.join(self.src, "r_HANG.bin"), stuck)
+        et.write_file(self.flag, b"")
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=%d" % depth,
+                             "lower.workers=4", "cache.memory=%d" % (64 * SIZE)])
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            ok = et.read_file_raw(d.path("r_HANG.bin")) == stuck
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+        os.close(w)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)  # declares epochs 0 and 1
+
+        def finish():
+            os.unlink(self.flag)
+            self.assertEqual(os.read(r, 1), b"1")
+            os.close(r)
+            os.waitpid(pid, 0)
+        return d, sampler, paths, want, names, finish
+
+    def test_prefetch_1_only_fills_an_idle_store(self):
+        # cache.prefetch = 1 (for a store whose bandwidth one read fills): no
+        # prefetch starts beside the stuck reader's read; once it answers,
+        # the declared files are all prefetched.
+        d, sampler, paths, want, names, finish = self.prefetch_beside_a_hung_reader(1)
+        # The prefetcher looks at every declaration and every 100 ms: give it
+        # time to look (this can only miss a regression, never fail wrongly).
+        time.sleep(1.0)
+        st = d.stats()
+        self.assertEqual((st["prefetched"], st["prefetch_bytes"]), (0, 0), st)
+        finish()
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
+                        d.stats())
+        for k in range(len(names)):
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        st = d.stats()
+        self.assertEqual((st["prefetch_hits"], st["misses"]), (len(names), 1), st)
+        sampler.close()
+
+    def test_a_deeper_prefetch_runs_beside_the_readers(self):
+        # cache.prefetch = 2: one reader's read in flight leaves a slot, so the
+        # declared files are prefetched while it is still stuck.
+        d, sampler, paths, want, names, finish = self.prefetch_beside_a_hung_reader(2)
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
+                        d.stats())
+        self.assertGreaterEqual(d.stats()["lower_in_flight"], 1)  # the reader's, still stuck
+        finish()
+        for k in range(len(names)):
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        st = d.stats()
+        self.assertEqual(st["prefetch_hits"], len(names), st)
         sampler.close()
 
     def test_unreadable_samples_are_reported_once_and_skipped(self):
