@@ -12,11 +12,12 @@
 // over the oracle's future. With sizes: for equal sizes, evicting the object used furthest in the
 // future (and bypassing when that is the new object) maximises hits on a given
 // access sequence (MIN). For varied sizes the exact problem is NP-hard; this
-// is the standard size-aware heuristic: evict the object with the largest
-// (time to next use) × size, i.e. the one that holds the most byte-time per
-// future hit. Objects are grouped by the job that reads them next and by size
-// class (4 per power of two); within a group the furthest position goes first,
-// and the groups' candidates are compared on that product, with the time to
+// is a size-aware heuristic: evict the object with the largest
+// (time to next use) × size / (size + request_bytes), i.e. the one that saves
+// the least store time per byte held (NextUseCache). Objects are grouped by the
+// job that reads them next and by size class (4 per power of two); within a
+// group the furthest position goes first, and the groups' candidates are
+// compared on that rank, with the time to
 // next use estimated from the job's position and pace (Future::Estimate).
 // With one job and equal sizes (one group) it is exactly MIN; across jobs the
 // estimate makes it a heuristic (the interleaving of jobs depends on the
