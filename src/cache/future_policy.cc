@@ -13,7 +13,8 @@ namespace {
 class FuturePolicy final : public Policy {
  public:
   explicit FuturePolicy(const FuturePolicyParams& p)
-      : future_(std::max<uint64_t>(1, p.default_pace_ns)), cache_(p.budget_bytes, future_, p.request_bytes) {
+      : future_(std::max<uint64_t>(1, p.default_pace_ns)),
+        cache_(p.budget_bytes, future_, p.request_bytes) {
     future_.set_implied_reads(p.implied_reads);
   }
 

@@ -222,7 +222,9 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
 }
 
 Result<Workload> Walk(const Ctx& c, const toml::table& root) {
-  if (Status s = CheckKeys(c, "", root, {"seed", "budget", "prefetch", "request_bytes", "storage", "epoch", "job"}); !s.ok()) {
+  if (Status s = CheckKeys(c, "", root,
+                          {"seed", "budget", "prefetch", "request_bytes", "storage", "epoch", "job"});
+      !s.ok()) {
     return s;
   }
   Workload w;

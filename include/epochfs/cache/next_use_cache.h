@@ -11,10 +11,10 @@
 // r = 0 (a store whose bandwidth binds) the furthest next use whatever its
 // size, with large r (a store whose requests bind) the byte-time heuristic
 // (time × size). For equal sizes and one job this is Belady's MIN; with sizes
-// the exact problem is NP-hard. Objects are grouped by the job that reads them next and
-// by size class (4 per power of two); within a group the furthest position
-// goes first, and the groups' candidates are compared on that product, with
-// the time from Future::LineOf. An access costs O(groups + log n).
+// the exact problem is NP-hard. Objects are grouped by the job that reads them
+// next and by size class (4 per power of two); within a group the furthest
+// position goes first, and the groups' candidates are compared on that rank,
+// with the time from Future::LineOf. An access costs O(groups + log n).
 //
 // Contract: resident bytes <= budget after every call; a Decision never
 // evicts an object it does not hold nor admits one it holds.

@@ -17,8 +17,8 @@
 // the least store time per byte held (NextUseCache). Objects are grouped by the
 // job that reads them next and by size class (4 per power of two); within a
 // group the furthest position goes first, and the groups' candidates are
-// compared on that rank, with the time to
-// next use estimated from the job's position and pace (Future::Estimate).
+// compared on that rank, with the time to next use estimated from the job's
+// position and pace (Future::Estimate).
 // With one job and equal sizes (one group) it is exactly MIN; across jobs the
 // estimate makes it a heuristic (the interleaving of jobs depends on the
 // cache itself).
