@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -59,6 +60,8 @@ struct DeclaredFuture::Job {
   uint64_t first_read_ns = 0;
   uint64_t epoch_start_ns = 0, last_epoch_ns = 0;
   uint64_t load_ns = 0, loads = 0, bytes = 0;
+  uint64_t list_bytes = 0, list_sized = 0;  // sizes the samples list gives, and how many
+  std::set<uint32_t> sharers;  // indices of the jobs whose samples lists share objects with it
   EpochCounters current, previous;
   size_t n() const { return samples.size(); }
 };
@@ -69,6 +72,29 @@ DeclaredFuture::~DeclaredFuture() = default;
 DeclaredFuture::Job* DeclaredFuture::Find(JobId id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+uint64_t DeclaredFuture::BytesLeft(JobId id) const {
+  const Job* j = Find(id);
+  if (j == nullptr) return 0;
+  uint64_t left = OwnBytesLeft(*j);
+  for (uint32_t o : j->sharers) {
+    if (by_index_[o] != nullptr) left = std::min(left, OwnBytesLeft(*by_index_[o]));
+  }
+  return left;
+}
+
+uint64_t DeclaredFuture::OwnBytesLeft(const Job& job) const {
+  const Job* j = &job;
+  if (j->spec.epochs == 0) return Policy::kNoLeft;
+  const uint64_t later = j->spec.epochs > j->epoch + 1 ? j->spec.epochs - j->epoch - 1 : 0;
+  const uint64_t reads = (j->len_cur - std::min(j->consumed, j->len_cur)) + later * j->len_cur;
+  const uint64_t mean = j->reads != 0        ? std::max<uint64_t>(1, j->bytes / j->reads)
+                        : j->list_sized != 0 ? std::max<uint64_t>(1, j->list_bytes / j->list_sized)
+                                             : 1;
+  // Saturating: at most n x epochs x mean, each well inside 64 bits in practice.
+  if (reads != 0 && mean > (Policy::kNoLeft - 1) / reads) return Policy::kNoLeft - 1;
+  return reads * mean;
 }
 
 uint32_t DeclaredFuture::IndexOf(JobId id) const {
@@ -102,6 +128,12 @@ Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
   DropRefs(*j);
   j->samples = std::move(samples);
   j->read.assign(j->n(), 0);
+  j->list_bytes = 0;
+  j->list_sized = 0;
+  for (const SampleRef& r : j->samples) {
+    j->list_bytes += r.size;
+    j->list_sized += r.size != 0 ? 1 : 0;
+  }
   slot_of_.Reserve(slot_of_.size() + j->n());
   for (uint32_t s = 0; s < j->n(); ++s) AddRef(Touch(j->samples[s].object, now_), {j->index, s});
   Refresh(*j);
@@ -225,14 +257,23 @@ size_t DeclaredFuture::Slot(ObjectId object) const {
 }
 
 void DeclaredFuture::AddRef(size_t slot, Ref r) {
-  if (first_ref_[slot].index == 0) {
+  const uint32_t other = first_ref_[slot].index;
+  if (other == 0) {
     first_ref_[slot] = r;
-  } else {
-    more_refs_.emplace(static_cast<uint32_t>(slot), r);
+    return;
+  }
+  more_refs_.emplace(static_cast<uint32_t>(slot), r);
+  if (other != r.index && by_index_[other] != nullptr && by_index_[r.index] != nullptr) {
+    by_index_[other]->sharers.insert(r.index);
+    by_index_[r.index]->sharers.insert(other);
   }
 }
 
-void DeclaredFuture::DropRefs(const Job& j) {
+void DeclaredFuture::DropRefs(Job& j) {
+  for (uint32_t o : j.sharers) {
+    if (by_index_[o] != nullptr) by_index_[o]->sharers.erase(j.index);
+  }
+  j.sharers.clear();
   for (const SampleRef& s : j.samples) {
     const uint32_t slot = slot_of_.Find(s.object);
     auto [b, e] = more_refs_.equal_range(slot);

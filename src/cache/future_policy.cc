@@ -111,6 +111,7 @@ class FuturePolicy final : public Policy {
     return Noted(cache_.SetBudget(bytes, now_));
   }
 
+  uint64_t BytesLeft(JobId job) const override { return future_.BytesLeft(job); }
   std::vector<JobSnapshot> Jobs() const override {
     return future_.Snapshots(cache_.BytesByJob());
   }

@@ -246,6 +246,8 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetDouble(v, 0.0, 86400.0 * 365, &c->lower.timeout); }},
     {"lower.workers", OptKind::kInteger, "integer 1..256",
      [](Config* c, const Raw& v) { return SetU32(v, 1, 256, &c->lower.workers); }},
+    {"lower.read_slots", OptKind::kInteger, "integer 0..1024 (0: no bound)",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, 1024, &c->lower.read_slots); }},
     {"spill.path", OptKind::kString, "a directory path (\"\" = no spill area)",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);
@@ -265,7 +267,7 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetU32(v, 0, 1024, &c->spill.num_writeout); }},
     {"spill.queue_depth", OptKind::kInteger, "integer 1..256",
      [](Config* c, const Raw& v) { return SetU32(v, 1, 256, &c->spill.queue_depth); }},
-    {"fuse.threads", OptKind::kInteger, "integer 0..64 (0: two per core, at least 4)",
+    {"fuse.threads", OptKind::kInteger, "integer 0..64 (0: two per core, at least 4; 16 with lower.read_slots)",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->fuse.threads); }},
     {"fuse.max_background", OptKind::kInteger, "integer 1..65535",
      [](Config* c, const Raw& v) { return SetU32(v, 1, 65535, &c->fuse.max_background); }},

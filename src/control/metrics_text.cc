@@ -14,7 +14,8 @@ namespace {
 const std::set<std::string> kCounters = {
     "hits", "misses", "admissions", "evictions", "refused", "invalidations", "coalesced",
     "bytes_read_lower", "lower_errors", "lower_timeouts", "lower_interrupts", "lower_calls",
-    "lower_inline_calls", "streamed_opens",
+    "lower_inline_calls", "read_waits", "read_wait_ms", "read_aged",
+    "streamed_opens",
     "streamed_bytes", "prefetched", "prefetch_bytes", "prefetch_hits", "prefetch_wasted",
     "handovers", "refills",
     // tiers.spill

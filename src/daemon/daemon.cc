@@ -115,6 +115,11 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["lower_in_flight"] = g.in_flight;
   j["lower_calls"] = g.calls;
   j["lower_inline_calls"] = g.inline_calls;
+  const store::ReadSlotsCounters rs = cf.read_slots_counters();
+  j["read_waits"] = rs.waits;
+  j["read_wait_ms"] = rs.wait_ns / 1'000'000;
+  j["read_aged"] = rs.aged;
+  j["read_waiting"] = rs.waiting;
   j["max_object_bytes"] = cf.max_object_bytes();
   // The cached objects by where their bytes are: the daemon's RAM, or the
   // kernel's page cache (handed over, fuse.no_open); `objects` and `used`
@@ -253,10 +258,12 @@ static void RaiseDescriptorLimit() {
   }
 }
 
-// FUSE worker threads: fuse.threads, or two per core and at least 4.
+// FUSE worker threads: fuse.threads, or two per core and at least 4, at
+// least 16 with lower.read_slots (a load waiting its turn holds a thread).
 static unsigned FuseThreads(const Config& cfg) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return cfg.fuse.threads != 0 ? cfg.fuse.threads : std::max(4u, 2 * cores);
+  if (cfg.fuse.threads != 0) return cfg.fuse.threads;
+  return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
 // fuse.no_open: what it needs (control_mount.h) and cannot combine with.
@@ -345,6 +352,10 @@ Status RunDaemon(const DaemonArgs& in) {
     policy = std::move(recorded).value();
   }
   store::CacheFront cache(*lower.value(), std::move(policy), budget);
+  store::ReadSlotsOptions slots;
+  slots.slots = cfg.lower.read_slots;
+  slots.max_waiting = FuseThreads(cfg) > 2 ? FuseThreads(cfg) - 2 : 0;
+  cache.SetReadSlots(slots);
   // The spill area: checked now (a bad spill.path fails the mount), opened
   // after daemonizing (its threads would not survive the fork).
   std::unique_ptr<SpillArea> spill;

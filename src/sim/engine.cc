@@ -5,6 +5,7 @@
 #include <memory>
 #include <queue>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -59,6 +60,7 @@ struct Event {
   uint32_t worker;
   uint32_t sample;
   uint64_t issued;  // kLoadDone: when the request was issued
+  uint64_t key = 0;  // kLoadDone: its read slot's key (workload read_slots)
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -455,9 +457,12 @@ class Engine final : public Future {
       const bool streamed = size > max_object_;
       if (!streamed) st = kInFlight;
       j.r.bytes_read += size;
-      ++demand_inflight_;
-      const uint64_t end = Request(now, size);
-      Push({end, 0, Ev::kLoadDone, streamed, j.index, w, s, now});
+      if (trace_.workload().read_slots != 0) {
+        waiting_.push_back({j.index, w, s, now, streamed});
+        IssueWaiting(now);
+        return;
+      }
+      IssueDemand(j.index, w, s, streamed, now, now);
       return;
     }
     // Batch loaded.
@@ -530,8 +535,63 @@ class Engine final : public Future {
     }
   }
 
+  void IssueDemand(uint32_t job, uint32_t w, uint32_t s, bool streamed, uint64_t asked,
+                   uint64_t now, uint64_t key = 0) {
+    ++demand_inflight_;
+    if (trace_.workload().read_slots != 0) held_keys_.insert(key);
+    const uint64_t end = Request(now, SizeOf(trace_.object(job, s)));
+    Event ev{end, 0, Ev::kLoadDone, streamed, job, w, s, asked};
+    ev.key = key;
+    Push(ev);
+  }
+
+  // The order of readers' loads waiting for a read slot: the policy's
+  // BytesLeft of their job (Belady, an offline bound, is given the future
+  // policy's order: the bytes left to read, at the mean size, of the job or
+  // of another job reading the same dataset, whichever has least).
+  uint64_t KeyOf(const Job& j) const {
+    if (kind_ != PolicyKind::kBelady) return policy_->BytesLeft(j.id);
+    uint64_t key = UINT64_MAX;
+    for (uint32_t o : by_dataset_[j.dataset]) {  // jobs sharing a dataset share the key
+      const Job& s = jobs_[o];
+      const uint64_t total = uint64_t{s.epochs} * s.len;
+      const uint64_t mean = trace_.datasets()[s.dataset].total_bytes / std::max(s.n, 1u);
+      key = std::min(key, (total - std::min<uint64_t>(total, s.r.accesses)) *
+                              std::max<uint64_t>(mean, 1));
+    }
+    return key;
+  }
+
+  // Starts the waiting readers' loads the daemon's ReadSlots would: the
+  // first in line (smallest key, then earliest asked) when its key is no
+  // larger than any load's in flight, or while fewer than read_slots are in
+  // flight.
+  void IssueWaiting(uint64_t now) {
+    const uint32_t slots = trace_.workload().read_slots;
+    while (!waiting_.empty()) {
+      size_t best = 0;
+      uint64_t best_key = KeyOf(jobs_[waiting_[0].job]);
+      for (size_t i = 1; i < waiting_.size(); ++i) {
+        const uint64_t k = KeyOf(jobs_[waiting_[i].job]);
+        if (k < best_key || (k == best_key && waiting_[i].asked < waiting_[best].asked)) {
+          best = i;
+          best_key = k;
+        }
+      }
+      const bool first = held_keys_.empty() || best_key <= *held_keys_.begin();
+      if (!first && demand_inflight_ >= slots) return;
+      const Waiting wt = waiting_[best];
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(best));
+      IssueDemand(wt.job, wt.worker, wt.sample, wt.streamed, wt.asked, now, best_key);
+    }
+  }
+
   void LoadDone(const Event& e) {
     --demand_inflight_;
+    if (trace_.workload().read_slots != 0) {
+      held_keys_.erase(held_keys_.find(e.key));
+      IssueWaiting(e.t);
+    }
     Job& j = jobs_[e.job];
     const cache::ObjectId id = trace_.object(j.index, e.sample);
     if (!e.streamed) {
@@ -648,6 +708,14 @@ class Engine final : public Future {
   std::vector<cache::PrefetchHint> loading_;  // the prefetches in flight, in the order they began
   uint64_t declined_until_ = 0;
   uint64_t prefetched_ = 0, prefetch_hits_ = 0, prefetch_wasted_ = 0, prefetch_bytes_ = 0;
+
+  struct Waiting {
+    uint32_t job, worker, sample;
+    uint64_t asked;
+    bool streamed;
+  };
+  std::vector<Waiting> waiting_;  // readers' requests waiting for a read slot
+  std::multiset<uint64_t> held_keys_;  // the keys of the readers' requests in flight
 
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;

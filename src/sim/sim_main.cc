@@ -54,6 +54,7 @@ int Main(int argc, char** argv) {
   std::optional<uint64_t> seed;
   std::optional<double> budget_percent;
   std::optional<uint32_t> prefetch;
+  std::optional<uint32_t> read_slots;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string replay;
   app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)");
@@ -66,6 +67,9 @@ int Main(int argc, char** argv) {
   app.add_option("--prefetch", prefetch,
                  "override the workload's prefetch (requests in flight; 0: off)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--read-slots", read_slots,
+                 "override the workload's read_slots (the daemon's lower.read_slots; 0: off)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--budget-percent", budget_percent,
                  "override the workload's budget: a percentage of the distinct data")
       ->check(CLI::Range(0.001, 1000.0));
@@ -103,6 +107,7 @@ int Main(int argc, char** argv) {
   Workload w = std::move(wl).value();
   if (seed) w.seed = *seed;
   if (prefetch) w.prefetch = *prefetch;
+  if (read_slots) w.read_slots = *read_slots;
   if (budget_percent) {
     w.budget_is_percent = true;
     w.budget_percent = *budget_percent;

@@ -223,7 +223,8 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
 
 Result<Workload> Walk(const Ctx& c, const toml::table& root) {
   if (Status s = CheckKeys(c, "", root,
-                          {"seed", "budget", "prefetch", "request_bytes", "storage", "epoch", "job"});
+                          {"seed", "budget", "prefetch", "request_bytes", "read_slots", "storage", "epoch",
+                           "job"});
       !s.ok()) {
     return s;
   }
@@ -242,6 +243,11 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
     auto v = GetBytes(c, "request_bytes", *n, 0);
     if (!v.ok()) return v.status();
     w.request_bytes = v.value();
+  }
+  if (const toml::node* n = root.get("read_slots")) {
+    auto v = GetInt(c, "read_slots", *n, 0, 1024);
+    if (!v.ok()) return v.status();
+    w.read_slots = static_cast<uint32_t>(v.value());
   }
   const toml::node* budget = root.get("budget");
   if (budget == nullptr) return c.Bad("budget", nullptr, "missing (required)");

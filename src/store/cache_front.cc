@@ -80,7 +80,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     return r;
   }
   demand_loads_.fetch_add(1, std::memory_order_relaxed);
-  Result<ObjectRef> r = Load(req, /*prefetch=*/false);
+  Result<ObjectRef> r = LoadInSlot(req);
   demand_loads_.fetch_sub(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(flights_mu_);
@@ -149,6 +149,19 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
   }
   Activity();
   return hit;
+}
+
+Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {
+  ReadSlots::Slot slot;
+  if (read_slots_->slots() != 0) {
+    uint64_t key = 0;
+    {
+      std::lock_guard lock(policy_mu_);
+      key = policy_->BytesLeft(req.job);
+    }
+    if (Status s = read_slots_->Acquire(key, CancelScope::Current(), &slot); !s.ok()) return s;
+  }
+  return Load(req, /*prefetch=*/false);
 }
 
 Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* admitted) {

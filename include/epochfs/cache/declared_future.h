@@ -107,6 +107,14 @@ class DeclaredFuture final : public Future {
   void BlocksOf(ObjectId file, std::vector<ObjectId>* out) const;
   // Status figures; `bytes_by_index` from NextUseCache::BytesByJob.
   std::vector<JobSnapshot> Snapshots(const std::vector<uint64_t>& bytes_by_index) const;
+  // Bytes job `id` has left to read by its declaration (Policy::BytesLeft):
+  // the reads left in its current epoch and in its later epochs (every
+  // sample once each), at the mean size of what it read so far, else of its
+  // samples list's sizes, else 1 byte; Policy::kNoLeft when its epochs are
+  // unknown. Jobs whose samples lists share objects (a shared dataset) share
+  // the least of their figures: a load of one serves the others, and held
+  // back they would lose that. 0 for an unknown job. O(jobs sharing).
+  uint64_t BytesLeft(JobId id) const;
   // The Future index of job `id`, 0 if unknown.
   uint32_t IndexOf(JobId id) const;
 
@@ -128,7 +136,8 @@ class DeclaredFuture final : public Future {
   double PaceOf(const Job& j, uint64_t now) const;
   void AddRef(size_t slot, Ref r);
   void Link(uint32_t block_slot, ObjectId block, ObjectId file);
-  void DropRefs(const Job& j);
+  void DropRefs(Job& j);
+  uint64_t OwnBytesLeft(const Job& j) const;
   int64_t SampleOf(const Job& j, const Access& a) const;
   uint64_t WindowOf(const Job& j) const;
   void ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* out);

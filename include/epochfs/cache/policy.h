@@ -237,6 +237,17 @@ class Policy {
     return Status(Code::kUnsupported, std::string(name()) + " policy cannot change its budget");
   }
 
+  // The order in which readers' loads from LOWER start when more wait than
+  // may run (lower.read_slots): the job with the smallest key first, ties in
+  // the order they asked. The future policy: the bytes `job` has left to
+  // read by its declaration (the rest of its current epoch and its later
+  // epochs, at its mean sample size), so that the job nearest its end gets
+  // the store first and the cache can hold its data (shortest remaining
+  // work first); kNoLeft for a job whose epochs are unknown. Reads of no
+  // job (kNoJob) and unknown jobs: 0. Other policies: 0 for every job (the
+  // order they asked in).
+  static constexpr uint64_t kNoLeft = UINT64_MAX;
+  virtual uint64_t BytesLeft(JobId /*job*/) const { return 0; }
   // Introspection (status files, tests, simulator).
   virtual std::vector<JobSnapshot> Jobs() const { return {}; }
   // Where `job` holds sample `sample`.

@@ -99,10 +99,13 @@ struct Config {
   } limits;
   // Bounds on LOWER operations (a hung NFS server or s3 mount): each is
   // given up on after `timeout` seconds (ETIMEDOUT to the reader; 0: no
-  // bound), run on `workers` threads (store/lower_gate.h).
+  // bound), run on `workers` threads (store/lower_gate.h). At most
+  // `read_slots` readers' loads at once, the job nearest its end first
+  // (store/read_slots.h; 0: no bound).
   struct LowerOps {
     double timeout = 60.0;
     uint32_t workers = 8;
+    uint32_t read_slots = 1;
     bool operator==(const LowerOps&) const = default;
   } lower;
   struct Spill {

@@ -5,6 +5,7 @@
 //   budget = "40%"            # bytes ("2GiB") or % of the distinct data of all jobs
 //   prefetch = 4              # the daemon's cache.prefetch (0 = off)
 //   request_bytes = 0         # the daemon's cache.request_bytes
+//   read_slots = 1            # the daemon's lower.read_slots
 //   [storage]                 # bandwidth (bytes/s, all channels together),
 //   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
 //   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
@@ -88,6 +89,11 @@ struct Workload {
   // What one storage request costs beyond its bytes, in bytes (the daemon's
   // cache.request_bytes: the future policy's and Belady's weighing of sizes).
   uint64_t request_bytes = 0;
+  // The daemon's lower.read_slots: a reader's request of the job first in
+  // line (the policy's BytesLeft) starts at once, the others' wait until
+  // fewer than this many are in flight. 0: no order, every request starts at
+  // once. 0..1024.
+  uint32_t read_slots = 1;
   StorageSpec storage;
   EpochKnobs epoch;
   std::vector<JobSpecW> jobs;  // >= 1

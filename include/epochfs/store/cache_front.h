@@ -36,6 +36,7 @@
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
+#include "epochfs/store/read_slots.h"
 
 namespace epochfs::store {
 
@@ -112,7 +113,15 @@ class CacheFront {
   std::vector<cache::PrefetchHint> PrefetchHints(size_t max,
                                                  const std::function<bool(cache::ObjectId)>& skip,
                                                  const std::vector<cache::PrefetchHint>& loading);
-  // Demand loads (a reader's misses) in flight now.
+  // Orders the readers' loads from LOWER (ReadSlots; the default: no bound):
+  // each waits for its turn by the policy's BytesLeft of its job. An
+  // interrupted wait is Interrupted, for that read only. REQUIRES: called
+  // before the first Get.
+  void SetReadSlots(const ReadSlotsOptions& options) {
+    read_slots_ = std::make_unique<ReadSlots>(options);
+  }
+  ReadSlotsCounters read_slots_counters() const { return read_slots_->counters(); }
+  // Demand loads (a reader's misses) in flight now, or waiting for a slot.
   uint64_t demand_loads() const { return demand_loads_.load(std::memory_order_relaxed); }
   // Called after every read the policy hears of, and every declaration
   // (WithPolicy), outside the policy lock: the prefetcher's wake-up. REQUIRES:
@@ -161,6 +170,8 @@ class CacheFront {
   // Reads the object from LOWER; a demand load reports it with OnMiss, a
   // prefetch with OnPrefetched (*admitted says whether it stayed).
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
+  // A reader's Load, once it holds a read slot (SetReadSlots).
+  Result<ObjectRef> LoadInSlot(const GetRequest& req);
   // REQUIRES: policy_mu_ held.
   void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);
   // REQUIRES: policy_mu_ held. `id` left the RAM tier.
@@ -188,6 +199,7 @@ class CacheFront {
   std::mutex flights_mu_;
   std::unordered_map<cache::ObjectId, Flight> flights_;
   std::atomic<uint64_t> demand_loads_{0};
+  std::unique_ptr<ReadSlots> read_slots_ = std::make_unique<ReadSlots>(ReadSlotsOptions{});
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},

@@ -284,6 +284,28 @@ TEST(FuturePolicy, ProgressReportsCountTheHitsTheCacheDoesNotSee) {
   }
 }
 
+// BytesLeft orders the readers' loads that wait for a read slot
+// (lower.read_slots): what each job has left to read by its declaration.
+TEST(FuturePolicy, BytesLeftIsWhatTheDeclaredEpochsHaveLeftToRead) {
+  Harness h(Future(1000));
+  h.AddJob(Spec(1, 3), UniformSamples(10, 100, 1000));
+  EXPECT_EQ(h.policy().BytesLeft(1), 3u * 10 * 100);  // not started: every epoch
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+  h.BeginEpoch(1, 0, 1);
+  uint64_t t = 10;
+  for (uint32_t x = 0; x < 4; ++x) h.Read(1, x, t += 1000);
+  EXPECT_EQ(h.policy().BytesLeft(1), (6u + 2 * 10) * 100);
+  ASSERT_TRUE(h.policy().SetOrder(1, 1, Iota(10)).ok());
+  h.BeginEpoch(1, 1, t += 1000);
+  EXPECT_EQ(h.policy().BytesLeft(1), (10u + 10) * 100);
+  h.AddJob(Spec(2, 0), UniformSamples(10, 100, 2000));  // epochs unknown: last in line
+  EXPECT_EQ(h.policy().BytesLeft(2), Policy::kNoLeft);
+  EXPECT_EQ(h.policy().BytesLeft(kNoJob), 0u);  // unregistered readers: first
+  EXPECT_EQ(h.policy().BytesLeft(9), 0u);
+  // Policies without a declared future keep the order the loads asked in.
+  EXPECT_EQ(MakeLruPolicy(1000)->BytesLeft(1), 0u);
+}
+
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   std::unique_ptr<Policy> p = Future(1000);
   EXPECT_EQ(p->AddJob(Spec(0, 2)).code(), Code::kInvalidArgument);
