@@ -1,6 +1,7 @@
 #include "epochfs/cache/future_policy.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,7 +15,8 @@ class FuturePolicy final : public Policy {
  public:
   explicit FuturePolicy(const FuturePolicyParams& p)
       : future_(std::max<uint64_t>(1, p.default_pace_ns)),
-        cache_(p.budget_bytes, future_, p.request_bytes) {
+        cache_(p.budget_bytes, future_, p.request_bytes),
+        order_jobs_(p.order_jobs) {
     future_.set_implied_reads(p.implied_reads);
   }
 
@@ -40,19 +42,21 @@ class FuturePolicy final : public Policy {
     now_ = std::max(now_, now_ns);
     std::vector<PrefetchHint> upcoming;
     future_.Upcoming(max, [&](ObjectId o) { return cache_.Holds(o); }, skip, &upcoming);
-    // Soonest first across jobs (an object several jobs read: its first read).
-    std::vector<std::pair<uint64_t, size_t>> when;
+    // Soonest first across jobs (an object several jobs read: its first
+    // read); with order_jobs, the job first in line first (BytesLeft).
+    std::vector<std::tuple<uint64_t, uint64_t, size_t>> when;
     when.reserve(upcoming.size());
     for (size_t i = 0; i < upcoming.size(); ++i) {
       Future::Use use;
       if (!future_.NextUse(upcoming[i].object, &use)) continue;
-      when.emplace_back(future_.Estimate(use, now_), i);
+      when.emplace_back(order_jobs_ ? future_.BytesLeft(upcoming[i].job) : 0,
+                        future_.Estimate(use, now_), i);
     }
     std::sort(when.begin(), when.end());
     std::vector<PrefetchHint> ordered;
     ordered.reserve(when.size());
     for (const auto& tw : when) {
-      const size_t i = tw.second;  // (no structured binding: lambdas below capture it)
+      const size_t i = std::get<2>(tw);  // (no structured binding: lambdas below capture it)
       const bool again = std::any_of(ordered.begin(), ordered.end(), [&](const PrefetchHint& h) {
         return h.object == upcoming[i].object;
       });
@@ -154,6 +158,7 @@ class FuturePolicy final : public Policy {
   uint64_t now_ = 0;
   DeclaredFuture future_;
   NextUseCache cache_;
+  const bool order_jobs_;
 };
 
 }  // namespace

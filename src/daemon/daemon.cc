@@ -72,6 +72,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
     f.budget_bytes = budget;
     f.implied_reads = cfg.fuse.no_open;  // the kernel's hits never reach the policy
     f.request_bytes = cfg.cache.request_bytes;
+    f.order_jobs = cfg.lower.read_slots != 0;
     return cache::MakeFuturePolicy(f);
   }
   cache::EpochPolicyParams p;

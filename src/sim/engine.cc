@@ -274,6 +274,7 @@ class Engine final : public Future {
         cache::FuturePolicyParams p;
         p.budget_bytes = budget_;
         p.request_bytes = trace_.workload().request_bytes;
+        p.order_jobs = trace_.workload().read_slots != 0;
         policy_ = cache::MakeFuturePolicy(p);
         break;
       }

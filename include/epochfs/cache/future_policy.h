@@ -39,6 +39,10 @@ struct FuturePolicyParams {
   // whose bandwidth binds, where a byte saved is a byte saved whatever the
   // file's size.
   uint64_t request_bytes = 0;
+  // The readers' misses start in the order of BytesLeft (lower.read_slots
+  // != 0): prefetch hints follow it too, the job first in line first, then
+  // soonest first. false: soonest first across jobs.
+  bool order_jobs = false;
 };
 
 std::unique_ptr<Policy> MakeFuturePolicy(const FuturePolicyParams& params);

@@ -365,6 +365,32 @@ TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
   EXPECT_EQ(after.current.misses, 1u);
 }
 
+// With order_jobs (lower.read_slots): the hints of the job first in line (the
+// smallest BytesLeft) come first; without it, the soonest reads across jobs.
+TEST(FuturePolicyPrefetch, WithOrderedJobsTheJobFirstInLineIsPrefetchedFirst) {
+  for (bool ordered : {false, true}) {
+    FuturePolicyParams p;
+    p.budget_bytes = 10'000;
+    p.order_jobs = ordered;
+    Harness h(MakeFuturePolicy(p));
+    // Job 1: 5 epochs of 10 (far from its end), fast (1 us per sample).
+    // Job 2: 1 epoch of 10 (near its end), slow (1 ms per sample).
+    h.AddJob(Spec(1, 5, 1, 1'000), UniformSamples(10, 100, 1000));
+    h.AddJob(Spec(2, 1, 1, 1'000'000), UniformSamples(10, 100, 2000));
+    ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+    ASSERT_TRUE(h.policy().SetOrder(2, 0, Iota(10)).ok());
+    h.BeginEpoch(1, 0, 1);
+    h.BeginEpoch(2, 0, 1);
+    ASSERT_LT(h.policy().BytesLeft(2), h.policy().BytesLeft(1));
+    std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 2, nullptr, {});
+    ASSERT_EQ(hints.size(), 4u) << ordered;
+    const auto of_job_2 = std::count_if(hints.begin(), hints.end(),
+                                        [](const PrefetchHint& x) { return x.job == 2; });
+    // Unordered: the fast job's next three and the slow one's first (due now too).
+    EXPECT_EQ(of_job_2, ordered ? 4 : 1) << ordered;
+  }
+}
+
 // With the budget full of reads that come sooner, nothing is worth loading;
 // once a held object's next read moves to the next epoch, the current
 // epoch's next unread sample is.
