@@ -5,7 +5,10 @@
 namespace epochfs::store {
 
 ReadSlots::ReadSlots(const ReadSlotsOptions& o)
-    : slots_(o.slots), max_waiting_(o.max_waiting), max_wait_(o.max_wait), anticipate_(o.anticipate) {}
+    : slots_(o.slots),
+      max_waiting_(o.max_waiting),
+      max_wait_(o.max_wait),
+      anticipate_(o.anticipate) {}
 
 ReadSlots::Slot& ReadSlots::Slot::operator=(Slot&& o) noexcept {
   if (this != &o) {
@@ -25,7 +28,7 @@ bool ReadSlots::MayStart(const std::pair<uint64_t, uint64_t>& me, Clock::time_po
   // Anticipation: a load that ended a moment ago counts as still there (its
   // job's next read is likely on its way: a loader between two files).
   while (!recent_.empty() && recent_.front().first + anticipate_ <= now) {
-    recent_.erase(recent_.begin());
+    recent_.pop_front();
   }
   bool first = me.first <= waiting_.begin()->first &&
                (held_keys_.empty() || me.first <= *held_keys_.begin());
@@ -101,7 +104,7 @@ void ReadSlots::Release(uint64_t key) {
     if (anticipate_.count() != 0) {
       const auto now = Clock::now();
       while (!recent_.empty() && recent_.front().first + anticipate_ <= now) {
-        recent_.erase(recent_.begin());
+        recent_.pop_front();
       }
       recent_.emplace_back(now, key);
     }

@@ -33,11 +33,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <set>
 #include <utility>
-#include <vector>
 
 #include "epochfs/common/status.h"
 
@@ -48,6 +48,7 @@ struct ReadSlotsOptions {
   // Loads waiting at once, at most (each holds a FUSE thread): past it a
   // load starts at once. The daemon: fuse threads - 2.
   uint32_t max_waiting = UINT32_MAX;
+  // The longest a load waits: then it starts whatever its key (aging).
   std::chrono::milliseconds max_wait{1000};
   // How long a load that ended keeps its key in line (anticipation).
   std::chrono::microseconds anticipate{3000};
@@ -58,8 +59,8 @@ struct ReadSlotsCounters {
   uint64_t wait_ns = 0;    // their time waiting, in total
   uint64_t overflows = 0;  // loads started at once because max_waiting waited
   uint64_t aged = 0;       // loads started after waiting max_wait
-  uint64_t waiting = 0;  // loads waiting now
-  uint64_t held = 0;     // slots held now
+  uint64_t waiting = 0;    // loads waiting now
+  uint64_t held = 0;       // loads in flight now (with a slot)
 };
 
 class ReadSlots {
@@ -83,8 +84,9 @@ class ReadSlots {
     uint64_t key_ = 0;
   };
 
-  // Waits for a slot as described above. `interrupted`: the caller's
-  // CancelScope predicate, or null.
+  // Waits for a slot as described above; OK with *out holding it (none when
+  // slots = 0), or Interrupted with nothing held. `interrupted`: the
+  // caller's CancelScope predicate, or null.
   Status Acquire(uint64_t key, const std::function<bool()>* interrupted, Slot* out);
 
   uint32_t slots() const { return slots_; }
@@ -107,7 +109,7 @@ class ReadSlots {
   uint32_t held_ = 0;
   std::multiset<uint64_t> held_keys_;  // the keys of the loads in flight
   // Loads that ended within the last `anticipate_`: (when, key), oldest first.
-  std::vector<std::pair<Clock::time_point, uint64_t>> recent_;
+  std::deque<std::pair<Clock::time_point, uint64_t>> recent_;
   uint64_t next_ticket_ = 0;
   std::set<std::pair<uint64_t, uint64_t>> waiting_;  // (key, ticket): the first starts next
   uint64_t waits_ = 0, wait_ns_ = 0, overflows_ = 0, aged_ = 0;
