@@ -262,11 +262,18 @@ void DeclaredFuture::AddRef(size_t slot, Ref r) {
     first_ref_[slot] = r;
     return;
   }
+  // Every job already reading this object shares with the new one (all
+  // pairs: three jobs over one dataset are each other's sharers, whichever
+  // ends first).
+  auto link = [&](uint32_t o) {
+    if (o == r.index || by_index_[o] == nullptr || by_index_[r.index] == nullptr) return;
+    by_index_[o]->sharers.insert(r.index);
+    by_index_[r.index]->sharers.insert(o);
+  };
+  link(other);
+  auto [b, e] = more_refs_.equal_range(static_cast<uint32_t>(slot));
+  for (auto it = b; it != e; ++it) link(it->second.index);
   more_refs_.emplace(static_cast<uint32_t>(slot), r);
-  if (other != r.index && by_index_[other] != nullptr && by_index_[r.index] != nullptr) {
-    by_index_[other]->sharers.insert(r.index);
-    by_index_[r.index]->sharers.insert(other);
-  }
 }
 
 void DeclaredFuture::DropRefs(Job& j) {

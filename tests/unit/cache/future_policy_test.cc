@@ -306,6 +306,20 @@ TEST(FuturePolicy, BytesLeftIsWhatTheDeclaredEpochsHaveLeftToRead) {
   EXPECT_EQ(MakeLruPolicy(1000)->BytesLeft(1), 0u);
 }
 
+// Jobs over one dataset share the least key, all pairs of them (a load for
+// one is a hit for the others): none is held back behind another.
+TEST(FuturePolicy, JobsSharingADatasetShareTheLeastBytesLeft) {
+  Harness h(Future(1000));
+  h.AddJob(Spec(1, 9), UniformSamples(10, 100, 1000));
+  h.AddJob(Spec(2, 2), UniformSamples(10, 100, 1000));  // the same 10 objects
+  h.AddJob(Spec(3, 5), UniformSamples(10, 100, 1000));
+  h.AddJob(Spec(4, 1), UniformSamples(10, 100, 5000));  // another dataset
+  for (JobId j : {1u, 2u, 3u}) EXPECT_EQ(h.policy().BytesLeft(j), 2u * 10 * 100) << j;
+  EXPECT_EQ(h.policy().BytesLeft(4), 1u * 10 * 100);
+  ASSERT_TRUE(h.policy().EndJob(2).ok());  // the least one ends: the next least is shared
+  for (JobId j : {1u, 3u}) EXPECT_EQ(h.policy().BytesLeft(j), 5u * 10 * 100) << j;
+}
+
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   std::unique_ptr<Policy> p = Future(1000);
   EXPECT_EQ(p->AddJob(Spec(0, 2)).code(), Code::kInvalidArgument);
