@@ -11,9 +11,11 @@
 //
 // The rule, for a load with key k:
 //   - k no larger than any other load's, waiting, in flight, or ended within
-//     `anticipate`: it starts at once, with no bound. So one job alone,
-//     unregistered readers and policies without an order (all keys equal,
-//     0) are never held back;
+//     `anticipate`: it starts at once, with no bound. So loads of equal keys
+//     (unregistered readers, policies without an order: all 0) are never
+//     held back. Keys are compared whatever the job: a job whose key rose
+//     since its loads in flight began waits behind them (the caller's keys
+//     should not rise; docs/future_policy.md, "Status");
 //   - otherwise it waits until fewer than `slots` loads are in flight, it is
 //     first in line (smallest key, then the earliest asked), and no load with
 //     a smaller key ended within `anticipate`.
