@@ -84,6 +84,17 @@ uint64_t DeclaredFuture::BytesLeft(JobId id) const {
   return left;
 }
 
+std::vector<JobId> DeclaredFuture::Sharers(JobId id) const {
+  std::vector<JobId> out;
+  const Job* j = Find(id);
+  if (j == nullptr) return out;
+  for (uint32_t o : j->sharers) {
+    if (by_index_[o] != nullptr) out.push_back(by_index_[o]->spec.id);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 uint64_t DeclaredFuture::OwnBytesLeft(const Job& job) const {
   const Job* j = &job;
   if (j->spec.epochs == 0) return Policy::kNoLeft;

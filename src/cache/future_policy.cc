@@ -116,6 +116,7 @@ class FuturePolicy final : public Policy {
   }
 
   uint64_t BytesLeft(JobId job) const override { return future_.BytesLeft(job); }
+  std::vector<JobId> Sharers(JobId job) const override { return future_.Sharers(job); }
   std::vector<JobSnapshot> Jobs() const override {
     return future_.Snapshots(cache_.BytesByJob());
   }

@@ -539,7 +539,7 @@ class Engine final : public Future {
   void IssueDemand(uint32_t job, uint32_t w, uint32_t s, bool streamed, uint64_t asked,
                    uint64_t now, uint64_t key = 0) {
     ++demand_inflight_;
-    if (trace_.workload().read_slots != 0) held_keys_.insert(key);
+    if (trace_.workload().read_slots != 0) held_.emplace(key, job);
     const uint64_t end = Request(now, SizeOf(trace_.object(job, s)));
     Event ev{end, 0, Ev::kLoadDone, streamed, job, w, s, asked};
     ev.key = key;
@@ -563,34 +563,68 @@ class Engine final : public Future {
     return key;
   }
 
-  // Starts the waiting readers' loads the daemon's ReadSlots would: the
-  // first in line (smallest key, then earliest asked) when its key is no
-  // larger than any load's in flight, or while fewer than read_slots are in
-  // flight.
+  // Starts the waiting readers' loads the daemon's ReadSlots would: a load
+  // whose key is no larger than any other job's load's (waiting or in
+  // flight; not its own job's nor its sharers': the policy's Sharers,
+  // Belady's the jobs of its dataset) at once; else the first in line
+  // (smallest key, then earliest asked) while fewer than read_slots are in
+  // flight. The loads of one job wait with one key (its job's).
   void IssueWaiting(uint64_t now) {
     const uint32_t slots = trace_.workload().read_slots;
+    struct Asking {
+      uint32_t job;
+      uint64_t key;
+      size_t first;  // its earliest-asked waiting load
+      std::vector<cache::JobId> with;
+    };
+    std::vector<Asking> asking;
+    auto apart = [&](const Asking& a, uint32_t b) {
+      if (a.job == b) return false;
+      if (kind_ == PolicyKind::kBelady) return jobs_[a.job].dataset != jobs_[b].dataset;
+      return !std::binary_search(a.with.begin(), a.with.end(), jobs_[b].id);
+    };
     while (!waiting_.empty()) {
-      size_t best = 0;
-      uint64_t best_key = KeyOf(jobs_[waiting_[0].job]);
-      for (size_t i = 1; i < waiting_.size(); ++i) {
-        const uint64_t k = KeyOf(jobs_[waiting_[i].job]);
-        if (k < best_key || (k == best_key && waiting_[i].asked < waiting_[best].asked)) {
-          best = i;
-          best_key = k;
+      asking.clear();
+      for (size_t i = 0; i < waiting_.size(); ++i) {
+        const uint32_t job = waiting_[i].job;
+        auto it = std::find_if(asking.begin(), asking.end(),
+                               [&](const Asking& a) { return a.job == job; });
+        if (it == asking.end()) {
+          Asking a{job, KeyOf(jobs_[job]), i, {}};
+          if (kind_ != PolicyKind::kBelady) a.with = policy_->Sharers(jobs_[job].id);
+          asking.push_back(std::move(a));
+        } else if (waiting_[i].asked < waiting_[it->first].asked) {
+          it->first = i;
         }
       }
-      const bool first = held_keys_.empty() || best_key <= *held_keys_.begin();
-      if (!first && demand_inflight_ >= slots) return;
-      const Waiting wt = waiting_[best];
-      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(best));
-      IssueDemand(wt.job, wt.worker, wt.sample, wt.streamed, wt.asked, now, best_key);
+      const Asking* go = nullptr;
+      const Asking* best = &asking[0];
+      for (const Asking& a : asking) {
+        if (a.key < best->key ||
+            (a.key == best->key && waiting_[a.first].asked < waiting_[best->first].asked)) {
+          best = &a;
+        }
+        bool first = true;
+        for (const Asking& o : asking) first = first && !(o.key < a.key && apart(a, o.job));
+        for (const auto& [key, job] : held_) {
+          if (!first || key >= a.key) break;
+          first = !apart(a, job);
+        }
+        if (first && go == nullptr) go = &a;
+      }
+      if (go == nullptr && demand_inflight_ < slots) go = best;
+      if (go == nullptr) return;
+      const Waiting wt = waiting_[go->first];
+      const uint64_t key = go->key;
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(go->first));
+      IssueDemand(wt.job, wt.worker, wt.sample, wt.streamed, wt.asked, now, key);
     }
   }
 
   void LoadDone(const Event& e) {
     --demand_inflight_;
     if (trace_.workload().read_slots != 0) {
-      held_keys_.erase(held_keys_.find(e.key));
+      held_.erase(held_.find({e.key, e.job}));
       IssueWaiting(e.t);
     }
     Job& j = jobs_[e.job];
@@ -716,7 +750,7 @@ class Engine final : public Future {
     bool streamed;
   };
   std::vector<Waiting> waiting_;  // readers' requests waiting for a read slot
-  std::multiset<uint64_t> held_keys_;  // the keys of the readers' requests in flight
+  std::multiset<std::pair<uint64_t, uint32_t>> held_;  // readers' requests in flight: (key, job)
 
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;

@@ -154,12 +154,14 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
 Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {
   ReadSlots::Slot slot;
   if (read_slots_->slots() != 0) {
-    uint64_t key = 0;
+    ReadTurn turn;
+    turn.job = req.job;
     {
       std::lock_guard lock(policy_mu_);
-      key = policy_->BytesLeft(req.job);
+      turn.key = policy_->BytesLeft(req.job);
+      for (cache::JobId o : policy_->Sharers(req.job)) turn.with.push_back(o);
     }
-    if (Status s = read_slots_->Acquire(key, CancelScope::Current(), &slot); !s.ok()) return s;
+    if (Status s = read_slots_->Acquire(turn, CancelScope::Current(), &slot); !s.ok()) return s;
   }
   return Load(req, /*prefetch=*/false);
 }

@@ -115,6 +115,9 @@ class DeclaredFuture final : public Future {
   // the least of their figures: a load of one serves the others, and held
   // back they would lose that. 0 for an unknown job. O(jobs sharing).
   uint64_t BytesLeft(JobId id) const;
+  // The ids of the jobs sharing objects with job `id` (Policy::Sharers),
+  // sorted; empty for an unknown job.
+  std::vector<JobId> Sharers(JobId id) const;
   // The Future index of job `id`, 0 if unknown.
   uint32_t IndexOf(JobId id) const;
 

@@ -248,6 +248,10 @@ class Policy {
   // order they asked in).
   static constexpr uint64_t kNoLeft = UINT64_MAX;
   virtual uint64_t BytesLeft(JobId /*job*/) const { return 0; }
+  // The jobs whose samples lists share objects with `job` (the future
+  // policy; others: none), sorted: their loads and `job`'s are not ordered
+  // against each other (a load for one serves the other). O(jobs sharing).
+  virtual std::vector<JobId> Sharers(JobId /*job*/) const { return {}; }
   // Introspection (status files, tests, simulator).
   virtual std::vector<JobSnapshot> Jobs() const { return {}; }
   // Where `job` holds sample `sample`.

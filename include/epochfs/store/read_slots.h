@@ -10,15 +10,17 @@
 // (docs/future_policy.md, "Which miss goes first").
 //
 // The rule, for a load with key k:
-//   - k no larger than any other load's, waiting, in flight, or ended within
-//     `anticipate`: it starts at once, with no bound. So loads of equal keys
-//     (unregistered readers, policies without an order: all 0) are never
-//     held back. Keys are compared whatever the job: a job whose key rose
-//     since its loads in flight began waits behind them (the caller's keys
-//     should not rise; docs/future_policy.md, "Status");
+//   - k no larger than the key of any other job's load, waiting, in flight,
+//     or ended within `anticipate`: it starts at once, with no bound. A load
+//     is never compared with its own job's loads nor with those of the jobs
+//     it shares objects with (ReadTurn::with): their keys were taken when
+//     they asked and may be lower than its own now (a job's key rises with
+//     its mean read size), and a load of one serves the other. So one job
+//     alone is never held back, nor are loads of equal keys (unregistered
+//     readers, policies without an order: all 0);
 //   - otherwise it waits until fewer than `slots` loads are in flight, it is
-//     first in line (smallest key, then the earliest asked), and no load with
-//     a smaller key ended within `anticipate`.
+//     first in line (smallest key, then the earliest asked), and no other
+//     job's load with a smaller key ended within `anticipate`.
 // Anticipation: a loader reads its batch's files one after another, and
 // between two of them (a close, an open) the first job has no load in flight
 // for a moment; without it another job's larger load would start in every
@@ -40,6 +42,7 @@
 #include <mutex>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "epochfs/common/status.h"
 
@@ -54,6 +57,15 @@ struct ReadSlotsOptions {
   std::chrono::milliseconds max_wait{1000};
   // How long a load that ended keeps its key in line (anticipation).
   std::chrono::microseconds anticipate{3000};
+};
+
+// A reader's load asking for its turn.
+struct ReadTurn {
+  uint64_t key = 0;  // its order: smaller first (Policy::BytesLeft of its job)
+  uint64_t job = 0;  // its job (any id; loads of one job never wait for each other)
+  // The jobs whose loads it never waits for, nor they for it (the jobs
+  // sharing objects with its job: Policy::Sharers), sorted.
+  std::vector<uint64_t> with;
 };
 
 struct ReadSlotsCounters {
@@ -75,31 +87,43 @@ class ReadSlots {
   class Slot {
    public:
     Slot() = default;
-    Slot(Slot&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), key_(o.key_) {}
+    Slot(Slot&& o) noexcept
+        : owner_(std::exchange(o.owner_, nullptr)), key_(o.key_), ticket_(o.ticket_), job_(o.job_) {}
     Slot& operator=(Slot&& o) noexcept;
     ~Slot();
 
    private:
     friend class ReadSlots;
-    Slot(ReadSlots* owner, uint64_t key) : owner_(owner), key_(key) {}
+    Slot(ReadSlots* owner, uint64_t key, uint64_t ticket, uint64_t job)
+        : owner_(owner), key_(key), ticket_(ticket), job_(job) {}
     ReadSlots* owner_ = nullptr;
-    uint64_t key_ = 0;
+    uint64_t key_ = 0, ticket_ = 0, job_ = 0;
   };
 
   // Waits for a slot as described above; OK with *out holding it (none when
   // slots = 0), or Interrupted with nothing held. `interrupted`: the
   // caller's CancelScope predicate, or null.
-  Status Acquire(uint64_t key, const std::function<bool()>* interrupted, Slot* out);
+  Status Acquire(const ReadTurn& turn, const std::function<bool()>* interrupted, Slot* out);
 
   uint32_t slots() const { return slots_; }
   ReadSlotsCounters counters() const;
 
  private:
-  void Release(uint64_t key);
   using Clock = std::chrono::steady_clock;
+  struct Load {  // a load waiting, in flight, or ended a moment ago
+    uint64_t key = 0;
+    uint64_t ticket = 0;  // the order it asked in
+    uint64_t job = 0;
+    Clock::time_point ended{};  // recent_
+    bool operator<(const Load& o) const {
+      return key != o.key ? key < o.key : ticket < o.ticket;
+    }
+  };
+  void Hold(const Load& load, Slot* out);  // REQUIRES: mu_ held
+  void Release(const Load& load);
   // REQUIRES: mu_ held; `me` in waiting_. Sets *retry to when the answer
   // may change without a wake-up (an anticipation window ends).
-  bool MayStart(const std::pair<uint64_t, uint64_t>& me, Clock::time_point now,
+  bool MayStart(const Load& me, const ReadTurn& turn, Clock::time_point now,
                 Clock::time_point* retry);
 
   const uint32_t slots_;
@@ -108,12 +132,11 @@ class ReadSlots {
   const std::chrono::microseconds anticipate_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  uint32_t held_ = 0;
-  std::multiset<uint64_t> held_keys_;  // the keys of the loads in flight
-  // Loads that ended within the last `anticipate_`: (when, key), oldest first.
-  std::deque<std::pair<Clock::time_point, uint64_t>> recent_;
+  std::set<Load> held_;  // the loads in flight
+  // Loads that ended within the last `anticipate_`, oldest first.
+  std::deque<Load> recent_;
   uint64_t next_ticket_ = 0;
-  std::set<std::pair<uint64_t, uint64_t>> waiting_;  // (key, ticket): the first starts next
+  std::set<Load> waiting_;  // the first starts next
   uint64_t waits_ = 0, wait_ns_ = 0, overflows_ = 0, aged_ = 0;
 };
 

@@ -308,7 +308,7 @@ TEST(FuturePolicy, BytesLeftIsWhatTheDeclaredEpochsHaveLeftToRead) {
 
 // Jobs over one dataset share the least key, all pairs of them (a load for
 // one is a hit for the others): none is held back behind another.
-TEST(FuturePolicy, JobsSharingADatasetShareTheLeastBytesLeft) {
+TEST(FuturePolicy, JobsSharingADatasetShareTheLeastBytesLeftAndAreSharers) {
   Harness h(Future(1000));
   h.AddJob(Spec(1, 9), UniformSamples(10, 100, 1000));
   h.AddJob(Spec(2, 2), UniformSamples(10, 100, 1000));  // the same 10 objects
@@ -316,8 +316,14 @@ TEST(FuturePolicy, JobsSharingADatasetShareTheLeastBytesLeft) {
   h.AddJob(Spec(4, 1), UniformSamples(10, 100, 5000));  // another dataset
   for (JobId j : {1u, 2u, 3u}) EXPECT_EQ(h.policy().BytesLeft(j), 2u * 10 * 100) << j;
   EXPECT_EQ(h.policy().BytesLeft(4), 1u * 10 * 100);
+  // Their loads are not ordered against each other (ReadSlots).
+  EXPECT_EQ(h.policy().Sharers(1), (std::vector<JobId>{2, 3}));
+  EXPECT_EQ(h.policy().Sharers(3), (std::vector<JobId>{1, 2}));
+  EXPECT_TRUE(h.policy().Sharers(4).empty());
+  EXPECT_TRUE(h.policy().Sharers(9).empty());  // unknown
   ASSERT_TRUE(h.policy().EndJob(2).ok());  // the least one ends: the next least is shared
   for (JobId j : {1u, 3u}) EXPECT_EQ(h.policy().BytesLeft(j), 5u * 10 * 100) << j;
+  EXPECT_EQ(h.policy().Sharers(1), (std::vector<JobId>{3}));
 }
 
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
