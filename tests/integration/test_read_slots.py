@@ -9,7 +9,9 @@ EpochfsSampler (its pid registered), reading in its declared order; job
 - "near"'s load stuck in LOWER: "far"'s miss waits its turn, and, as the
   stuck load never ends, starts when it has waited its longest (read_aged);
 - with lower.read_slots = 0 it starts at once;
-- unregistered readers (all first in line) never wait.
+- unregistered readers (all first in line) never wait;
+- one job alone never waits for its own loads, though its key rose since
+  they asked (a large file raised its mean read size).
 Every read is checked byte for byte.
 
 Nothing here depends on timing: every wait is for a state the daemon must
@@ -118,6 +120,48 @@ class ReadSlotsTest(et.MountTestCase):
         self.assertEqual((st["read_waits"], st["read_aged"]), (0, 0), st)
         os.unlink(self.flag)
         near()
+
+    def test_a_job_alone_never_waits_for_its_own_stuck_load(self):
+        # "solo"'s first load (s_HANG) is stuck with the key it asked with;
+        # then it reads a large file, so its mean read size, and with it its
+        # key (reads left x mean), rises far above the stuck load's. Its next
+        # miss must start at once: a job is not ordered against itself.
+        self.want["big.bin"] = et.det_bytes(16 * SIZE, 900)
+        et.write_file(os.path.join(self.src, "data", "big.bin"), self.want["big.bin"])
+        et.write_file(self.flag, b"")
+        d = self.mount_slots(1)
+        names = ["n_HANG.bin", "big.bin"] + ["f%02d.bin" % k for k in range(1, 10)]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            ok = False
+            try:
+                paths = [d.path("data", n) for n in names]
+                sampler = epochfs.sampler.EpochfsSampler(
+                    list(range(len(names))), d.mnt, "solo", paths, 1, 1,
+                    order_fn=lambda e: list(range(len(names))), compute_ms=0, strict=True)
+                next(iter(sampler))
+                stuck = os.fork()  # a loader of the job (a child: attributed to it)
+                if stuck == 0:
+                    good = et.read_file_raw(paths[0]) == self.want[names[0]]
+                    os._exit(0 if good else 1)
+                ok = et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT)
+                for k in (1, 2):
+                    ok = ok and et.read_file_raw(paths[k]) == self.want[names[k]]
+                st = d.stats()
+                ok = ok and (st["read_waits"], st["read_aged"], st["read_waiting"]) == (0, 0, 0)
+                if os.path.exists(self.flag):
+                    os.unlink(self.flag)
+                ok = ok and os.waitpid(stuck, 0)[1] == 0
+            finally:
+                os.write(w, b"1" if ok else b"0")
+                os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        self.assertEqual(got, b"1", d.stats())
 
     def test_unregistered_readers_never_wait(self):
         et.write_file(self.flag, b"")
