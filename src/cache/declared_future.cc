@@ -62,6 +62,10 @@ struct DeclaredFuture::Job {
   uint64_t load_ns = 0, loads = 0, bytes = 0;
   uint64_t list_bytes = 0, list_sized = 0;  // sizes the samples list gives, and how many
   std::set<uint32_t> sharers;  // indices of the jobs whose samples lists share objects with it
+  // What a hit saves it (Future::Line::worth), and the window it is being
+  // measured over (Weigh).
+  double worth = 1.0;
+  uint64_t worth_since = 0, worth_wait = 0, worth_reads = 0;
   EpochCounters current, previous;
   size_t n() const { return samples.size(); }
 };
@@ -422,6 +426,7 @@ Future::Line DeclaredFuture::LineOf(uint32_t index, uint64_t now) const {
   l.origin = now;
   l.done = j.base + j.consumed;
   l.pace = PaceOf(j, now);
+  l.worth = j.worth;
   return l;
 }
 
@@ -470,6 +475,28 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
     ++j->loads;
   }
   j->bytes += a.size;
+  if (weigh_hits_) Weigh(*j, a);
+}
+
+// A job's loaders' share of time spent waiting for storage, over windows of
+// kWorthReads reads per loader: u = Σ waits / (loaders × the window's time).
+// u near 1: every loader waits on storage all the time, and each hit saves
+// the job a wait; u well below 1: the loaders wait on the job's compute (it
+// hands them batches no faster), and a hit saves the job nothing it would
+// notice. worth = the mean of the last windows' u (halved each window),
+// bounded below by kMinWorth: a miss still costs the store its bytes, which
+// other jobs may be waiting for.
+void DeclaredFuture::Weigh(Job& j, const Access& a) {
+  if (j.worth_reads == 0) j.worth_since = a.now_ns - std::min(a.now_ns, a.wait_ns);
+  j.worth_wait += a.wait_ns;
+  if (++j.worth_reads < kWorthReads * uint64_t{j.spec.loaders}) return;
+  if (a.now_ns > j.worth_since) {
+    const double u = double(j.worth_wait) /
+                     (double(j.spec.loaders) * double(a.now_ns - j.worth_since));
+    j.worth = 0.5 * j.worth + 0.5 * std::clamp(u, kMinWorth, 1.0);
+  }
+  j.worth_wait = 0;
+  j.worth_reads = 0;
 }
 
 // Which of job j's samples access `a` read (a block: its file's), -1 if none.
@@ -623,6 +650,7 @@ std::vector<JobSnapshot> DeclaredFuture::Snapshots(
     s.load_ns_per_sample = j.loads ? j.load_ns / j.loads : 0;
     s.compute_ns_per_batch = j.spec.compute_ns_per_batch;
     s.mean_sample_bytes = j.reads ? j.bytes / j.reads : 0;
+    s.hit_worth = j.worth;
     out.push_back(std::move(s));
   }
   return out;

@@ -18,6 +18,7 @@ class FuturePolicy final : public Policy {
         cache_(p.budget_bytes, future_, p.request_bytes),
         order_jobs_(p.order_jobs) {
     future_.set_implied_reads(p.implied_reads);
+    future_.set_weigh_hits(p.weigh_hits);
   }
 
   const char* name() const override { return "future"; }
@@ -44,13 +45,16 @@ class FuturePolicy final : public Policy {
     future_.Upcoming(max, [&](ObjectId o) { return cache_.Holds(o); }, skip, &upcoming);
     // Soonest first across jobs (an object several jobs read: its first
     // read); with order_jobs, the job first in line first (BytesLeft).
-    std::vector<std::tuple<uint64_t, uint64_t, size_t>> when;
+    // Weighing hits (FuturePolicyParams::weigh_hits), the time to the read
+    // over what its hit is worth, as the cache ranks what it holds.
+    std::vector<std::tuple<uint64_t, double, size_t>> when;
     when.reserve(upcoming.size());
     for (size_t i = 0; i < upcoming.size(); ++i) {
       Future::Use use;
       if (!future_.NextUse(upcoming[i].object, &use)) continue;
+      const Future::Line line = future_.LineOf(use.job, now_);
       when.emplace_back(order_jobs_ ? future_.BytesLeft(upcoming[i].job) : 0,
-                        future_.Estimate(use, now_), i);
+                        double(line.At(use.pos) - now_) / line.worth, i);
     }
     std::sort(when.begin(), when.end());
     std::vector<PrefetchHint> ordered;

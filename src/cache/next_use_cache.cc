@@ -5,10 +5,11 @@
 
 namespace epochfs::cache {
 
-NextUseCache::Rank NextUseCache::RankOf(uint64_t when, uint64_t size, uint64_t now) const {
+NextUseCache::Rank NextUseCache::RankOf(uint64_t when, uint64_t size, uint64_t now,
+                                        double worth) const {
   const uint64_t dist = std::max<uint64_t>(when > now ? when - now : 0, 1000);
   const double s = double(std::max<uint64_t>(size, 1));
-  return {double(dist) * s / (s + double(request_bytes_)), when, true};
+  return {double(dist) * s / (s + double(request_bytes_)) / std::max(worth, 1e-3), when, true};
 }
 
 NextUseCache::Entry& NextUseCache::At(ObjectId id) {
@@ -59,7 +60,7 @@ Decision NextUseCache::OnMiss(const Access& a) {
   Future::Use use;
   if (s == 0 || s > budget_ || !future_.NextUse(a.object, &use)) return d;
   Lines(a.now_ns);
-  const Rank mine = RankOf(lines_[use.job].At(use.pos), s, a.now_ns);
+  const Rank mine = RankOf(lines_[use.job].At(use.pos), s, a.now_ns, lines_[use.job].worth);
   std::vector<ObjectId> victims;
   uint64_t used_after = used_ + s;
   bool bypass = false;
@@ -114,7 +115,7 @@ std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHin
     const uint64_t size = std::max<uint64_t>(h.size, 1);
     Future::Use use;
     if (size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) return Verdict::kSkip;
-    const Rank mine = RankOf(lines_[use.job].At(use.pos), size, now);
+    const Rank mine = RankOf(lines_[use.job].At(use.pos), size, now, lines_[use.job].worth);
     const size_t mark = popped_.size();
     uint64_t after = used + size;
     while (after > budget_) {
@@ -231,7 +232,8 @@ void NextUseCache::TopRank(size_t g, uint64_t now) {
     return;
   }
   const Item& top = groups_[g].heap.front();
-  ranks_[g] = RankOf(lines_[groups_[g].job].At(top.pos), held_[future_.Slot(top.id)].size, now);
+  const Future::Line& line = lines_[groups_[g].job];
+  ranks_[g] = RankOf(line.At(top.pos), held_[future_.Slot(top.id)].size, now, line.worth);
 }
 
 size_t NextUseCache::GroupOf(uint32_t job, uint64_t size) {

@@ -183,6 +183,8 @@ const KeyDesc kKeys[] = {
        c->cache.request_bytes = b;
        return true;
      }},
+    {"cache.weigh_hits", OptKind::kBool, "true or false",
+     [](Config* c, const Raw& v) { return SetBool(v, &c->cache.weigh_hits); }},
     {"cache.block_size", OptKind::kString,
      R"(0, or bytes 64KiB..1GiB, a multiple of 4KiB ("4MiB", integer))",
      [](Config* c, const Raw& v) {

@@ -343,6 +343,7 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
     j["load_ns_per_sample"] = ps.load_ns_per_sample;
     j["compute_ns_per_batch"] = ps.compute_ns_per_batch;
     j["mean_sample_bytes"] = ps.mean_sample_bytes;
+    j["hit_worth"] = ps.hit_worth;
     if (s.orphaned_since_ns) j["state"] = "orphaned";
   } else {
     j["batch"] = 0;

@@ -73,6 +73,7 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
     f.implied_reads = cfg.fuse.no_open;  // the kernel's hits never reach the policy
     f.request_bytes = cfg.cache.request_bytes;
     f.order_jobs = cfg.lower.read_slots != 0;
+    f.weigh_hits = cfg.cache.weigh_hits;
     return cache::MakeFuturePolicy(f);
   }
   cache::EpochPolicyParams p;
@@ -348,7 +349,8 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   std::unique_ptr<cache::Policy> policy = MakePolicy(cfg, budget);
   if (!cfg.trace.file.empty()) {  // before daemonizing: a bad path fails the mount
-    auto recorded = RecordPolicyTrace(cfg.trace.file, std::move(policy), cfg.cache.request_bytes);
+    auto recorded = RecordPolicyTrace(cfg.trace.file, std::move(policy),
+                                      {cfg.cache.request_bytes, cfg.cache.weigh_hits});
     if (!recorded.ok()) return recorded.status();
     policy = std::move(recorded).value();
   }

@@ -57,7 +57,7 @@ class TraceWriter {
 
 Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path,
                                                          std::unique_ptr<cache::Policy> policy,
-                                                         uint64_t request_bytes) {
+                                                         trace::RecordedParams params) {
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
@@ -67,7 +67,7 @@ Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path
   auto writer = std::make_shared<TraceWriter>(UniqueFd(fd), path);
   return trace::MakeRecordingPolicy(std::move(policy),
                                     [writer](const std::string& line) { writer->Add(line); },
-                                    request_bytes);
+                                    params);
 }
 
 }  // namespace epochfs

@@ -6,8 +6,8 @@
 // it through a 64 KiB buffer: the first line at once (before the daemon
 // forks), then a write per 64 KiB, the rest when the policy is destroyed (at
 // unmount; a killed daemon loses at most the last 64 KiB). A failed write
-// stops the trace with one warning; the mount goes on. `request_bytes`: the
-// policy's cost per store request (cache.request_bytes), recorded in "start".
+// stops the trace with one warning; the mount goes on. `params`: the
+// policy's parameters "start" records (cache.request_bytes, cache.weigh_hits).
 // Thread safety: the policy's (every call is made under the cache's lock).
 #pragma once
 
@@ -16,11 +16,12 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/common/status.h"
+#include "epochfs/trace/recording_policy.h"
 
 namespace epochfs {
 
 Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path,
                                                          std::unique_ptr<cache::Policy> policy,
-                                                         uint64_t request_bytes);
+                                                         trace::RecordedParams params);
 
 }  // namespace epochfs

@@ -67,6 +67,7 @@ struct Event {
 struct Worker {
   uint32_t batch = 0;
   uint32_t next = 0;  // index within the batch of the sample being loaded
+  uint64_t asked = 0;  // when it began waiting for a load in flight
 };
 
 struct Job {
@@ -275,6 +276,7 @@ class Engine final : public Future {
         p.budget_bytes = budget_;
         p.request_bytes = trace_.workload().request_bytes;
         p.order_jobs = trace_.workload().read_slots != 0;
+        p.weigh_hits = trace_.workload().weigh_hits;
         policy_ = cache::MakeFuturePolicy(p);
         break;
       }
@@ -450,6 +452,7 @@ class Engine final : public Future {
           ++er.misses;
         }
         ++j.r.coalesced;
+        wk.asked = now;
         waiters_[id].push_back({j.index, w});
         return;
       }
@@ -524,7 +527,8 @@ class Engine final : public Future {
       Job& j = jobs_[ji];
       Worker& wk = j.workers[w];
       const uint32_t s = j.order[wk.batch * j.b + wk.next];
-      const cache::Access r{id, size, j.id, static_cast<int64_t>(s), e.t};
+      cache::Access r{id, size, j.id, static_cast<int64_t>(s), e.t};
+      r.wait_ns = e.t - wk.asked;
       if (State(id) == kResident) {
         if (unread_prefetched_.erase(id) != 0) ++prefetch_hits_;
         Apply(policy_->OnHit(r), 0);
@@ -631,7 +635,8 @@ class Engine final : public Future {
     const cache::ObjectId id = trace_.object(j.index, e.sample);
     if (!e.streamed) {
       State(id) = kAbsent;
-      const cache::Access a{id, SizeOf(id), j.id, static_cast<int64_t>(e.sample), e.t};
+      cache::Access a{id, SizeOf(id), j.id, static_cast<int64_t>(e.sample), e.t};
+      a.wait_ns = e.t - e.issued;
       Apply(policy_->OnMiss(a, e.t - e.issued), id);
     }
     std::vector<std::pair<uint32_t, uint32_t>> waiting;

@@ -85,6 +85,7 @@ class Replayer {
       : events_(events), kind_(kind), future_(events) {
     budget_ = events.front().budget;
     request_bytes_ = events.front().request_bytes;
+    weigh_hits_ = events.front().weigh_hits;
   }
 
   Result<ReplayResult> Go(uint64_t check_every) {
@@ -117,6 +118,7 @@ class Replayer {
         cache::FuturePolicyParams p;
         p.budget_bytes = budget_;
         p.request_bytes = request_bytes_;
+        p.weigh_hits = weigh_hits_;
         return cache::MakeFuturePolicy(p);
       }
       case PolicyKind::kEpoch:
@@ -246,6 +248,7 @@ class Replayer {
   std::unique_ptr<cache::Policy> p_;
   uint64_t budget_ = 0, used_ = 0;
   uint64_t request_bytes_ = 0;  // the live policy's (trace "start")
+  bool weigh_hits_ = false;     // the live policy's (trace "start")
   std::unordered_map<cache::ObjectId, uint64_t> resident_;
   cache::ObjectId just_refused_ = 0;
   ReplayResult r_;

@@ -55,6 +55,7 @@ int Main(int argc, char** argv) {
   std::optional<double> budget_percent;
   std::optional<uint32_t> prefetch;
   std::optional<uint32_t> read_slots;
+  std::optional<bool> weigh_hits;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string replay;
   app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)");
@@ -70,6 +71,8 @@ int Main(int argc, char** argv) {
   app.add_option("--read-slots", read_slots,
                  "override the workload's read_slots (the daemon's lower.read_slots; 0: off)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--weigh-hits", weigh_hits,
+                 "override the workload's weigh_hits (the daemon's cache.weigh_hits: true/false)");
   app.add_option("--budget-percent", budget_percent,
                  "override the workload's budget: a percentage of the distinct data")
       ->check(CLI::Range(0.001, 1000.0));
@@ -108,6 +111,7 @@ int Main(int argc, char** argv) {
   if (seed) w.seed = *seed;
   if (prefetch) w.prefetch = *prefetch;
   if (read_slots) w.read_slots = *read_slots;
+  if (weigh_hits) w.weigh_hits = *weigh_hits;
   if (budget_percent) {
     w.budget_is_percent = true;
     w.budget_percent = *budget_percent;

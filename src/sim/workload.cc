@@ -223,8 +223,8 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
 
 Result<Workload> Walk(const Ctx& c, const toml::table& root) {
   if (Status s = CheckKeys(c, "", root,
-                          {"seed", "budget", "prefetch", "request_bytes", "read_slots", "storage", "epoch",
-                           "job"});
+                          {"seed", "budget", "prefetch", "request_bytes", "read_slots", "weigh_hits",
+                           "storage", "epoch", "job"});
       !s.ok()) {
     return s;
   }
@@ -248,6 +248,11 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
     auto v = GetInt(c, "read_slots", *n, 0, 1024);
     if (!v.ok()) return v.status();
     w.read_slots = static_cast<uint32_t>(v.value());
+  }
+  if (const toml::node* n = root.get("weigh_hits")) {
+    auto b = n->value_exact<bool>();
+    if (!b) return c.Bad("weigh_hits", n, "expected true or false");
+    w.weigh_hits = *b;
   }
   const toml::node* budget = root.get("budget");
   if (budget == nullptr) return c.Bad("budget", nullptr, "missing (required)");

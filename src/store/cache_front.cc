@@ -32,7 +32,11 @@ CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy
       max_object_(std::min<uint64_t>(budget / 4, uint64_t{1} << 30)),
       policy_(std::move(policy)) {}
 
-Result<ObjectRef> CacheFront::Get(const GetRequest& req) { return GetOnce(req, true); }
+Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
+  GetRequest asked = req;
+  asked.asked_ns = NowNs();
+  return GetOnce(asked, true);
+}
 
 Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
   if (ObjectRef hit = ram_.Find(req.id)) {
@@ -133,6 +137,7 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
       c_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
     }
     cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs(), req.file};
+    a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
     // The store changes only under policy_mu_: look again. Evicted since the
     // caller's Find, the policy has forgotten the object, so this read is a
     // miss for it (of bytes already in hand, which it may admit again);
@@ -243,6 +248,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   }
   std::lock_guard lock(policy_mu_);
   cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
+  a.wait_ns = req.asked_ns != 0 && now > req.asked_ns ? now - req.asked_ns : now - start;
   ObjectRef resident = ram_.Find(req.id);
   if (resident && resident->handed_over) {
     // The kernel lost pages of an object handed over to it: the bytes go

@@ -14,13 +14,14 @@ using cache::ObjectId;
 
 class RecordingPolicy final : public cache::Policy {
  public:
-  RecordingPolicy(std::unique_ptr<cache::Policy> inner, TraceSink sink, uint64_t request_bytes)
+  RecordingPolicy(std::unique_ptr<cache::Policy> inner, TraceSink sink, RecordedParams params)
       : inner_(std::move(inner)), sink_(std::move(sink)) {
     TraceEvent e;
     e.kind = TraceKind::kStart;
     e.policy = inner_->name();
     e.budget = inner_->budget();
-    e.request_bytes = request_bytes;
+    e.request_bytes = params.request_bytes;
+    e.weigh_hits = params.weigh_hits;
     Emit(e);
   }
 
@@ -140,8 +141,8 @@ class RecordingPolicy final : public cache::Policy {
 }  // namespace
 
 std::unique_ptr<cache::Policy> MakeRecordingPolicy(std::unique_ptr<cache::Policy> inner,
-                                                   TraceSink sink, uint64_t request_bytes) {
-  return std::make_unique<RecordingPolicy>(std::move(inner), std::move(sink), request_bytes);
+                                                   TraceSink sink, RecordedParams params) {
+  return std::make_unique<RecordingPolicy>(std::move(inner), std::move(sink), params);
 }
 
 }  // namespace epochfs::trace

@@ -53,6 +53,15 @@ class Fields {
     }
     return v->get<int64_t>();
   }
+  bool Bool(const char* key) {
+    const json* v = Get(key);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) {
+      Fail(std::string(key) + ": expected true or false");
+      return false;
+    }
+    return v->get<bool>();
+  }
   std::string Str(const char* key) {
     const json* v = Get(key);
     if (v == nullptr) return {};
@@ -114,6 +123,7 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       j["policy"] = e.policy;
       j["budget"] = e.budget;
       j["request_bytes"] = e.request_bytes;
+      j["weigh_hits"] = e.weigh_hits;
       j["format"] = kTraceFormat;
       break;
     case TraceKind::kAddJob:
@@ -165,6 +175,7 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       j["t"] = e.access.now_ns;
       if (e.access.file != 0) j["file"] = e.access.file;  // a block of this file
       if (e.kind != TraceKind::kHit) j["load_ns"] = e.load_ns;
+      if (e.kind != TraceKind::kPrefetch && e.access.wait_ns != 0) j["wait_ns"] = e.access.wait_ns;
       break;
     case TraceKind::kDropped:
       j["o"] = e.access.object;
@@ -192,14 +203,17 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
   }
   if (!known) return InvalidArgument(where + "unknown event \"" + ev + "\"");
   switch (e.kind) {
-    case TraceKind::kStart:
+    case TraceKind::kStart: {
       e.policy = f.Str("policy");
       e.budget = f.U64("budget");
-      if (f.U64("format") != static_cast<uint64_t>(kTraceFormat) && f.status().ok()) {
-        f.Fail("format: this epochfs reads format " + std::to_string(kTraceFormat));
+      const uint64_t format = f.U64("format");
+      if ((format < 2 || format > static_cast<uint64_t>(kTraceFormat)) && f.status().ok()) {
+        f.Fail("format: this epochfs reads formats 2 to " + std::to_string(kTraceFormat));
       }
       e.request_bytes = f.U64("request_bytes");
+      if (format >= 3) e.weigh_hits = f.Bool("weigh_hits");
       break;
+    }
     case TraceKind::kAddJob:
       e.spec.id = static_cast<cache::JobId>(f.U64("job", kMaxJob));
       e.spec.name = f.Str("name");
@@ -250,6 +264,7 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
       e.access.now_ns = f.U64("t");
       if (f.Has("file")) e.access.file = f.U64("file");  // optional: blocks only
       if (e.kind != TraceKind::kHit) e.load_ns = f.U64("load_ns");
+      if (e.kind != TraceKind::kPrefetch && f.Has("wait_ns")) e.access.wait_ns = f.U64("wait_ns");
       break;
     case TraceKind::kDropped:
       e.access.object = f.U64("o");

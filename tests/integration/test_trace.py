@@ -5,7 +5,10 @@ reader no job claims read through the mount; `epochfs sim --replay FILE` then
 gives the live run's own figures, equal to the daemon's stats; the policy that
 ran, replayed, makes the same decisions (same hits, misses); Belady's replay
 hits at least as often (the files are of one size); a damaged trace is refused
-naming its line; a trace.file that cannot be created fails the mount.
+naming its line; a trace.file that cannot be created fails the mount. With
+cache.weigh_hits the trace keeps every read's wait, and the replay decides as
+the live run did; the job's hit_worth is below 1 (its one loader spends the
+time between its reads not waiting), and exactly 1 without weighing.
 """
 
 import json
@@ -36,9 +39,10 @@ def replay(trace, *args, check=True):
 
 
 class PolicyTraceTest(et.MountTestCase):
-    def record(self, prefetch):
+    def record(self, prefetch, weigh=False):
         """A sampler job and an unclaimed reader on a traced mount; returns
-        (trace path, the daemon's stats at the end)."""
+        (trace path, the daemon's stats at the end). Sets self.worth: the
+        job's hit_worth after its second epoch."""
         lower = self.make_dir("lower")
         want = {}
         for i in range(FILES):
@@ -50,7 +54,8 @@ class PolicyTraceTest(et.MountTestCase):
         # cache.prefetch=0 by default here: Belady's replay (which does not
         # prefetch) bounds the others' hits only without it.
         d = self.mount(lower, opts=["cache.policy=future", "cache.memory=%d" % (24 * SIZE),
-                                    "cache.prefetch=%d" % prefetch, "trace.file=" + trace])
+                                    "cache.prefetch=%d" % prefetch, "trace.file=" + trace,
+                                    "cache.weigh_hits=%s" % ("true" if weigh else "false")])
         self.assertEqual(os.stat(trace).st_mode & 0o777, 0o600)
         paths = [d.path("data", "f%02d.bin" % i) for i in range(FILES)]
         perms = {}
@@ -65,6 +70,9 @@ class PolicyTraceTest(et.MountTestCase):
             for k in sampler:
                 self.assertEqual(et.read_file_raw(paths[k]), want[k], "epoch %d file %d" % (epoch, k))
             self.assertEqual(et.read_file_raw(d.path("other.bin")), other)  # nobody's
+            if epoch == 1:
+                with open(d.path(".epochfs", "jobs", "traced", "status")) as f:
+                    self.worth = json.load(f)["hit_worth"]
         sampler.close()
         stats = d.stats()
         self.assertEqual(stats["hits"] + stats["misses"], EPOCHS * (FILES + 1))
@@ -119,6 +127,27 @@ class PolicyTraceTest(et.MountTestCase):
         run = doc["replays"][0]
         self.assertEqual((run["hits"], run["misses"]), (live["hits"], live["misses"]), run)
         self.assertEqual(run["prefetched"], stats["prefetched"], run)
+
+    def test_weighing_hits_replays_to_its_decisions(self):
+        trace, stats = self.record(prefetch=0, weigh=True)
+        # Between two reads the loader waits on nothing (the test's own
+        # work): its share of time waiting is below 1 whatever the timing.
+        self.assertLess(self.worth, 1.0)
+        self.assertGreaterEqual(self.worth, 0.25)
+        with open(trace) as f:
+            events = [json.loads(line) for line in f]
+        self.assertTrue(events[0]["weigh_hits"], events[0])
+        misses = [e for e in events if e["ev"] == "miss"]
+        self.assertTrue(misses)
+        for e in misses:  # a reader waits at least for its load
+            self.assertGreaterEqual(e.get("wait_ns", 0), e["load_ns"], e)
+        doc = json.loads(replay(trace, "--json", "--policy", "future").stdout)
+        live = doc["trace"]
+        self.assertEqual((live["hits"], live["misses"]), (stats["hits"], stats["misses"]))
+        run = doc["replays"][0]
+        self.assertEqual((run["hits"], run["misses"]), (live["hits"], live["misses"]), run)
+        self.record(prefetch=0, weigh=False)
+        self.assertEqual(self.worth, 1.0)
 
     def test_unwritable_trace_file_fails_the_mount(self):
         lower = self.make_dir("lower")

@@ -86,6 +86,12 @@ class DeclaredFuture final : public Future {
   // served.
   void Progress(JobId id, uint32_t epoch, uint64_t position, std::vector<ObjectId>* out);
   void set_implied_reads(bool on) { implied_reads_ = on; }
+  // Weighs each job's hits by what they save it (Future::Line::worth,
+  // measured from Access::wait_ns and the job's loaders; see Weigh in the
+  // .cc). Off: every job's worth is 1.
+  void set_weigh_hits(bool on) { weigh_hits_ = on; }
+  static constexpr uint64_t kWorthReads = 32;  // per loader, per window
+  static constexpr double kMinWorth = 0.25;
   // Appends, for every job with a declared current order, up to `per_job`
   // samples it has not read yet in the order it will read them (the rest of
   // the current order, then the next order's samples already read in this
@@ -143,10 +149,12 @@ class DeclaredFuture final : public Future {
   uint64_t OwnBytesLeft(const Job& j) const;
   int64_t SampleOf(const Job& j, const Access& a) const;
   uint64_t WindowOf(const Job& j) const;
+  void Weigh(Job& j, const Access& a);
   void ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* out);
 
   uint64_t default_pace_ns_;
   bool implied_reads_ = false;
+  bool weigh_hits_ = false;
   uint64_t now_ = 0;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::vector<Job*> by_index_{nullptr};  // index 0: unclaimed

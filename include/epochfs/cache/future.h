@@ -33,12 +33,16 @@ class Future {
   // until some job reads the object (or the answerer says otherwise).
   virtual bool NextUse(ObjectId object, Use* out) const = 0;
   // How a job's future reads map to times at `now`: the read at position pos
-  // is estimated at max(floor, origin + max(0, pos − done) · pace).
+  // is estimated at max(floor, origin + max(0, pos − done) · pace). `worth`
+  // (0 < worth <= 1): what a hit of the job saves, relative to a job whose
+  // loaders wait on storage all the time (1; the oracle's, and a job not
+  // measured yet).
   struct Line {
     uint64_t origin = 0;
     uint64_t done = 0;
     double pace = 0;
     uint64_t floor = 0;
+    double worth = 1.0;
     uint64_t At(uint64_t pos) const {
       const uint64_t ahead = pos > done ? pos - done : 0;
       const uint64_t t = origin + static_cast<uint64_t>(double(ahead) * pace);

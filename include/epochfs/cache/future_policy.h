@@ -43,6 +43,9 @@ struct FuturePolicyParams {
   // != 0): prefetch hints follow it too, the job first in line first, then
   // soonest first. false: soonest first across jobs.
   bool order_jobs = false;
+  // Weigh a hit by what it saves the job that reads it (its loaders' share
+  // of time waiting for storage; DeclaredFuture::set_weigh_hits).
+  bool weigh_hits = false;
 };
 
 std::unique_ptr<Policy> MakeFuturePolicy(const FuturePolicyParams& params);

@@ -10,7 +10,10 @@
 // So the first to go is the largest (time to next use) × s / (s + r): with
 // r = 0 (a store whose bandwidth binds) the furthest next use whatever its
 // size, with large r (a store whose requests bind) the byte-time heuristic
-// (time × size). For equal sizes and one job this is Belady's MIN; with sizes
+// (time × size). A hit is worth what it saves the job that reads it
+// (Future::Line::worth): a job whose loaders mostly wait on compute gains
+// little from one, and its objects rank as if read later by that factor.
+// For equal sizes and one job this is Belady's MIN; with sizes
 // the exact problem is NP-hard. Objects are grouped by the job that reads them
 // next and by size class (4 per power of two); within a group the furthest
 // position goes first, and the groups' candidates are compared on that rank,
@@ -86,14 +89,15 @@ class NextUseCache {
     uint64_t bytes = 0;
   };
   // Eviction rank: larger goes first. (time to next use) × size / (size +
-  // request_bytes_), then time.
+  // request_bytes_) / worth (Future::Line: what a hit of the reading job
+  // saves), then time.
   struct Rank {
     double cost = 0;
     uint64_t when = 0;
     bool valid = false;
     bool operator<(const Rank& o) const { return cost != o.cost ? cost < o.cost : when < o.when; }
   };
-  Rank RankOf(uint64_t when, uint64_t size, uint64_t now) const;
+  Rank RankOf(uint64_t when, uint64_t size, uint64_t now, double worth) const;
   Entry& At(ObjectId id);
   void Lines(uint64_t now);
   void TopRank(size_t g, uint64_t now);

@@ -53,6 +53,12 @@ struct Access {
   // that know a future by file (the "future" policy) give the block the
   // file's; the others treat the block as an object of its own.
   ObjectId file = 0;
+  // How long the reader waited for the bytes, from its request to their
+  // arrival (a load from the store, its turn for a read slot, or a load in
+  // flight it joined); 0 for a hit served at once. Policies that weigh a
+  // hit by what it saves (the "future" policy) measure a job's loaders'
+  // time in storage with it.
+  uint64_t wait_ns = 0;
 };
 
 // What the caller must do after an event, in this order: drop `evict` from the
@@ -143,6 +149,9 @@ struct JobSnapshot {
   uint64_t load_ns_per_sample = 0;    // t_s
   uint64_t compute_ns_per_batch = 0;  // measured or reported
   uint64_t mean_sample_bytes = 0;
+  // What a hit saves the job, 0..1 (the future policy with cache.weigh_hits;
+  // 1 otherwise): its loaders' share of time waiting for storage.
+  double hit_worth = 1.0;
 };
 
 class Policy {

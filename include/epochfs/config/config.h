@@ -54,6 +54,10 @@ struct Config {
     // bytes of transfer (the future policy's weighing of file sizes); 0: the
     // store's bandwidth binds (docs/future_policy.md, "What a miss costs").
     uint64_t request_bytes = 0;
+    // cache.weigh_hits: the future policy weighs a hit by what it saves the
+    // job reading it, its loaders' share of time waiting for storage
+    // (docs/future_policy.md, "What a hit is worth"; off: measured worse).
+    bool weigh_hits = false;
     // cache.block_size: a file larger than the largest object cached whole (a
     // quarter of the budget, at most 1 GiB) is cached in blocks of this many
     // bytes, each under the policy as an object of its own; 0: such files are

@@ -6,6 +6,7 @@
 //   prefetch = 4              # the daemon's cache.prefetch (0 = off)
 //   request_bytes = 0         # the daemon's cache.request_bytes
 //   read_slots = 1            # the daemon's lower.read_slots
+//   weigh_hits = false        # the daemon's cache.weigh_hits
 //   [storage]                 # bandwidth (bytes/s, all channels together),
 //   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
 //   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
@@ -94,6 +95,9 @@ struct Workload {
   // fewer than this many are in flight. 0: no order, every request starts at
   // once. 0..1024.
   uint32_t read_slots = 1;
+  // The daemon's cache.weigh_hits: the future policy weighs a hit by what it
+  // saves the job reading it (its loaders' share of time waiting for storage).
+  bool weigh_hits = false;
   StorageSpec storage;
   EpochKnobs epoch;
   std::vector<JobSpecW> jobs;  // >= 1

@@ -53,6 +53,9 @@ struct GetRequest {
   // A block's file (its id as a whole object): the policy gives the block the
   // file's declared future (cache::Access::file). 0 for a whole file.
   cache::ObjectId file = 0;
+  // When the reader asked (Get sets it): the policy hears how long it waited
+  // (cache::Access::wait_ns).
+  uint64_t asked_ns = 0;
 };
 
 struct CacheCounters {

@@ -22,9 +22,14 @@ namespace epochfs::trace {
 
 using TraceSink = std::function<void(const std::string& line)>;
 
-// `request_bytes`: the inner policy's cost per store request (recorded in
-// "start", so that a replay weighs sizes as the live run did).
+// The inner policy's parameters "start" records, so that a replay builds it
+// as the live run did: its cost per store request (weighing sizes) and
+// whether it weighs hits by what they save.
+struct RecordedParams {
+  uint64_t request_bytes = 0;
+  bool weigh_hits = false;
+};
 std::unique_ptr<cache::Policy> MakeRecordingPolicy(std::unique_ptr<cache::Policy> inner,
-                                                   TraceSink sink, uint64_t request_bytes = 0);
+                                                   TraceSink sink, RecordedParams params = {});
 
 }  // namespace epochfs::trace

@@ -4,7 +4,8 @@
 // A trace is text, one JSON object per line, in the order the policy saw the
 // calls (the daemon makes them under one lock):
 //
-//   {"ev":"start","policy":"future","budget":1073741824,"request_bytes":0,"format":2}
+//   {"ev":"start","policy":"future","budget":1073741824,"request_bytes":0,"weigh_hits":false,
+//    "format":3}
 //   {"ev":"add_job","job":1,"name":"a","batch_size":32,"epochs":4,"loaders":2,"compute_ns":0}
 //   {"ev":"samples","job":1,"objects":[...],"sizes":[...]}
 //   {"ev":"order","job":1,"epoch":0,"order":[...]}
@@ -13,12 +14,13 @@
 //   {"ev":"end_job","job":1}
 //   {"ev":"budget","budget":536870912}
 //   {"ev":"hit","o":77,"size":4096,"job":1,"sample":5,"t":124}
-//   {"ev":"miss","o":78,"size":4096,"job":0,"sample":-1,"t":125,"load_ns":900000}
+//   {"ev":"miss","o":78,"size":4096,"job":0,"sample":-1,"t":125,"load_ns":900000,"wait_ns":950000}
 //   {"ev":"dropped","o":78}
 //   {"ev":"prefetch","o":79,"size":4096,"job":1,"sample":6,"t":126,"load_ns":800000}
 //
 // A hit or miss of a block of a file cached in blocks also has "file": the
-// file's object id (cache::Access::file); absent otherwise.
+// file's object id (cache::Access::file); absent otherwise. "wait_ns" (a hit
+// or miss: how long its reader waited, cache::Access::wait_ns) is absent when 0.
 //
 // Objects are the daemon's object ids (from the lower file's device and
 // inode), not paths. Parsing is strict: an unknown event, a missing or
@@ -37,7 +39,9 @@
 namespace epochfs::trace {
 
 // 2: "start" has request_bytes (FuturePolicyParams::request_bytes).
-inline constexpr int kTraceFormat = 2;
+// 3: "start" has weigh_hits (FuturePolicyParams::weigh_hits); hits and misses
+//    have wait_ns. Format 2 is still read (weigh_hits false, waits 0).
+inline constexpr int kTraceFormat = 3;
 
 enum class TraceKind : uint8_t {
   kStart,
@@ -59,6 +63,7 @@ struct TraceEvent {
   std::string policy;                    // kStart: the live policy's name
   uint64_t budget = 0;                   // kStart, kBudget
   uint64_t request_bytes = 0;            // kStart: the policy's cost per store request
+  bool weigh_hits = false;               // kStart: FuturePolicyParams::weigh_hits
   cache::JobSpec spec;                   // kAddJob
   cache::JobId job = cache::kNoJob;      // kSamples .. kEndJob
   uint32_t epoch = 0;                    // kOrder, kBeginEpoch

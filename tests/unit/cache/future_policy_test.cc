@@ -326,6 +326,70 @@ TEST(FuturePolicy, JobsSharingADatasetShareTheLeastBytesLeftAndAreSharers) {
   EXPECT_EQ(h.policy().Sharers(1), (std::vector<JobId>{3}));
 }
 
+// Two jobs read datasets of their own at the same pace, each four times the
+// budget's share. Job 1's loader waits for storage all the time (each read
+// waits as long as the time between its reads: u = 1); job 2's never waits
+// (its compute sets its pace: u = 0). Weighing hits, job 2's objects rank
+// as read kMinWorth-fold... later, so job 1 gets the cache and its hits;
+// without, they split it.
+struct WorthRun {
+  uint64_t bytes1 = 0, bytes2 = 0, hits1 = 0, hits2 = 0;
+  double worth1 = 0, worth2 = 0;
+};
+WorthRun RunWorth(bool weigh) {
+  FuturePolicyParams p;
+  p.budget_bytes = 3200;
+  p.weigh_hits = weigh;
+  Harness h(MakeFuturePolicy(p));
+  h.AddJob(Spec(1, 2), UniformSamples(64, 100, 1000));
+  h.AddJob(Spec(2, 2), UniformSamples(64, 100, 5000));
+  for (JobId j : {1u, 2u}) {
+    EXPECT_TRUE(h.policy().SetOrder(j, 0, Iota(64)).ok());
+    EXPECT_TRUE(h.policy().SetOrder(j, 1, Iota(64)).ok());
+    h.BeginEpoch(j, 0, 1);
+  }
+  uint64_t t = 10;
+  WorthRun r;
+  for (uint32_t epoch = 0; epoch < 2; ++epoch) {
+    if (epoch == 1) {
+      for (const JobSnapshot& s : h.policy().Jobs()) {
+        (s.id == 1 ? r.bytes1 : r.bytes2) = s.cur_bytes;
+        (s.id == 1 ? r.worth1 : r.worth2) = s.hit_worth;
+      }
+      for (JobId j : {1u, 2u}) h.BeginEpoch(j, 1, t);
+    }
+    for (uint32_t x = 0; x < 64; ++x) {
+      Access a1{1000 + x, 100, 1, x, t += 1000};
+      a1.wait_ns = 2000;
+      const bool hit1 = h.Touch(a1);
+      Access a2{5000 + x, 100, 2, x, t += 1000};
+      const bool hit2 = h.Touch(a2);
+      if (epoch == 1) {
+        r.hits1 += hit1;
+        r.hits2 += hit2;
+      }
+    }
+  }
+  return r;
+}
+
+TEST(FuturePolicy, WeighingHitsGivesTheCacheToTheJobWaitingOnStorage) {
+  const WorthRun on = RunWorth(true);
+  EXPECT_DOUBLE_EQ(on.worth1, 1.0);
+  EXPECT_LT(on.worth2, 0.5);
+  EXPECT_GE(on.worth2, 0.25);
+  EXPECT_EQ(on.bytes1 + on.bytes2, 3200u);
+  EXPECT_GE(on.bytes1, 2 * on.bytes2);
+  EXPECT_GE(on.hits1, 2 * on.hits2);
+
+  const WorthRun off = RunWorth(false);  // a hit is a hit: the same pace, the same share
+  EXPECT_DOUBLE_EQ(off.worth1, 1.0);
+  EXPECT_DOUBLE_EQ(off.worth2, 1.0);
+  EXPECT_LE(off.bytes1, 2 * off.bytes2);
+  EXPECT_LE(off.bytes2, 2 * off.bytes1);
+  EXPECT_LT(off.hits1 + 4, on.hits1) << off.hits1 << " " << off.hits2 << " " << off.bytes1;
+}
+
 TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
   std::unique_ptr<Policy> p = Future(1000);
   EXPECT_EQ(p->AddJob(Spec(0, 2)).code(), Code::kInvalidArgument);

@@ -17,11 +17,12 @@ namespace {
 
 using cache::ObjectId;
 
-std::unique_ptr<cache::Policy> Make(PolicyKind k, uint64_t budget) {
+std::unique_ptr<cache::Policy> Make(PolicyKind k, uint64_t budget, bool weigh_hits = false) {
   if (k == PolicyKind::kLru) return cache::MakeLruPolicy(budget);
   if (k == PolicyKind::kFuture) {
     cache::FuturePolicyParams p;
     p.budget_bytes = budget;
+    p.weigh_hits = weigh_hits;
     return cache::MakeFuturePolicy(p);
   }
   cache::EpochPolicyParams p;
@@ -36,12 +37,15 @@ struct Live {
 
 // Three jobs (two share a dataset) read their declared orders interleaved,
 // with unclaimed reads, invalidations and budget changes in between.
-Live Record(PolicyKind kind, uint64_t seed, bool equal_sizes) {
+// weigh_hits: the future policy weighs hits; the readers' waits are drawn
+// (job 1's loaders wait long, job 3's little).
+Live Record(PolicyKind kind, uint64_t seed, bool equal_sizes, bool weigh_hits = false) {
   std::mt19937_64 rng(seed);
   uint64_t budget = 20'000;
   Live live;
-  auto p = trace::MakeRecordingPolicy(Make(kind, budget),
-                                      [&](const std::string& l) { live.text += l + "\n"; });
+  auto p = trace::MakeRecordingPolicy(Make(kind, budget, weigh_hits),
+                                      [&](const std::string& l) { live.text += l + "\n"; },
+                                      {0, weigh_hits});
   std::unordered_map<ObjectId, uint64_t> resident;
   uint64_t used = 0;
   auto apply = [&](const cache::Decision& d, ObjectId loaded, uint64_t size) {
@@ -94,7 +98,8 @@ Live Record(PolicyKind kind, uint64_t seed, bool equal_sizes) {
     if (d.ok()) apply(d.value(), 0, 0);
     jobs.push_back(j);
   }
-  auto access = [&](const cache::Access& a) {
+  auto access = [&](cache::Access a) {
+    if (weigh_hits && a.job != cache::kNoJob) a.wait_ns = rng() % (a.job == 1 ? 4000 : 400);
     ++live.r.accesses;
     if (resident.count(a.object) != 0) {
       ++live.r.hits;
@@ -178,6 +183,31 @@ TEST(Replay, TheLivePolicyReplaysToTheSameDecisions) {
       EXPECT_EQ(r.value().refused, live.r.refused);
       EXPECT_EQ(r.value().rejected_calls, 0u);
     }
+  }
+}
+
+// The trace keeps what weighing hits needs (the flag, every read's wait):
+// replayed, the same decisions; replayed without weighing, others.
+TEST(Replay, WeighingHitsReplaysToTheSameDecisions) {
+  for (uint64_t seed : {1u, 2u}) {
+    SCOPED_TRACE(seed);
+    const Live live = Record(PolicyKind::kFuture, seed, false, true);
+    auto events = trace::ParseTrace(live.text);
+    ASSERT_TRUE(events.ok()) << events.status().message();
+    ASSERT_TRUE(events.value().front().weigh_hits);
+    auto r = Replay(events.value(), PolicyKind::kFuture, 97);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r.value().hits, live.r.hits);
+    EXPECT_EQ(r.value().admissions, live.r.admissions);
+    EXPECT_EQ(r.value().evictions, live.r.evictions);
+    EXPECT_EQ(r.value().refused, live.r.refused);
+    std::vector<trace::TraceEvent> unweighed = events.value();
+    unweighed.front().weigh_hits = false;
+    auto u = Replay(unweighed, PolicyKind::kFuture, 97);
+    ASSERT_TRUE(u.ok()) << u.status().message();
+    EXPECT_NE(std::make_pair(u.value().hits, u.value().evictions),
+              std::make_pair(live.r.hits, live.r.evictions))
+        << "weighing changed nothing: the test tests nothing";
   }
 }
 

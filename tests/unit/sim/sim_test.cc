@@ -70,6 +70,13 @@ TEST(Workload, ParsesTheDocumentedExample) {
   EXPECT_EQ(j.loaders, 2u);
   EXPECT_DOUBLE_EQ(j.compute_ms, 20.0);
   EXPECT_FALSE(j.report_compute);
+  EXPECT_FALSE(w.weigh_hits);  // the daemon's default
+  std::string weighed = kExample;
+  weighed.insert(weighed.find("[storage]"), "weigh_hits = true\n");
+  EXPECT_TRUE(Parse(weighed).weigh_hits);
+  weighed.replace(weighed.find("weigh_hits = true"), 17, "weigh_hits = 1");
+  const std::string e = ParseError(weighed);
+  EXPECT_NE(e.find("weigh_hits (line 3): expected true or false"), std::string::npos) << e;
 }
 
 TEST(Workload, SizeTablesAndByteBudget) {

@@ -19,6 +19,7 @@ std::vector<TraceEvent> OneOfEach() {
   e.policy = "future";
   e.budget = 1ull << 40;
   e.request_bytes = 32768;
+  e.weigh_hits = true;
   v.push_back(e);
   e = {};
   e.kind = TraceKind::kAddJob;
@@ -57,10 +58,12 @@ std::vector<TraceEvent> OneOfEach() {
   e = {};
   e.kind = TraceKind::kHit;
   e.access = {9, 4096, 7, 1, 555};
+  e.access.wait_ns = 31;  // a prefetch in flight, joined
   v.push_back(e);
   e = {};
   e.kind = TraceKind::kMiss;
   e.access = {10, 1, cache::kNoJob, -1, 556};
+  e.access.wait_ns = 800;
   e.load_ns = 777;
   v.push_back(e);
   e = {};
@@ -105,7 +108,22 @@ TEST(TraceEvent, EveryKindRoundTrips) {
     EXPECT_EQ(b.access.file, a.access.file);
     EXPECT_EQ(b.load_ns, a.load_ns);
     EXPECT_EQ(b.request_bytes, a.request_bytes);
+    EXPECT_EQ(b.weigh_hits, a.weigh_hits);
+    EXPECT_EQ(b.access.wait_ns, a.access.wait_ns);
   }
+}
+
+TEST(TraceEvent, AFormat2TraceIsStillRead) {
+  auto r = ParseTrace(
+      "{\"ev\":\"start\",\"policy\":\"future\",\"budget\":9,\"request_bytes\":0,\"format\":2}\n"
+      "{\"ev\":\"hit\",\"o\":1,\"size\":2,\"job\":0,\"sample\":-1,\"t\":3}\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r.value()[0].weigh_hits);
+  EXPECT_EQ(r.value()[1].access.wait_ns, 0u);
+  auto bad = ParseTrace(
+      "{\"ev\":\"start\",\"policy\":\"future\",\"budget\":9,\"request_bytes\":0,\"format\":3}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("weigh_hits: missing"), std::string::npos);
 }
 
 TEST(TraceEvent, InvalidUtf8IsReplacedNotThrown) {
@@ -138,7 +156,7 @@ TEST(TraceEvent, BadLinesNameTheLine) {
       {start + "{\"ev\":\"samples\",\"job\":1,\"objects\":[1,2],\"sizes\":[3]}\n",
        "trace line 2: objects and sizes differ in length"},
       {"{\"ev\":\"start\",\"policy\":\"lru\",\"budget\":1,\"format\":9}\n",
-       "trace line 1: format: this epochfs reads format 2"},
+       "trace line 1: format: this epochfs reads formats 2 to 3"},
       {start + "\n{\"ev\":\"budget\",\"budget\":\"big\"}\n", "trace line 3: budget: expected"},
   };
   for (const Case& c : cases) {
@@ -184,7 +202,8 @@ TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
   });
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
-            "{\"budget\":1000,\"ev\":\"start\",\"format\":2,\"policy\":\"counting\",\"request_bytes\":0}");
+            "{\"budget\":1000,\"ev\":\"start\",\"format\":3,\"policy\":\"counting\","
+            "\"request_bytes\":0,\"weigh_hits\":false}");
   EXPECT_EQ(p->OnHit({5, 6, 1, 2, 3}).evict, std::vector<cache::ObjectId>{42});
   EXPECT_TRUE(p->OnMiss({5, 6, 1, 2, 3}, 9).admit);
   p->OnDropped(5);
