@@ -118,6 +118,7 @@ class FuturePolicy final : public Policy {
   Result<Decision> SetBudget(uint64_t bytes) override {
     return Noted(cache_.SetBudget(bytes, now_));
   }
+  void SetRequestBytes(uint64_t bytes) override { cache_.set_request_bytes(bytes); }
 
   uint64_t BytesLeft(JobId job) const override { return future_.BytesLeft(job); }
   std::vector<JobId> Sharers(JobId job) const override { return future_.Sharers(job); }

@@ -176,11 +176,17 @@ const KeyDesc kKeys[] = {
      }},
     {"cache.prefetch", OptKind::kInteger, "integer 0..64",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->cache.prefetch); }},
-    {"cache.request_bytes", OptKind::kString, R"(bytes 0..1GiB ("32KiB", integer))",
+    {"cache.request_bytes", OptKind::kString, R"(bytes 0..1GiB ("32KiB", integer) or "auto")",
      [](Config* c, const Raw& v) {
+       if (const auto* s = std::get_if<std::string>(&v); s != nullptr && *s == "auto") {
+         c->cache.request_bytes = 0;
+         c->cache.request_bytes_auto = true;
+         return true;
+       }
        uint64_t b = 0;
        if (!SetBytes(v, 0, &b) || b > (1u << 30)) return false;
        c->cache.request_bytes = b;
+       c->cache.request_bytes_auto = false;
        return true;
      }},
     {"cache.weigh_hits", OptKind::kBool, "true or false",

@@ -123,6 +123,7 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["read_aged"] = rs.aged;
   j["read_waiting"] = rs.waiting;
   j["max_object_bytes"] = cf.max_object_bytes();
+  j["request_bytes"] = cf.request_bytes();
   // The cached objects by where their bytes are: the daemon's RAM, or the
   // kernel's page cache (handed over, fuse.no_open); `objects` and `used`
   // count both.
@@ -359,6 +360,7 @@ Status RunDaemon(const DaemonArgs& in) {
   slots.slots = cfg.lower.read_slots;
   slots.max_waiting = FuseThreads(cfg) > 2 ? FuseThreads(cfg) - 2 : 0;
   cache.SetReadSlots(slots);
+  cache.SetRequestBytes(cfg.cache.request_bytes, cfg.cache.request_bytes_auto);
   // The spill area: checked now (a bad spill.path fails the mount), opened
   // after daemonizing (its threads would not survive the fork).
   std::unique_ptr<SpillArea> spill;

@@ -102,6 +102,7 @@ class BeladyPolicy final : public cache::Policy {
   void OnDropped(ObjectId id) override { cache_.OnDropped(id); }
   // A replayed trace's budget change: the furthest next uses go first.
   Result<Decision> SetBudget(uint64_t bytes) override { return cache_.SetBudget(bytes, now_); }
+  void SetRequestBytes(uint64_t bytes) override { cache_.set_request_bytes(bytes); }
   Status CheckInvariants() const override { return cache_.CheckInvariants(); }
 
  private:

@@ -11,6 +11,7 @@
 
 #include "epochfs/cache/epoch_policy.h"
 #include "epochfs/cache/future_policy.h"
+#include "epochfs/cache/request_cost.h"
 #include "epochfs/sim/baselines.h"
 
 namespace epochfs::sim {
@@ -61,6 +62,7 @@ struct Event {
   uint32_t sample;
   uint64_t issued;  // kLoadDone: when the request was issued
   uint64_t key = 0;  // kLoadDone: its read slot's key (workload read_slots)
+  uint64_t started = 0;  // kLoadDone, kPrefetchDone: when the store began it
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -291,7 +293,17 @@ class Engine final : public Future {
         break;
       }
     }
+    if (trace_.workload().request_bytes_auto) request_cost_ = std::make_unique<cache::RequestCost>();
     return Status::Ok();
+  }
+
+  // A load from the store, start to end: with request_bytes = "auto" the
+  // policy hears each new estimate of a request's cost (as the daemon's
+  // CacheFront::LoadedLocked).
+  void Loaded(uint64_t bytes, uint64_t start, uint64_t end) {
+    if (request_cost_ != nullptr && request_cost_->OnLoad(bytes, start, end)) {
+      policy_->SetRequestBytes(request_cost_->bytes());
+    }
   }
 
   void Push(Event e) {
@@ -498,7 +510,9 @@ class Engine final : public Future {
       ++prefetch_inflight_;
       prefetch_bytes_ += SizeOf(h.object);
       const uint64_t end = Request(now, SizeOf(h.object));
-      Push({end, 0, Ev::kPrefetchDone, false, h.job - 1, 0, h.sample, now});
+      Event ev{end, 0, Ev::kPrefetchDone, false, h.job - 1, 0, h.sample, now};
+      ev.started = now;
+      Push(ev);
     }
   }
 
@@ -510,6 +524,7 @@ class Engine final : public Future {
     loading_.erase(std::find_if(loading_.begin(), loading_.end(),
                                 [&](const cache::PrefetchHint& h) { return h.object == id; }));
     --prefetch_inflight_;
+    Loaded(size, e.started, e.t);
     const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
     Apply(policy_->OnPrefetched(a, e.t - e.issued), id);
     if (State(id) == kResident) {
@@ -547,6 +562,7 @@ class Engine final : public Future {
     const uint64_t end = Request(now, SizeOf(trace_.object(job, s)));
     Event ev{end, 0, Ev::kLoadDone, streamed, job, w, s, asked};
     ev.key = key;
+    ev.started = now;
     Push(ev);
   }
 
@@ -635,6 +651,7 @@ class Engine final : public Future {
     const cache::ObjectId id = trace_.object(j.index, e.sample);
     if (!e.streamed) {
       State(id) = kAbsent;
+      Loaded(SizeOf(id), e.started, e.t);
       cache::Access a{id, SizeOf(id), j.id, static_cast<int64_t>(e.sample), e.t};
       a.wait_ns = e.t - e.issued;
       Apply(policy_->OnMiss(a, e.t - e.issued), id);
@@ -735,6 +752,7 @@ class Engine final : public Future {
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> channels_;
 
   std::unique_ptr<cache::Policy> policy_;
+  std::unique_ptr<cache::RequestCost> request_cost_;  // request_bytes = "auto"
   std::vector<Job> jobs_;
   std::vector<std::vector<uint32_t>> by_dataset_;
   std::vector<std::vector<uint8_t>> state_;  // per dataset, per sample

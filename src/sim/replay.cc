@@ -198,6 +198,9 @@ class Replayer {
         budget_ = e.budget;
         break;
       }
+      case TraceKind::kRequestBytes:
+        p.SetRequestBytes(e.request_bytes);
+        break;
       case TraceKind::kHit:
       case TraceKind::kMiss: {
         const cache::Access& a = e.access;

@@ -56,6 +56,7 @@ int Main(int argc, char** argv) {
   std::optional<uint32_t> prefetch;
   std::optional<uint32_t> read_slots;
   std::optional<bool> weigh_hits;
+  std::optional<std::string> request_bytes;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::string replay;
   app.add_option("WORKLOAD", file, "workload TOML file (see epochfs(8), SIMULATOR)");
@@ -73,6 +74,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--weigh-hits", weigh_hits,
                  "override the workload's weigh_hits (the daemon's cache.weigh_hits: true/false)");
+  app.add_option("--request-bytes", request_bytes,
+                 "override the workload's request_bytes: \"auto\" or bytes (an integer)");
   app.add_option("--budget-percent", budget_percent,
                  "override the workload's budget: a percentage of the distinct data")
       ->check(CLI::Range(0.001, 1000.0));
@@ -112,6 +115,17 @@ int Main(int argc, char** argv) {
   if (prefetch) w.prefetch = *prefetch;
   if (read_slots) w.read_slots = *read_slots;
   if (weigh_hits) w.weigh_hits = *weigh_hits;
+  if (request_bytes) {
+    w.request_bytes_auto = *request_bytes == "auto";
+    if (!w.request_bytes_auto) {
+      char* end = nullptr;
+      const unsigned long long b = std::strtoull(request_bytes->c_str(), &end, 10);
+      if (request_bytes->empty() || *end != '\0' || b > (1ull << 30)) {
+        return Fail("--request-bytes: \"auto\" or an integer of bytes up to 1073741824");
+      }
+      w.request_bytes = b;
+    }
+  }
   if (budget_percent) {
     w.budget_is_percent = true;
     w.budget_percent = *budget_percent;

@@ -239,10 +239,14 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
     if (!v.ok()) return v.status();
     w.prefetch = static_cast<uint32_t>(v.value());
   }
-  if (const toml::node* n = root.get("request_bytes")) {
+  if (const toml::node* n = root.get("request_bytes"); n != nullptr &&
+                                                       n->value_exact<std::string>() == "auto") {
+    w.request_bytes_auto = true;
+  } else if (n != nullptr) {
     auto v = GetBytes(c, "request_bytes", *n, 0);
     if (!v.ok()) return v.status();
     w.request_bytes = v.value();
+    w.request_bytes_auto = false;
   }
   if (const toml::node* n = root.get("read_slots")) {
     auto v = GetInt(c, "read_slots", *n, 0, 1024);

@@ -229,6 +229,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   ObjectRef ref = std::move(obj);
   if (prefetch) {
     std::lock_guard lock(policy_mu_);
+    LoadedLocked(ref->data.size(), start, now);
     if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
     cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
     ApplyLocked(policy_->OnPrefetched(a, now - start), ref);
@@ -247,6 +248,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     return ref;
   }
   std::lock_guard lock(policy_mu_);
+  LoadedLocked(ref->data.size(), start, now);
   cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
   a.wait_ns = req.asked_ns != 0 && now > req.asked_ns ? now - req.asked_ns : now - start;
   ObjectRef resident = ram_.Find(req.id);
@@ -365,6 +367,22 @@ bool CacheFront::HandOver(const ObjectRef& served) {
   if (!ram_.Replace(served, std::move(stub))) return false;
   c_.handovers.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+void CacheFront::SetRequestBytes(uint64_t bytes, bool measure) {
+  std::lock_guard lock(policy_mu_);
+  request_bytes_.store(bytes, std::memory_order_relaxed);
+  request_cost_ = measure ? std::make_unique<cache::RequestCost>() : nullptr;
+}
+
+void CacheFront::LoadedLocked(uint64_t bytes, uint64_t start_ns, uint64_t end_ns) {
+  if (request_cost_ == nullptr || !request_cost_->OnLoad(bytes, start_ns, end_ns)) return;
+  const uint64_t r = request_cost_->bytes();
+  request_bytes_.store(r, std::memory_order_relaxed);
+  policy_->SetRequestBytes(r);
+  if (log::Enabled(log::Level::kDebug)) {
+    log::Debug("cache.request_bytes measured: " + std::to_string(r));
+  }
 }
 
 CacheCounters CacheFront::counters() const {

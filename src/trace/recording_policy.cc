@@ -121,6 +121,13 @@ class RecordingPolicy final : public cache::Policy {
     Emit(e);
     return inner_->SetBudget(bytes);
   }
+  void SetRequestBytes(uint64_t bytes) override {
+    TraceEvent e;
+    e.kind = TraceKind::kRequestBytes;
+    e.request_bytes = bytes;
+    Emit(e);
+    inner_->SetRequestBytes(bytes);
+  }
 
   std::vector<cache::JobSnapshot> Jobs() const override { return inner_->Jobs(); }
   cache::Region Where(JobId job, uint32_t sample) const override {

@@ -21,6 +21,7 @@ constexpr std::pair<TraceKind, const char*> kNames[] = {
     {TraceKind::kMiss, "miss"},
     {TraceKind::kDropped, "dropped"},
     {TraceKind::kPrefetch, "prefetch"},
+    {TraceKind::kRequestBytes, "request_bytes"},
 };
 
 const char* NameOf(TraceKind k) {
@@ -165,6 +166,9 @@ std::string FormatTraceEvent(const TraceEvent& e) {
     case TraceKind::kBudget:
       j["budget"] = e.budget;
       break;
+    case TraceKind::kRequestBytes:
+      j["bytes"] = e.request_bytes;
+      break;
     case TraceKind::kHit:
     case TraceKind::kMiss:
     case TraceKind::kPrefetch:
@@ -253,6 +257,9 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
       break;
     case TraceKind::kBudget:
       e.budget = f.U64("budget");
+      break;
+    case TraceKind::kRequestBytes:
+      e.request_bytes = f.U64("bytes");
       break;
     case TraceKind::kHit:
     case TraceKind::kMiss:

@@ -8,7 +8,11 @@ hits at least as often (the files are of one size); a damaged trace is refused
 naming its line; a trace.file that cannot be created fails the mount. With
 cache.weigh_hits the trace keeps every read's wait, and the replay decides as
 the live run did; the job's hit_worth is below 1 (its one loader spends the
-time between its reads not waiting), and exactly 1 without weighing.
+time between its reads not waiting), and exactly 1 without weighing. With
+cache.request_bytes=auto over a store that waits 3 ms before each file's
+first byte (faultfs), the daemon measures a request's cost from its loads,
+gives it to the policy, shows it in stats and records it; the replay decides
+as the live run did.
 """
 
 import json
@@ -148,6 +152,39 @@ class PolicyTraceTest(et.MountTestCase):
         self.assertEqual((run["hits"], run["misses"]), (live["hits"], live["misses"]), run)
         self.record(prefetch=0, weigh=False)
         self.assertEqual(self.worth, 1.0)
+
+    def test_measured_request_cost_is_given_to_the_policy_and_traced(self):
+        src = self.make_dir("src")
+        want = {}
+        for i in range(300):  # sizes vary: the cost is fitted against them
+            want[i] = et.det_bytes(4 * KiB + (i * 1237) % (60 * KiB), 300 + i)
+            et.write_file(os.path.join(src, "data", "f%03d.bin" % i), want[i])
+        with open(os.path.join(src, ".delay_ms"), "w") as f:
+            f.write("3")
+        trace = os.path.join(self.make_dir("out"), "policy.trace")
+        d = self.mount(self.mount_faultfs(src),
+                       opts=["cache.policy=future", "cache.memory=%d" % (256 * KiB),
+                             "cache.prefetch=0", "cache.request_bytes=auto",
+                             "trace.file=" + trace])
+        self.assertEqual(d.stats()["request_bytes"], 0)  # nothing measured yet
+        for _ in range(2):
+            for i in range(300):
+                self.assertEqual(et.read_file_raw(d.path("data", "f%03d.bin" % i)), want[i], i)
+        stats = d.stats()
+        self.assertGreaterEqual(stats["misses"], 256, stats)  # a window of loads at least
+        # Each request waits 3 ms whatever its size, and one reader leaves the
+        # store idle between them: a request costs more than its bytes.
+        self.assertGreater(stats["request_bytes"], 0, stats)
+        self.assertEqual(d.unmount(), 0)
+        with open(trace) as f:
+            events = [json.loads(line) for line in f]
+        measured = [e["bytes"] for e in events if e["ev"] == "request_bytes"]
+        self.assertTrue(measured, "no request_bytes event in the trace")
+        self.assertEqual(measured[-1], stats["request_bytes"])
+        doc = json.loads(replay(trace, "--json", "--policy", "future").stdout)
+        live, run = doc["trace"], doc["replays"][0]
+        self.assertEqual((live["hits"], live["misses"]), (stats["hits"], stats["misses"]))
+        self.assertEqual((run["hits"], run["misses"]), (live["hits"], live["misses"]), run)
 
     def test_unwritable_trace_file_fails_the_mount(self):
         lower = self.make_dir("lower")

@@ -39,6 +39,10 @@ class NextUseCache {
       : budget_(budget), request_bytes_(request_bytes), future_(future) {}
 
   uint64_t budget() const { return budget_; }
+  // The cost of a request beyond its bytes (see above) from now on. Ranks
+  // are computed when compared, so nothing needs filing again.
+  void set_request_bytes(uint64_t bytes) { request_bytes_ = bytes; }
+  uint64_t request_bytes() const { return request_bytes_; }
   uint64_t used() const { return used_; }
   bool Holds(ObjectId id) const;
 

@@ -245,6 +245,11 @@ class Policy {
   virtual Result<Decision> SetBudget(uint64_t /*bytes*/) {
     return Status(Code::kUnsupported, std::string(name()) + " policy cannot change its budget");
   }
+  // What one store request costs beyond its bytes, in bytes of transfer, as
+  // measured now (cache.request_bytes = "auto", RequestCost). Policies that
+  // weigh sizes by it (the future policy) do so from the next decision on;
+  // nothing is evicted by the call itself. Others ignore it.
+  virtual void SetRequestBytes(uint64_t /*bytes*/) {}
 
   // The order in which readers' loads from LOWER start when more wait than
   // may run (lower.read_slots): the job with the smallest key first, ties in

@@ -54,6 +54,9 @@ struct Config {
     // bytes of transfer (the future policy's weighing of file sizes); 0: the
     // store's bandwidth binds (docs/future_policy.md, "What a miss costs").
     uint64_t request_bytes = 0;
+    // "auto", the default: measured from the loads (cache::RequestCost),
+    // starting at 0; request_bytes is then 0.
+    bool request_bytes_auto = true;
     // cache.weigh_hits: the future policy weighs a hit by what it saves the
     // job reading it, its loaders' share of time waiting for storage
     // (docs/future_policy.md, "What a hit is worth"; off: measured worse).

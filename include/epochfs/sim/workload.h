@@ -4,7 +4,7 @@
 //   seed = 1
 //   budget = "40%"            # bytes ("2GiB") or % of the distinct data of all jobs
 //   prefetch = 4              # the daemon's cache.prefetch (0 = off)
-//   request_bytes = 0         # the daemon's cache.request_bytes
+//   request_bytes = "auto"    # the daemon's cache.request_bytes (or bytes)
 //   read_slots = 1            # the daemon's lower.read_slots
 //   weigh_hits = false        # the daemon's cache.weigh_hits
 //   [storage]                 # bandwidth (bytes/s, all channels together),
@@ -90,6 +90,9 @@ struct Workload {
   // What one storage request costs beyond its bytes, in bytes (the daemon's
   // cache.request_bytes: the future policy's and Belady's weighing of sizes).
   uint64_t request_bytes = 0;
+  // "auto" (the default, as the daemon's): measured from the simulated loads,
+  // as the daemon measures its LOWER (cache::RequestCost), starting at 0.
+  bool request_bytes_auto = true;
   // The daemon's lower.read_slots: a reader's request of the job first in
   // line (the policy's BytesLeft) starts at once, the others' wait until
   // fewer than this many are in flight. 0: no order, every request starts at

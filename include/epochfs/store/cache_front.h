@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "epochfs/cache/policy.h"
+#include "epochfs/cache/request_cost.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
@@ -124,6 +125,14 @@ class CacheFront {
     read_slots_ = std::make_unique<ReadSlots>(options);
   }
   ReadSlotsCounters read_slots_counters() const { return read_slots_->counters(); }
+  // What the policy was given as a LOWER request's cost beyond its bytes
+  // (cache.request_bytes). `measure` ("auto"): from now on it is measured
+  // from the loads (cache::RequestCost: each load's bytes, start and end, its
+  // wait for a read slot excluded), and each new estimate is given to the
+  // policy (Policy::SetRequestBytes). REQUIRES: called before the first Get.
+  void SetRequestBytes(uint64_t bytes, bool measure);
+  // The policy's cost per request now (stats: request_bytes).
+  uint64_t request_bytes() const { return request_bytes_.load(std::memory_order_relaxed); }
   // Demand loads (a reader's misses) in flight now, or waiting for a slot.
   uint64_t demand_loads() const { return demand_loads_.load(std::memory_order_relaxed); }
   // Called after every read the policy hears of, and every declaration
@@ -179,6 +188,9 @@ class CacheFront {
   void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);
   // REQUIRES: policy_mu_ held. `id` left the RAM tier.
   void LeftLocked(cache::ObjectId id);
+  // REQUIRES: policy_mu_ held. A load of `bytes` from LOWER, start to end
+  // (SetRequestBytes with measure).
+  void LoadedLocked(uint64_t bytes, uint64_t start_ns, uint64_t end_ns);
   void Activity() const {
     if (on_activity_) on_activity_();
   }
@@ -189,6 +201,8 @@ class CacheFront {
 
   std::mutex policy_mu_;
   std::unique_ptr<cache::Policy> policy_;  // guarded by policy_mu_
+  std::unique_ptr<cache::RequestCost> request_cost_;  // guarded by policy_mu_; null: fixed
+  std::atomic<uint64_t> request_bytes_{0};
 
   DropListener on_drop_;
   std::function<void()> on_activity_;

@@ -13,6 +13,7 @@
 //   {"ev":"restart_epoch","job":1,"t":123}
 //   {"ev":"end_job","job":1}
 //   {"ev":"budget","budget":536870912}
+//   {"ev":"request_bytes","bytes":409600}             measured (cache.request_bytes = "auto")
 //   {"ev":"hit","o":77,"size":4096,"job":1,"sample":5,"t":124}
 //   {"ev":"miss","o":78,"size":4096,"job":0,"sample":-1,"t":125,"load_ns":900000,"wait_ns":950000}
 //   {"ev":"dropped","o":78}
@@ -40,7 +41,8 @@ namespace epochfs::trace {
 
 // 2: "start" has request_bytes (FuturePolicyParams::request_bytes).
 // 3: "start" has weigh_hits (FuturePolicyParams::weigh_hits); hits and misses
-//    have wait_ns. Format 2 is still read (weigh_hits false, waits 0).
+//    have wait_ns; "request_bytes" events (Policy::SetRequestBytes). Format 2
+//    is still read (weigh_hits false, waits 0).
 inline constexpr int kTraceFormat = 3;
 
 enum class TraceKind : uint8_t {
@@ -55,14 +57,15 @@ enum class TraceKind : uint8_t {
   kHit,
   kMiss,
   kDropped,
-  kPrefetch,  // Policy::OnPrefetched
+  kPrefetch,      // Policy::OnPrefetched
+  kRequestBytes,  // Policy::SetRequestBytes
 };
 
 struct TraceEvent {
   TraceKind kind = TraceKind::kStart;
   std::string policy;                    // kStart: the live policy's name
   uint64_t budget = 0;                   // kStart, kBudget
-  uint64_t request_bytes = 0;            // kStart: the policy's cost per store request
+  uint64_t request_bytes = 0;            // kStart, kRequestBytes: the cost per store request
   bool weigh_hits = false;               // kStart: FuturePolicyParams::weigh_hits
   cache::JobSpec spec;                   // kAddJob
   cache::JobId job = cache::kNoJob;      // kSamples .. kEndJob

@@ -125,6 +125,17 @@ TEST(Config, MemoryForms) {
   EXPECT_EQ(a.cache.memory_bytes, 0u);
 }
 
+TEST(Config, RequestBytesForms) {
+  Config a = MustParse("cache.request_bytes = \"auto\"");
+  EXPECT_TRUE(a.cache.request_bytes_auto);
+  EXPECT_EQ(a.cache.request_bytes, 0u);
+  Config b = MustParse("cache.request_bytes = \"32KiB\"");
+  EXPECT_FALSE(b.cache.request_bytes_auto);
+  EXPECT_EQ(b.cache.request_bytes, 32u * 1024);
+  EXPECT_EQ(MustParse("cache.request_bytes = 0").cache.request_bytes, 0u);
+  EXPECT_FALSE(MustParse("cache.request_bytes = 0").cache.request_bytes_auto);
+}
+
 TEST(Config, GovernorKeys) {
   Config c = MustParse(R"(
 [cache]

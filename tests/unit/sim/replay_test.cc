@@ -4,6 +4,7 @@
 // replay over the same accesses (equal sizes) hits at least as often as any.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <unordered_map>
 
@@ -123,6 +124,8 @@ Live Record(PolicyKind kind, uint64_t seed, bool equal_sizes, bool weigh_hits = 
       used -= it->second;
       resident.erase(it);
       p->OnDropped(o);
+    } else if (r < 5 && weigh_hits) {  // a measured request cost (cache.request_bytes=auto)
+      p->SetRequestBytes(rng() % 4000);
     } else if (r < 5 && kind != PolicyKind::kEpoch) {
       const uint64_t b = 10'000 + rng() % 30'000;
       auto d = p->SetBudget(b);
@@ -186,8 +189,9 @@ TEST(Replay, TheLivePolicyReplaysToTheSameDecisions) {
   }
 }
 
-// The trace keeps what weighing hits needs (the flag, every read's wait):
-// replayed, the same decisions; replayed without weighing, others.
+// The trace keeps what weighing hits needs (the flag, every read's wait)
+// and each measured request cost: replayed, the same decisions; replayed
+// without weighing, others.
 TEST(Replay, WeighingHitsReplaysToTheSameDecisions) {
   for (uint64_t seed : {1u, 2u}) {
     SCOPED_TRACE(seed);
@@ -195,6 +199,9 @@ TEST(Replay, WeighingHitsReplaysToTheSameDecisions) {
     auto events = trace::ParseTrace(live.text);
     ASSERT_TRUE(events.ok()) << events.status().message();
     ASSERT_TRUE(events.value().front().weigh_hits);
+    EXPECT_TRUE(std::any_of(events.value().begin(), events.value().end(), [](const auto& e) {
+      return e.kind == trace::TraceKind::kRequestBytes && e.request_bytes != 0;
+    }));
     auto r = Replay(events.value(), PolicyKind::kFuture, 97);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r.value().hits, live.r.hits);

@@ -75,6 +75,10 @@ std::vector<TraceEvent> OneOfEach() {
   e.kind = TraceKind::kDropped;
   e.access.object = 10;
   v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kRequestBytes;
+  e.request_bytes = 409600;
+  v.push_back(e);
   return v;
 }
 
