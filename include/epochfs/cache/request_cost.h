@@ -11,14 +11,18 @@
 //                  end): the share of that bandwidth the loads kept busy;
 //   r = (a / b) · max(0, 1 − u).
 // a/b is the latency in bytes of transfer. When the loads keep the store's
-// bandwidth busy (u >= 1: a disk, a throttled device, a full link) a
-// request's latency is hidden behind the others' transfers: r = 0, a byte is
-// a byte. When they leave it idle (each loader waits out its request's
-// latency: a store its readers do not fill) r tends to latency × bandwidth.
-// Durations that do not grow with size (b <= 0): r = kMax, every request
-// costs alike. A window whose sizes barely differ (all within 1/16 of their
+// bandwidth busy (u >= 1: a disk or a link they fill) a request's latency is
+// hidden behind the others' transfers: r = 0, a byte is a byte. When they
+// leave it idle (each loader waits out its request's latency: a store its
+// readers do not fill) r tends to latency × bandwidth. Durations that do not
+// grow with size (b <= 0): r = kMax, every request costs alike. A window
+// whose sizes barely differ (their standard deviation under 1/16 of their
 // mean) gives no estimate: there r changes no decision. The estimate is the
 // mean of the windows' (each new one counted half), at most kMax.
+// Limit: a wait in the store's own queue counts as a request's fixed cost,
+// so a device whose throttle queues the loads (durations that barely grow
+// with their own size) reads as latency-bound (docs/future_policy.md, "What
+// a miss costs").
 //
 // Pure arithmetic: no clock, no I/O. Thread safety: none; the caller
 // serialises.
