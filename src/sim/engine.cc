@@ -63,6 +63,7 @@ struct Event {
   uint64_t issued;  // kLoadDone: when the request was issued
   uint64_t key = 0;  // kLoadDone: its read slot's key (workload read_slots)
   uint64_t started = 0;  // kLoadDone, kPrefetchDone: when the store began it
+  uint32_t others = 0;   // kLoadDone, kPrefetchDone: the loads at the store then
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -300,8 +301,8 @@ class Engine final : public Future {
   // A load from the store, start to end: with request_bytes = "auto" the
   // policy hears each new estimate of a request's cost (as the daemon's
   // CacheFront::LoadedLocked).
-  void Loaded(uint64_t bytes, uint64_t start, uint64_t end) {
-    if (request_cost_ != nullptr && request_cost_->OnLoad(bytes, start, end)) {
+  void Loaded(uint64_t bytes, uint64_t start, uint64_t end, uint32_t others) {
+    if (request_cost_ != nullptr && request_cost_->OnLoad(bytes, start, end, others)) {
       policy_->SetRequestBytes(request_cost_->bytes());
     }
   }
@@ -512,6 +513,7 @@ class Engine final : public Future {
       const uint64_t end = Request(now, SizeOf(h.object));
       Event ev{end, 0, Ev::kPrefetchDone, false, h.job - 1, 0, h.sample, now};
       ev.started = now;
+      ev.others = prefetch_inflight_ + demand_inflight_ - 1;
       Push(ev);
     }
   }
@@ -524,7 +526,7 @@ class Engine final : public Future {
     loading_.erase(std::find_if(loading_.begin(), loading_.end(),
                                 [&](const cache::PrefetchHint& h) { return h.object == id; }));
     --prefetch_inflight_;
-    Loaded(size, e.started, e.t);
+    Loaded(size, e.started, e.t, e.others);
     const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
     Apply(policy_->OnPrefetched(a, e.t - e.issued), id);
     if (State(id) == kResident) {
@@ -563,6 +565,7 @@ class Engine final : public Future {
     Event ev{end, 0, Ev::kLoadDone, streamed, job, w, s, asked};
     ev.key = key;
     ev.started = now;
+    ev.others = prefetch_inflight_ + demand_inflight_ - 1;
     Push(ev);
   }
 
@@ -651,7 +654,7 @@ class Engine final : public Future {
     const cache::ObjectId id = trace_.object(j.index, e.sample);
     if (!e.streamed) {
       State(id) = kAbsent;
-      Loaded(SizeOf(id), e.started, e.t);
+      Loaded(SizeOf(id), e.started, e.t, e.others);
       cache::Access a{id, SizeOf(id), j.id, static_cast<int64_t>(e.sample), e.t};
       a.wait_ns = e.t - e.issued;
       Apply(policy_->OnMiss(a, e.t - e.issued), id);

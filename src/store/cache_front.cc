@@ -173,6 +173,13 @@ Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {
 
 Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* admitted) {
   const uint64_t start = NowNs();
+  // The loads at LOWER when this one starts (RequestCost tells a queue from
+  // a latency by them); this one counts until it returns.
+  const uint32_t others = static_cast<uint32_t>(at_lower_.fetch_add(1, std::memory_order_relaxed));
+  struct Leave {
+    std::atomic<uint64_t>& n;
+    ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } leave{at_lower_};
   auto fail = [this](Status s) -> Result<ObjectRef> {
     c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
     return s;
@@ -229,7 +236,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   ObjectRef ref = std::move(obj);
   if (prefetch) {
     std::lock_guard lock(policy_mu_);
-    LoadedLocked(ref->data.size(), start, now);
+    LoadedLocked(ref->data.size(), start, now, others);
     if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
     cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
     ApplyLocked(policy_->OnPrefetched(a, now - start), ref);
@@ -248,7 +255,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     return ref;
   }
   std::lock_guard lock(policy_mu_);
-  LoadedLocked(ref->data.size(), start, now);
+  LoadedLocked(ref->data.size(), start, now, others);
   cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
   a.wait_ns = req.asked_ns != 0 && now > req.asked_ns ? now - req.asked_ns : now - start;
   ObjectRef resident = ram_.Find(req.id);
@@ -375,8 +382,9 @@ void CacheFront::SetRequestBytes(uint64_t bytes, bool measure) {
   request_cost_ = measure ? std::make_unique<cache::RequestCost>() : nullptr;
 }
 
-void CacheFront::LoadedLocked(uint64_t bytes, uint64_t start_ns, uint64_t end_ns) {
-  if (request_cost_ == nullptr || !request_cost_->OnLoad(bytes, start_ns, end_ns)) return;
+void CacheFront::LoadedLocked(uint64_t bytes, uint64_t start_ns, uint64_t end_ns,
+                              uint32_t others) {
+  if (request_cost_ == nullptr || !request_cost_->OnLoad(bytes, start_ns, end_ns, others)) return;
   const uint64_t r = request_cost_->bytes();
   request_bytes_.store(r, std::memory_order_relaxed);
   policy_->SetRequestBytes(r);

@@ -188,9 +188,9 @@ class CacheFront {
   void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);
   // REQUIRES: policy_mu_ held. `id` left the RAM tier.
   void LeftLocked(cache::ObjectId id);
-  // REQUIRES: policy_mu_ held. A load of `bytes` from LOWER, start to end
-  // (SetRequestBytes with measure).
-  void LoadedLocked(uint64_t bytes, uint64_t start_ns, uint64_t end_ns);
+  // REQUIRES: policy_mu_ held. A load of `bytes` from LOWER, start to end,
+  // begun while `others` were under way (SetRequestBytes with measure).
+  void LoadedLocked(uint64_t bytes, uint64_t start_ns, uint64_t end_ns, uint32_t others);
   void Activity() const {
     if (on_activity_) on_activity_();
   }
@@ -203,6 +203,7 @@ class CacheFront {
   std::unique_ptr<cache::Policy> policy_;  // guarded by policy_mu_
   std::unique_ptr<cache::RequestCost> request_cost_;  // guarded by policy_mu_; null: fixed
   std::atomic<uint64_t> request_bytes_{0};
+  std::atomic<uint64_t> at_lower_{0};  // Loads under way (Load)
 
   DropListener on_drop_;
   std::function<void()> on_activity_;

@@ -63,12 +63,46 @@ TEST(RequestCost, LatencyHiddenBehindAFullLinkCostsNothing) {
   EXPECT_EQ(rc.bytes(), 0u);
 }
 
-TEST(RequestCost, DurationsThatIgnoreSizeAreCapped) {
-  RequestCost rc;
+// One server, one request at a time (an IOPS limit: 1/300 s each, plus its
+// bytes at 1 GiB/s), and 1 to 6 loaders at a time keeping it busy (phases of
+// 16 loads): a load waits for the k - 1 ahead of it, then is served. Told
+// how many were ahead, the fit finds what one request costs alone
+// (bandwidth / IOPS, about 3.5 MB); not told, it takes the mean queue for a
+// latency and says 3.5 times that.
+TEST(RequestCost, AQueueIsNotALatency) {
+  const uint64_t bw = 1024 * MiB, service = 1'000'000'000 / 300;
+  const uint64_t mean_service = service + 96 * KiB * 1'000'000'000 / bw;
+  auto run = [&](bool tell) {
+    RequestCost rc;
+    uint64_t t = 0;
+    for (size_t i = 0; i < RequestCost::kWindow; ++i) {
+      const uint64_t s = SizeAt(i);
+      const uint64_t ahead = (i / 16) % 6;  // k - 1
+      const uint64_t own = service + s * 1'000'000'000 / bw;
+      rc.OnLoad(s, t, t + ahead * mean_service + own,
+                tell ? static_cast<uint32_t>(ahead) : 0);
+      t += own;  // the server finishes one load per `own`
+    }
+    return double(rc.bytes());
+  };
+  const double alone = double(service) * 1e-9 * double(bw);
+  EXPECT_NEAR(run(true), alone, alone * 0.1);
+  EXPECT_GT(run(false), 3 * alone);
+}
+
+TEST(RequestCost, DurationsThatBarelyGrowWithSizeAreCappedAndShrinkingOnesIgnored) {
+  RequestCost rc;  // 30 ms a request, 1 ns per KiB: every request costs alike
   for (size_t i = 0; i < RequestCost::kWindow; ++i) {
-    rc.OnLoad(SizeAt(i), i * 100'000'000, i * 100'000'000 + 30'000'000);
+    rc.OnLoad(SizeAt(i), i * 100'000'000, i * 100'000'000 + 30'000'000 + SizeAt(i) / KiB);
   }
   EXPECT_EQ(rc.bytes(), RequestCost::kMax);
+  RequestCost shrinking;  // larger loads ended sooner: noise, not a cost
+  for (size_t i = 0; i < RequestCost::kWindow; ++i) {
+    shrinking.OnLoad(SizeAt(i), i * 100'000'000,
+                     i * 100'000'000 + 30'000'000 - SizeAt(i) / KiB * 1000);
+  }
+  EXPECT_EQ(shrinking.estimates(), 0u);
+  EXPECT_EQ(shrinking.bytes(), 0u);
 }
 
 TEST(RequestCost, SizesTooAlikeGiveNoEstimate) {
