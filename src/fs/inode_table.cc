@@ -36,8 +36,8 @@ bool InodeTable::KeyEq::operator()(const Key& a, fuse_ino_t b) const {
   return a.kind == k.kind && a.path == k.path;
 }
 
-InodeTable::InodeTable(const struct stat& root_st, NodeKind root_kind)
-    : by_key_(16, KeyHash{this}, KeyEq{this}) {
+InodeTable::InodeTable(const struct stat& root_st, NodeKind root_kind, bool renumber_changed)
+    : renumber_changed_(renumber_changed), by_key_(16, KeyHash{this}, KeyEq{this}) {
   Node root;
   root.nlookup = 1;
   root.kind = root_kind;
@@ -51,6 +51,12 @@ void InodeTable::SetLowerAttr(Node& n, const struct stat& st) {
   n.mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
   n.lower_ino = static_cast<uint64_t>(st.st_ino);
   n.mode = st.st_mode;
+}
+
+bool InodeTable::Changed(const Node& n, const struct stat& st) {
+  const int64_t mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  return n.size != static_cast<uint64_t>(st.st_size) || n.mtime_ns != mtime_ns ||
+         n.lower_ino != static_cast<uint64_t>(st.st_ino);
 }
 
 NodeView InodeTable::ViewOf(fuse_ino_t ino) const {
@@ -74,6 +80,12 @@ NodeView InodeTable::ViewOf(fuse_ino_t ino) const {
 NodeView InodeTable::Ref(NodeKind kind, const std::string& path, const struct stat& st) {
   std::unique_lock lock(mu_);
   auto it = by_key_.find(Key{kind, path});
+  if (it != by_key_.end() && renumber_changed_ && kind == NodeKind::kLower && S_ISREG(st.st_mode) &&
+      S_ISREG(At(*it).mode) && Changed(At(*it), st)) {
+    At(*it).detached = true;  // lives on for the kernel's lookups, under no name
+    by_key_.erase(it);
+    it = by_key_.end();
+  }
   fuse_ino_t ino;
   if (it != by_key_.end()) {
     ino = *it;
@@ -118,7 +130,10 @@ fuse_ino_t InodeTable::Peek(NodeKind kind, const std::string& path) const {
 
 void InodeTable::SetAttr(fuse_ino_t ino, const struct stat& st) {
   std::unique_lock lock(mu_);
-  if (Live(ino) && At(ino).kind == NodeKind::kLower) SetLowerAttr(At(ino), st);
+  if (!Live(ino) || At(ino).kind != NodeKind::kLower) return;
+  // A renumbered table's file node is one version for good (Ref).
+  if (renumber_changed_ && S_ISREG(At(ino).mode) && Changed(At(ino), st)) return;
+  SetLowerAttr(At(ino), st);
 }
 
 bool InodeTable::MarkServed(fuse_ino_t ino, const store::Version& v) {

@@ -11,6 +11,14 @@
 // never dies. The number of a node the kernel forgot is given to a later node
 // with the next generation (the pair never repeats within a mount).
 //
+// With `renumber_changed` (a session without OPEN under consistency "open":
+// fs/filesystem.h), a lower regular file whose version (size, mtime, lower
+// inode number) changed since its node was made gets a new node at its next
+// Ref, and the old one is detached: the kernel, told a new inode number by the
+// LOOKUP that revalidates the name, drops the old inode's pages with it, so no
+// open after the change can read pages of the version before. Without it the
+// node keeps its number and takes the new attributes.
+//
 // Memory: a mount of a million-file dataset knows a million inodes, so a node
 // keeps only what the data path needs: its path, lookups, and of a lower
 // file the fields an open checks (mode, size, mtime, inode number); about
@@ -53,14 +61,17 @@ class InodeTable {
  public:
   // The root is lower "" with attributes `root_st`, or virtual "" when
   // `root_kind` is kVirtual.
-  explicit InodeTable(const struct stat& root_st, NodeKind root_kind = NodeKind::kLower);
+  explicit InodeTable(const struct stat& root_st, NodeKind root_kind = NodeKind::kLower,
+                      bool renumber_changed = false);
 
-  // Finds or creates the node for (kind, path) and adds one lookup.
+  // Finds or creates the node for (kind, path) and adds one lookup (a new
+  // node for a changed lower file with `renumber_changed`, above).
   NodeView Ref(NodeKind kind, const std::string& path, const struct stat& st);
   std::optional<NodeView> Get(fuse_ino_t ino) const;
   // The inode number of (kind, path) without taking a lookup; 0 if none.
   fuse_ino_t Peek(NodeKind kind, const std::string& path) const;
-  // Replaces a lower node's cached attributes.
+  // Replaces a lower node's cached attributes (not, with `renumber_changed`,
+  // a regular file's with another version's: its node keeps its version).
   void SetAttr(fuse_ino_t ino, const struct stat& st);
   // Records that `ino` was opened with bytes of version `v`; returns true when
   // the previous open served the same version (the kernel's cached pages of
@@ -118,8 +129,10 @@ class InodeTable {
   }
   NodeView ViewOf(fuse_ino_t ino) const;
   static void SetLowerAttr(Node& n, const struct stat& st);
+  static bool Changed(const Node& n, const struct stat& st);  // another version of a lower file
   void Unindex(fuse_ino_t ino);  // REQUIRES: mu_ held exclusively, node indexed
 
+  const bool renumber_changed_;
   mutable std::shared_mutex mu_;
   std::vector<Node> nodes_;                 // guarded by mu_; node ino at [ino - 1]
   std::vector<fuse_ino_t> free_;            // guarded by mu_; forgotten numbers

@@ -79,6 +79,38 @@ TEST(InodeTable, MarkServedSaysWhetherTheVersionIsTheOneServedLast) {
   EXPECT_FALSE(t.MarkServed(999, v1)) << "no such node";
 }
 
+// A session without OPEN under consistency "open": a file node is one version
+// for good; a changed file gets a new number at its next lookup, the old node
+// lives on (detached) for the kernel's lookups on it, and the attributes of
+// another version never overwrite a node's. Directories keep their numbers.
+TEST(InodeTable, RenumberingGivesAChangedFileANewNode) {
+  InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755), NodeKind::kLower, /*renumber_changed=*/true);
+  NodeView a = t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77));
+  EXPECT_EQ(t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77)).ino, a.ino) << "same version";
+  t.SetAttr(a.ino, Lstat(10, 100, 78));  // GETATTR saw a replaced file
+  EXPECT_EQ(t.Get(a.ino)->st.st_ino, 77u) << "the node keeps its version";
+  for (const struct stat& changed : {Lstat(10, 100, 78), Lstat(11, 100, 77), Lstat(10, 101, 77)}) {
+    const fuse_ino_t before = t.Peek(NodeKind::kLower, "a");
+    NodeView b = t.Ref(NodeKind::kLower, "a", changed);
+    EXPECT_NE(b.ino, before);
+    EXPECT_EQ(t.Peek(NodeKind::kLower, "a"), b.ino);
+    auto old = t.Get(before);
+    ASSERT_TRUE(old) << "the kernel still holds lookups on the old node";
+    EXPECT_TRUE(old->detached);
+    EXPECT_EQ(old->path, "a");
+  }
+  t.Forget(a.ino, 2);
+  EXPECT_FALSE(t.Get(a.ino));
+  EXPECT_NE(t.Peek(NodeKind::kLower, "a"), 0u) << "forgetting a detached node leaves the new one";
+  NodeView d = t.Ref(NodeKind::kLower, "d", Lstat(0, 5, 9, S_IFDIR | 0755));
+  EXPECT_EQ(t.Ref(NodeKind::kLower, "d", Lstat(0, 6, 9, S_IFDIR | 0755)).ino, d.ino);
+  // Without renumbering a node takes the new attributes under its number.
+  InodeTable plain(Lstat(0, 0, 2, S_IFDIR | 0755));
+  NodeView p = plain.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77));
+  EXPECT_EQ(plain.Ref(NodeKind::kLower, "a", Lstat(12, 100, 78)).ino, p.ino);
+  EXPECT_EQ(plain.Get(p.ino)->st.st_size, 12);
+}
+
 TEST(InodeTable, RenameMovesASubtreeAndDetachesWhatItReplaces) {
   InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755));
   NodeView dir = t.Ref(NodeKind::kSpill, "u/d", {});
