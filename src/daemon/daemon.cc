@@ -26,7 +26,7 @@
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "background.h"
-#include "control_mount.h"
+#include "nested_mount.h"
 #include "job_sink.h"
 #include "memory_governor.h"
 #include "mount_point.h"
@@ -269,21 +269,15 @@ static unsigned FuseThreads(const Config& cfg) {
   return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
-// fuse.no_open: what it needs (control_mount.h) and cannot combine with.
+// fuse.no_open: what it needs (nested_mount.h) and cannot combine with.
 static Status CheckNoOpen(const Config& cfg) {
   if (!cfg.fuse.no_open) return Status::Ok();
   const std::string k = "fuse.no_open = true ";
   if (::geteuid() != 0) {
     return NotPermitted(k + "needs root: the control directory is a mount of its own inside the mount");
   }
-  if (cfg.cache.consistency == Consistency::kOpen) {
-    return InvalidArgument(k + "needs cache.consistency = \"immutable\" (no open reaches the daemon to check LOWER)");
-  }
   if (!cfg.fuse.kernel_cache) {
     return InvalidArgument(k + "needs fuse.kernel_cache = true (the kernel's pages are the hot path)");
-  }
-  if (!cfg.spill.path.empty()) {
-    return InvalidArgument(k + "does not combine with a spill area (spill.path): its files need opens");
   }
   return Status::Ok();
 }
@@ -407,16 +401,19 @@ Status RunDaemon(const DaemonArgs& in) {
   if (cfg.fuse.no_open) parts.role = fs::Role::kDataset;
   auto filesystem = fs::Filesystem::Create(parts);
   if (!filesystem.ok()) return filesystem.status();
-  // fuse.no_open: the control directory is a session of its own, mounted on
-  // the dataset session's `.epochfs` once that one serves (control_mount.h).
+  // fuse.no_open: the control directory and the spill area are sessions of
+  // their own, mounted on the dataset session's `.epochfs` and `.spill` once
+  // that one serves (nested_mount.h).
   std::unique_ptr<fs::Filesystem> control_fs;
-  if (cfg.fuse.no_open) {
-    fs::FsParts cparts = parts;
-    cparts.role = fs::Role::kControl;
-    cparts.max_read = 0;
-    auto made = fs::Filesystem::Create(cparts);
+  std::unique_ptr<fs::Filesystem> spill_fs;
+  for (fs::Role role : {fs::Role::kControl, fs::Role::kSpill}) {
+    if (!cfg.fuse.no_open || (role == fs::Role::kSpill && !spill)) continue;
+    fs::FsParts nparts = parts;
+    nparts.role = role;
+    nparts.max_read = 0;
+    auto made = fs::Filesystem::Create(nparts);
     if (!made.ok()) return made.status();
-    control_fs = std::move(made).value();
+    (role == fs::Role::kControl ? control_fs : spill_fs) = std::move(made).value();
   }
 
   fs::MountOptions mo;
@@ -454,7 +451,7 @@ Status RunDaemon(const DaemonArgs& in) {
       bg.Failed(s.message());
       return s;
     }
-    filesystem.value()->SetSpillStore(spill->store());
+    (spill_fs ? *spill_fs : *filesystem.value()).SetSpillStore(spill->store());
   }
   NeedWatch need_watch(cache);
   // A removed job directory is the control session's entry when there is one.
@@ -474,23 +471,34 @@ Status RunDaemon(const DaemonArgs& in) {
     governor->Start();
   }
   std::thread probe;
-  std::unique_ptr<ControlMount> control_mount;  // set by `probe`; read after joining it
-  Status control_status = Status::Ok();         // idem: why the control session failed
+  // Set by `probe`, read after joining it: the nested sessions, and why one
+  // could not be mounted.
+  std::vector<std::unique_ptr<NestedMount>> nested;
+  Status nested_status = Status::Ok();
   if (background || control_fs) {
-    fs::MountOptions cmo = mo;
-    cmo.mountpoint = args.mountpoint + "/" + fs::kControlDirName;
-    cmo.threads = std::max(2u, mo.threads / 2);
-    std::erase_if(cmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
-    probe = std::thread([&bg, &control_fs, &control_mount, &control_status, cmo, background,
+    fs::MountOptions nmo = mo;
+    nmo.threads = std::max(2u, mo.threads / 2);
+    std::erase_if(nmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
+    probe = std::thread([&bg, &control_fs, &spill_fs, &nested, &nested_status, nmo, background,
                          mnt = args.mountpoint] {
       Status p = Status::Ok();
-      if (control_fs) {
-        auto cm = ControlMount::Start(*control_fs, cmo);
-        if (cm.ok()) {
-          control_mount = std::move(cm).value();
+      const struct {
+        fs::Filesystem* fs;
+        const char* dir;
+        const char* name;
+        const char* what;
+      } sessions[] = {{control_fs.get(), fs::kControlDirName, "control", "control directory"},
+                      {spill_fs.get(), fs::kSpillDirName, "spill", "spill area"}};
+      for (const auto& n : sessions) {
+        if (n.fs == nullptr || !p.ok()) continue;
+        fs::MountOptions o = nmo;
+        o.mountpoint = mnt + "/" + n.dir;
+        auto m = NestedMount::Start(*n.fs, o, n.name);
+        if (m.ok()) {
+          nested.push_back(std::move(m).value());
         } else {
-          p = Status(cm.status().code(), "control directory: " + cm.status().message());
-          control_status = p;
+          p = Status(m.status().code(), std::string(n.what) + ": " + m.status().message());
+          nested_status = p;
         }
       }
       if (p.ok() && background) p = ProbeMount(mnt);
@@ -499,7 +507,7 @@ Status RunDaemon(const DaemonArgs& in) {
       } else {
         bg.Failed(p.message());
         log::Error(p.message());
-        if (control_fs) ::kill(::getpid(), SIGTERM);  // no control files: end the dataset's loop
+        if (control_fs) ::kill(::getpid(), SIGTERM);  // a session missing: end the dataset's loop
       }
     });
   }
@@ -510,8 +518,10 @@ Status RunDaemon(const DaemonArgs& in) {
   reaper.Stop();
   session.value().reset();  // unmount before the parts it serves go away
   if (probe.joinable()) probe.join();
-  if (!control_status.ok()) s = control_status;
-  control_mount.reset();  // after the dataset session: its unmount detached this one too
+  if (!nested_status.ok()) s = nested_status;
+  // After the dataset session: its unmount detached these too. The spill
+  // session's last requests are served before the store closes.
+  while (!nested.empty()) nested.pop_back();
   if (spill) spill->Close();  // writes staged spill data back
   log::Info("unmounted " + args.mountpoint);
   return s;

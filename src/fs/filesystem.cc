@@ -78,20 +78,26 @@ class FilesystemImpl final : public Filesystem {
         control_(*p.control),
         attributor_(*p.attributor),
         role_(p.role),
-        inodes_(root_st, p.role == Role::kControl ? NodeKind::kVirtual : NodeKind::kLower),
+        inodes_(root_st,
+                p.role == Role::kControl ? NodeKind::kVirtual
+                : p.role == Role::kSpill ? NodeKind::kSpill
+                                         : NodeKind::kLower,
+                /*renumber_changed=*/p.role == Role::kDataset &&
+                    cfg_.cache.consistency == Consistency::kOpen),
         open_mode_(cfg_.cache.consistency == Consistency::kOpen),
         recheck_(!open_mode_ && cfg_.fuse.allow_other),
         entry_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.entry_timeout)),
         attr_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.attr_timeout)),
         start_time_(::time(nullptr)),
-        spill_enabled_(p.spill),
+        spill_enabled_(p.spill && p.role != Role::kDataset),
+        spill_mountpoint_(p.spill && p.role == Role::kDataset),
         max_read_(p.max_read),
         control_budget_(cfg_.limits.control_files_per_user, cfg_.limits.control_bytes_per_user),
         descriptors_(DescriptorPool::ForLimit()),
         spill_budget_(cfg_.limits.spill_files_per_user, UINT64_MAX, &descriptors_),
         lower_budget_(cfg_.limits.lower_files_per_user, UINT64_MAX, &descriptors_) {
     FillOps();
-    if (cfg_.fuse.kernel_cache && role_ != Role::kControl) {
+    if (cfg_.fuse.kernel_cache && ServesDataset()) {
       cache_.SetDropListener([this](cache::ObjectId id) {
         const fuse_ino_t ino = kernel_cache_.Dropped(id);
         // Without OPEN a pass may hold the object: its bytes must go too.
@@ -103,7 +109,7 @@ class FilesystemImpl final : public Filesystem {
 
   const fuse_lowlevel_ops& ops() const override { return ops_; }
   void Attach(fuse_session* se) override {
-    if (cfg_.fuse.kernel_cache && role_ != Role::kControl) kernel_cache_.Start(se);
+    if (cfg_.fuse.kernel_cache && ServesDataset()) kernel_cache_.Start(se);
     session_.store(se);
   }
   void Detach() override {
@@ -216,6 +222,12 @@ class FilesystemImpl final : public Filesystem {
       v.st = VirtualAttr(v.ino, control::VNode{true, false, 0, 0});
       return v;
     }
+    if (parent.ino == FUSE_ROOT_ID && spill_mountpoint_ && std::strcmp(name, kSpillDirName) == 0) {
+      // The spill session's mountpoint: an empty directory of this session.
+      NodeView v = inodes_.Ref(NodeKind::kVirtual, kSpillDirName, {});
+      v.st = VirtualAttr(v.ino, control::VNode{true, false, 0, 0});
+      return v;
+    }
     std::string path = Join(parent.path, name);
     auto st = lower_.Stat(path);
     if (!st.ok()) return st.status();
@@ -303,6 +315,10 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kSpill) return self.spill_->GetAttr(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) {
       if (v->detached) return (void)fuse_reply_err(req, ENOENT);
+      if (self.role_ == Role::kDataset) {  // the other sessions' mountpoints
+        struct stat st = self.VirtualAttr(ino, control::VNode{true, false, 0, 0});
+        return (void)fuse_reply_attr(req, &st, 0.0);
+      }
       auto vn = self.control_.Stat(v->path, CallerOf(req));
       if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
       struct stat st = self.VirtualAttr(ino, vn.value());
@@ -358,7 +374,7 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kVirtual) {
       if (v->detached) return (void)fuse_reply_err(req, ENOENT);
       const control::Caller who = CallerOf(req);
-      if (self.role_ == Role::kDataset) {  // the control session's mountpoint: empty
+      if (self.role_ == Role::kDataset) {  // another session's mountpoint: empty
         fi->fh = self.dirs_.Add(std::move(dir));
         return (void)fuse_reply_open(req, fi);
       }
@@ -380,7 +396,9 @@ class FilesystemImpl final : public Filesystem {
       dir->entries.reserve(list.value().size() + 2);
       for (auto& e : list.value()) {
         if (ino == FUSE_ROOT_ID && e.name == kControlDirName) continue;  // shadowed
-        if (ino == FUSE_ROOT_ID && self.spill_ && e.name == kSpillDirName) continue;
+        if (ino == FUSE_ROOT_ID && (self.spill_ || self.spill_mountpoint_) && e.name == kSpillDirName) {
+          continue;
+        }
         dir->AddLower(std::move(e.name), e.type);  // a plain readdir needs only the type
       }
       if (ino == FUSE_ROOT_ID) {
@@ -388,6 +406,9 @@ class FilesystemImpl final : public Filesystem {
                           NodeKind::kVirtual, "");
         if (self.spill_) {
           dir->AddWithAttrs(kSpillDirName, self.spill_->RootAttr(), NodeKind::kSpill, "");
+        } else if (self.spill_mountpoint_) {
+          dir->AddWithAttrs(kSpillDirName, self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
+                            NodeKind::kVirtual, kSpillDirName);
         }
       }
     }
@@ -565,9 +586,14 @@ class FilesystemImpl final : public Filesystem {
     if (open_mode_) {
       auto fresh = lower_.Stat(v.path);
       if (!fresh.ok()) return {nullptr, ToErrno(fresh.status())};
-      if (store::VersionOf(fresh.value()) != store::VersionOf(st) || fresh.value().st_ino != st.st_ino) {
-        cache_.Invalidate(id);
-      }
+      const bool changed =
+          store::VersionOf(fresh.value()) != store::VersionOf(st) || fresh.value().st_ino != st.st_ino;
+      if (changed) cache_.Invalidate(id);
+      // Without OPEN this is a READ of an inode whose pages the kernel may
+      // hold, of the version it was looked up at: a changed file's READ is
+      // stale (its pages are dropped, PassFor), and the next open, whose
+      // LOOKUP finds the change, gets a new inode (InodeTable).
+      if (changed && role_ == Role::kDataset) return {nullptr, ESTALE};
       st = fresh.value();
       inodes_.SetAttr(ino, st);
     }
@@ -1096,6 +1122,9 @@ class FilesystemImpl final : public Filesystem {
   control::ControlPlane& control_;
   Attributor& attributor_;
   const Role role_;
+  // This session serves dataset files (and keeps the kernel's pages of them
+  // in step with the RAM tier).
+  bool ServesDataset() const { return role_ == Role::kWhole || role_ == Role::kDataset; }
   InodeTable inodes_;
   // Role::kDataset. A pass pushed out drops the pages of what it held.
   PassTable passes_{kMaxPasses, kMaxPassHeldBytes,
@@ -1119,7 +1148,8 @@ class FilesystemImpl final : public Filesystem {
   std::string ra_file_;
   unsigned ra_kib_ = 0;
   std::once_flag ra_once_;
-  const bool spill_enabled_;
+  const bool spill_enabled_;     // this session serves the spill area
+  const bool spill_mountpoint_;  // Role::kDataset: `.spill` is the kSpill session's mountpoint
   const unsigned max_read_;
   UserBudget control_budget_;
   DescriptorPool descriptors_;  // held by users' open spill and streamed files, all users

@@ -25,6 +25,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include "epochfs/fs/filesystem.h"
 #include "epochfs/spill/spill_store.h"
 #include "handle_table.h"
 #include "inode_table.h"
@@ -32,9 +33,6 @@
 #include "user_budget.h"
 
 namespace epochfs::fs {
-
-// The name of the spill area at the mount root.
-inline constexpr const char* kSpillDirName = ".spill";
 
 class SpillFs {
  public:

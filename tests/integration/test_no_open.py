@@ -19,9 +19,13 @@ with the daemon's own counters and the kernel's page-cache residency
   - a hot epoch's hits reach the job's `status` through EpochfsSampler's
     `position` reports (each write(2) one report);
   - control files work through their own session (a bad write fails at
-    close); `umount -R`, `fusermount3 -u -z` and SIGTERM end the daemon
-    cleanly (a plain `fusermount3 -u` is refused while the control session is
-    mounted inside);
+    close), and so does the spill area (test_spill_posix.py runs every case
+    on it); `umount -R`, `fusermount3 -u -z` and SIGTERM end the daemon
+    cleanly, spill data written back (a plain `fusermount3 -u` is refused
+    while the nested sessions are mounted inside);
+  - under cache.consistency = "open" a file changed on LOWER (even replaced
+    with the same size and mtime) is read new at its next open, and a reader
+    holding the old one open gets ESTALE from the daemon, never new bytes;
   - what fuse.no_open does not combine with is refused with a clear error.
 """
 
@@ -506,13 +510,19 @@ class NoOpenTest(et.MountTestCase):
         sampler.close()
         self.assertNotIn("hot", os.listdir(d.path(".epochfs", "jobs")))
 
-    def test_sigterm_unmounts_both_sessions(self):
+    def test_sigterm_unmounts_every_session_and_keeps_the_spill_data(self):
         lower, _ = self.dataset([10 * KiB], seed=95)
-        d = self.mount_no_open(lower)
+        ssd = os.path.join(self.tmp, "ssd")  # the real disk: the store uses O_DIRECT
+        d = self.mount_no_open(lower, ["spill.path=" + ssd])
+        data = et.det_bytes(3 * MiB + 5, 96)
+        et.write_file(d.path(".spill", "act.bin"), data)  # staged, written back at exit
+        self.assertEqual(read_all(d.path(".spill", "act.bin")), data)
         d.proc.send_signal(signal.SIGTERM)
         self.assertEqual(d.wait_exit(), 0)
-        self.assertFalse(et.is_mounted(d.mnt))
-        self.assertFalse(et.is_mounted(os.path.join(d.mnt, ".epochfs")))
+        for sub in ("", ".epochfs", ".spill"):
+            self.assertFalse(et.is_mounted(os.path.join(d.mnt, sub)), sub)
+        d = self.mount_no_open(lower, ["spill.path=" + ssd])
+        self.assertEqual(read_all(d.path(".spill", "act.bin")), data)
 
     def test_a_lazy_unmount_ends_the_daemon(self):
         lower, want = self.dataset([10 * KiB], seed=97)
@@ -548,12 +558,69 @@ class NoOpenTest(et.MountTestCase):
             self.assertFalse(et.is_mounted(mnt), foreground)
             self.assertEqual(os.listdir(mnt), [], foreground)
 
+    def test_a_changed_file_is_never_served_stale_under_consistency_open(self):
+        # consistency "open" without OPEN: every open revalidates the name
+        # (entry timeout 0: one LOOKUP, no OPEN or RELEASE); a file whose
+        # version changed gets a new inode there, so the kernel cannot serve
+        # the old one's pages, and a READ of the old inode is ESTALE.
+        lower, want = self.dataset([96 * KiB] * 3, seed=70)
+        d = self.mount_no_open(lower, ["cache.memory=64MiB", "cache.consistency=open"])
+        names = sorted(want)
+        for _ in range(2):
+            for name in names:
+                self.assertEqual(read_all(d.path(name)), want[name], name)
+        hot = d.stats()
+        self.assertEqual(hot["misses"], len(names), hot)
+
+        def replace(name, data, keep_mtime):
+            # A new file renamed over the old one (another lower inode), of
+            # the same size and, with keep_mtime, the same mtime: only the
+            # inode number tells the versions apart (the kernel compares
+            # size and mtime alone).
+            path = os.path.join(lower, name)
+            old = os.stat(path)
+            et.write_file(path + ".new", data)
+            if keep_mtime:
+                os.utime(path + ".new", ns=(old.st_atime_ns, old.st_mtime_ns))
+            os.rename(path + ".new", path)
+            want[name] = data
+
+        # 1. Replaced under the kernel's pages of it: a new open reads the new bytes.
+        first = d.path(names[0])
+        resident = cached_bytes(first)
+        replace(names[0], et.det_bytes(96 * KiB, 170), keep_mtime=True)
+        self.assertEqual(read_all(first), want[names[0]],
+                         "stale bytes (the kernel held %d bytes of the old file)" % resident)
+        self.assertEqual(read_all(first), want[names[0]])  # and again, hot
+        # 2. Rewritten in place, another size.
+        want[names[1]] = et.det_bytes(80 * KiB, 171)
+        et.write_file(os.path.join(lower, names[1]), want[names[1]])
+        self.assertEqual(read_all(d.path(names[1])), want[names[1]])
+        # 3. Changed while a reader holds it open: what that reader reads from
+        # the daemon after the change is ESTALE, never the new bytes.
+        third = d.path(names[2])
+        fd = os.open(third, os.O_RDONLY)
+        try:
+            self.assertEqual(os.pread(fd, 32 * KiB, 0), want[names[2]][:32 * KiB])
+            old = want[names[2]]
+            replace(names[2], et.det_bytes(96 * KiB, 172), keep_mtime=True)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the kernel lost its pages
+            try:
+                got = os.pread(fd, 32 * KiB, 64 * KiB)
+                self.assertEqual(got, old[64 * KiB:96 * KiB], "a READ of the old inode served new bytes: %s" % (got == want[names[2]][64 * KiB:96 * KiB]))
+            except OSError as e:
+                self.assertEqual(e.errno, errno.ESTALE, e)
+        finally:
+            os.close(fd)
+        self.assertEqual(read_all(third), want[names[2]])
+        st = d.stats()
+        self.assert_stats_sane(st)
+        for name in names:
+            self.assertEqual(read_all(d.path(name)), want[name], name)
+
     def test_what_it_cannot_combine_with_is_refused(self):
         lower, _ = self.dataset([10 * KiB], seed=99)
-        spill = self.make_dir("spill")
-        for opts, words in ((["cache.consistency=open"], "cache.consistency"),
-                            (["fuse.kernel_cache=false"], "fuse.kernel_cache"),
-                            (["spill.path=" + spill], "spill")):
+        for opts, words in ((["fuse.kernel_cache=false"], "fuse.kernel_cache"),):
             mnt = self.make_mountpoint()
             r = subprocess.run(self.epochfs_cmd(lower, mnt, ["fuse.no_open=true"] + opts),
                                capture_output=True, text=True, timeout=et.EXIT_TIMEOUT)

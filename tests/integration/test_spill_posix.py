@@ -34,12 +34,14 @@ def renameat2(src, dst, flags):
 
 
 class SpillPosixTest(et.MountTestCase):
+    OPTS = []  # more mount options (the subclass below)
+
     def setUp(self):
         super().setUp()
         lower = self.make_dir("lower")
         # On the real disk, not tmpfs: the store uses O_DIRECT.
         ssd = os.path.join(self.tmp, "ssd")
-        self.d = self.mount(lower, opts=["spill.path=" + ssd, "spill.staging=16MiB"])
+        self.d = self.mount(lower, opts=["spill.path=" + ssd, "spill.staging=16MiB"] + self.OPTS)
         self.sp = self.d.path(".spill")
 
     def p(self, *names):
@@ -236,6 +238,22 @@ class SpillPosixTest(et.MountTestCase):
 
 
 @unittest.skipUnless(shutil.which("fio"), "fio is not installed")
+class SpillPosixNoOpenTest(SpillPosixTest):
+    """The same cases with fuse.no_open: `.spill` is a FUSE session of its
+    own, mounted on the dataset session's (empty) `.spill` directory."""
+    OPTS = ["fuse.no_open=true"]
+
+    def test_the_spill_area_is_a_session_of_its_own(self):
+        self.assertNotEqual(os.stat(self.d.mnt).st_dev, os.stat(self.sp).st_dev)
+        self.assertEqual(len(et.mount_entries(self.sp)), 1)
+        with open(self.p("w"), "wb") as f:
+            f.write(b"x" * 5000)
+        self.assertEqual(sorted(os.listdir(self.d.mnt)), [".epochfs", ".spill"])
+        self.assertEqual(os.listdir(self.sp), ["w"])
+        st = self.d.stats()
+        self.assertEqual(st["tiers"]["spill"]["logical_bytes"], 5000, st["tiers"]["spill"])
+
+
 class SpillFioVerifyTest(et.MountTestCase):
     """fio writes checksummed blocks and reads them back: random writes of
     mixed sizes, mixed random reads and writes, and several jobs at once,

@@ -47,12 +47,14 @@ class Attributor {
 // without OPEN"): the dataset session answers OPEN and FLUSH with ENOSYS, so
 // that the kernel sends neither again on that connection and a hot read costs
 // no request; the control directory, whose files need both (a control write is
-// taken at close), is a second session mounted on MOUNTPOINT/.epochfs.
+// taken at close), is a second session mounted on MOUNTPOINT/.epochfs, and
+// the spill area, whose files need them too, a third on MOUNTPOINT/.spill.
 enum class Role : uint8_t {
   kWhole,    // the dataset, .epochfs/ and .spill/
-  kDataset,  // the dataset without OPEN: READs come by inode; .epochfs is an
-             // empty directory, the kControl session's mountpoint
+  kDataset,  // the dataset without OPEN: READs come by inode; .epochfs and
+             // .spill are empty directories, the other sessions' mountpoints
   kControl,  // .epochfs/ alone, as the session's root
+  kSpill,    // .spill/ alone, as the session's root
 };
 
 struct FsParts {
@@ -62,7 +64,8 @@ struct FsParts {
   control::ControlPlane* control = nullptr;
   Attributor* attributor = nullptr;
   // The mount has a writable spill area (.spill/ at the mount root); its
-  // store is handed over with SetSpillStore before the first request.
+  // store is handed over with SetSpillStore before the first request (to the
+  // kSpill session, when the mount is split).
   bool spill = false;
   // `-o max_read=BYTES`: the largest READ the kernel may send (0: its
   // default). libfuse requires INIT to agree with the mount option.
@@ -100,5 +103,7 @@ class Filesystem {
 
 // The name of the virtual control directory at the mount root.
 inline constexpr const char* kControlDirName = ".epochfs";
+// The name of the spill area at the mount root.
+inline constexpr const char* kSpillDirName = ".spill";
 
 }  // namespace epochfs::fs

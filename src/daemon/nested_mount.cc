@@ -1,4 +1,4 @@
-#include "control_mount.h"
+#include "nested_mount.h"
 
 #include <signal.h>
 #include <sys/mount.h>
@@ -32,23 +32,24 @@ void AbortConnection(dev_t dev) {
 
 }  // namespace
 
-Result<std::unique_ptr<ControlMount>> ControlMount::Start(fs::Filesystem& fs,
-                                                          fs::MountOptions opts) {
+Result<std::unique_ptr<NestedMount>> NestedMount::Start(fs::Filesystem& fs, fs::MountOptions opts,
+                                                        std::string name) {
   opts.signal_handlers = false;  // the dataset session's
-  opts.read_ahead_kb = 0;        // control reads are direct
-  std::unique_ptr<ControlMount> cm(new ControlMount());
+  opts.read_ahead_kb = 0;        // control and spill reads are direct
+  std::unique_ptr<NestedMount> cm(new NestedMount());
+  cm->name_ = std::move(name);
   cm->mountpoint_ = opts.mountpoint;
   auto session = fs::Session::Mount(fs, opts);
   if (!session.ok()) return session.status();
   cm->session_ = std::move(session).value();
-  ControlMount* self = cm.get();
+  NestedMount* self = cm.get();
   cm->loop_ = std::thread([self] {
     // Signals are the dataset session's: its loop ends at SIGTERM.
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     Status s = self->session_->Run();
-    if (!s.ok()) log::Error("control session: " + s.message());
+    if (!s.ok()) log::Error(self->name_ + " session: " + s.message());
     std::lock_guard lock(self->mu_);
     self->ended_ = true;
     self->cv_.notify_all();
@@ -59,7 +60,7 @@ Result<std::unique_ptr<ControlMount>> ControlMount::Start(fs::Filesystem& fs,
   return cm;
 }
 
-ControlMount::~ControlMount() {
+NestedMount::~NestedMount() {
   if (loop_.joinable()) {
     // Unmounted, the session ends once no process holds one of its files.
     ::umount2(mountpoint_.c_str(), MNT_DETACH);
@@ -71,7 +72,7 @@ ControlMount::~ControlMount() {
       if (!cv_.wait_for(lock, std::chrono::seconds(10), [this] { return ended_; })) {
         // Still serving: leave it to the process's end rather than free what
         // its threads use.
-        log::Warn("control session did not end; left to the process's exit");
+        log::Warn(name_ + " session did not end; left to the process's exit");
         lock.unlock();
         loop_.detach();
         (void)session_.release();
