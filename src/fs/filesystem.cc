@@ -83,11 +83,13 @@ class FilesystemImpl final : public Filesystem {
                 : p.role == Role::kSpill ? NodeKind::kSpill
                                          : NodeKind::kLower,
                 /*renumber_changed=*/p.role == Role::kDataset &&
-                    cfg_.cache.consistency == Consistency::kOpen),
+                    p.config->cache.consistency == Consistency::kOpen),
         open_mode_(cfg_.cache.consistency == Consistency::kOpen),
-        recheck_(!open_mode_ && cfg_.fuse.allow_other),
+        renumbered_(open_mode_ && role_ == Role::kDataset),
+        recheck_((!open_mode_ || renumbered_) && cfg_.fuse.allow_other),
         entry_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.entry_timeout)),
-        attr_timeout_(open_mode_ ? 0.0 : Bounded(cfg_.fuse.attr_timeout)),
+        attr_timeout_(open_mode_ && !renumbered_ ? 0.0 : Bounded(cfg_.fuse.attr_timeout)),
+        dir_entry_timeout_(renumbered_ ? Bounded(cfg_.fuse.entry_timeout) : entry_timeout_),
         start_time_(::time(nullptr)),
         spill_enabled_(p.spill && p.role != Role::kDataset),
         spill_mountpoint_(p.spill && p.role == Role::kDataset),
@@ -193,13 +195,22 @@ class FilesystemImpl final : public Filesystem {
   }
 
   void ReplyEntry(fuse_req_t req, const NodeView& v, double timeout) {
+    ReplyEntry(req, v, timeout, timeout);
+  }
+  void ReplyEntry(fuse_req_t req, const NodeView& v, double entry_timeout, double attr_timeout) {
     fuse_entry_param e {};
     e.ino = v.ino;
     e.generation = v.generation;
     e.attr = v.kind == NodeKind::kLower ? Exposed(v.ino, v.st) : v.st;
-    e.attr_timeout = timeout;
-    e.entry_timeout = timeout;
+    e.attr_timeout = attr_timeout;
+    e.entry_timeout = entry_timeout;
     fuse_reply_entry(req, &e);
+  }
+
+  // How long the kernel may keep the name of lower entry `st` before it
+  // looks it up again (at the next open under consistency "open").
+  double EntryTimeout(const struct stat& st) const {
+    return S_ISDIR(st.st_mode) ? dir_entry_timeout_ : entry_timeout_;
   }
 
   // Resolves `name` in directory `parent` and takes one lookup on the child.
@@ -260,7 +271,9 @@ class FilesystemImpl final : public Filesystem {
     if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
     // Immutable data: no need for the kernel to compare mtimes on every open.
-    if (!self->open_mode_) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+    // Nor under "open" without OPEN: there an inode is one version for good
+    // (InodeTable, renumber_changed), and its attributes can be kept.
+    if (!self->open_mode_ || self->renumbered_) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
     // Spill writes of 1 MiB reach the store in one request (max_pages follows).
     if (self->spill_enabled_) conn->max_write = 1u << 20;
@@ -289,10 +302,11 @@ class FilesystemImpl final : public Filesystem {
       }
       return (void)fuse_reply_err(req, ToErrno(child.status()));
     }
-    double timeout = child.value().kind != NodeKind::kVirtual ? self.entry_timeout_
-                     : self.role_ == Role::kDataset ? kMountpointTimeout
-                                                    : 0.0;
-    self.ReplyEntry(req, child.value(), timeout);
+    if (child.value().kind != NodeKind::kVirtual) {
+      return self.ReplyEntry(req, child.value(), self.EntryTimeout(child.value().st),
+                             self.attr_timeout_);
+    }
+    self.ReplyEntry(req, child.value(), self.role_ == Role::kDataset ? kMountpointTimeout : 0.0);
   }
 
   static void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -513,8 +527,9 @@ class FilesystemImpl final : public Filesystem {
           e.generation = v.generation;
           e.attr = ent.kind == NodeKind::kLower ? Exposed(v.ino, st) : st;
           e.attr.st_ino = v.ino;
-          double t = ent.kind != NodeKind::kLower ? 0.0 : self.entry_timeout_;
-          e.attr_timeout = e.entry_timeout = t;
+          const bool lower = ent.kind == NodeKind::kLower;
+          e.entry_timeout = lower ? self.EntryTimeout(st) : 0.0;
+          e.attr_timeout = lower ? self.attr_timeout_ : 0.0;
           len = fuse_add_direntry_plus(req, buf.data() + used, size - used, ent.name.c_str(), &e,
                                        next);
           if (len > size - used) self.inodes_.Forget(v.ino, 1);
@@ -1130,10 +1145,17 @@ class FilesystemImpl final : public Filesystem {
   PassTable passes_{kMaxPasses, kMaxPassHeldBytes,
                     [this](fuse_ino_t ino) { kernel_cache_.Drop(ino); }};
   const bool open_mode_;
-  // Shared mount under "immutable": GETATTR answers from LOWER (see Bounded).
+  // "open" without OPEN (Role::kDataset): every open looks its file's name up
+  // (entry timeout 0), and a changed file gets a new inode (InodeTable,
+  // renumber_changed); so an inode's attributes and pages, which are of one
+  // version, may be kept (attr_timeout_), and so may directories' names.
+  const bool renumbered_;
+  // Shared mount under "immutable" (or renumbered): GETATTR answers from
+  // LOWER (see Bounded).
   const bool recheck_;
-  const double entry_timeout_;
+  const double entry_timeout_;      // files, and negative entries
   const double attr_timeout_;
+  const double dir_entry_timeout_;  // directories
   // A timeout the kernel may hold dataset attributes for: on a shared mount
   // (allow_other) at most fuse.permission_timeout.
   double Bounded(double t) const {
