@@ -188,6 +188,19 @@ class FilesystemImpl final : public Filesystem {
     return st;
   }
 
+  // `.epochfs` (and, when split, `.spill`) at the root of the dataset: of
+  // the daemon's user when they are the nested sessions' mountpoints, which
+  // fusermount3 mounts for a user other than root only on a directory the
+  // user may write (nested_mount.h); else root's.
+  control::VNode MountDirNode() const {
+    control::VNode v{true, false, 0, 0};
+    if (role_ == Role::kDataset) {
+      v.uid = ::geteuid();
+      v.gid = ::getegid();
+    }
+    return v;
+  }
+
   // Lower attributes as the kernel sees them: our inode number, no write bits.
   static struct stat Exposed(fuse_ino_t ino, struct stat st) {
     st.st_ino = ino;
@@ -230,13 +243,13 @@ class FilesystemImpl final : public Filesystem {
     }
     if (parent.ino == FUSE_ROOT_ID && std::strcmp(name, kControlDirName) == 0) {
       NodeView v = inodes_.Ref(NodeKind::kVirtual, "", {});
-      v.st = VirtualAttr(v.ino, control::VNode{true, false, 0, 0});
+      v.st = VirtualAttr(v.ino, MountDirNode());
       return v;
     }
     if (parent.ino == FUSE_ROOT_ID && spill_mountpoint_ && std::strcmp(name, kSpillDirName) == 0) {
       // The spill session's mountpoint: an empty directory of this session.
       NodeView v = inodes_.Ref(NodeKind::kVirtual, kSpillDirName, {});
-      v.st = VirtualAttr(v.ino, control::VNode{true, false, 0, 0});
+      v.st = VirtualAttr(v.ino, MountDirNode());
       return v;
     }
     std::string path = Join(parent.path, name);
@@ -330,7 +343,7 @@ class FilesystemImpl final : public Filesystem {
     if (v->kind == NodeKind::kVirtual) {
       if (v->detached) return (void)fuse_reply_err(req, ENOENT);
       if (self.role_ == Role::kDataset) {  // the other sessions' mountpoints
-        struct stat st = self.VirtualAttr(ino, control::VNode{true, false, 0, 0});
+        struct stat st = self.VirtualAttr(ino, self.MountDirNode());
         return (void)fuse_reply_attr(req, &st, 0.0);
       }
       auto vn = self.control_.Stat(v->path, CallerOf(req));
@@ -416,12 +429,12 @@ class FilesystemImpl final : public Filesystem {
         dir->AddLower(std::move(e.name), e.type);  // a plain readdir needs only the type
       }
       if (ino == FUSE_ROOT_ID) {
-        dir->AddWithAttrs(kControlDirName, self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
+        dir->AddWithAttrs(kControlDirName, self.VirtualAttr(0, self.MountDirNode()),
                           NodeKind::kVirtual, "");
         if (self.spill_) {
           dir->AddWithAttrs(kSpillDirName, self.spill_->RootAttr(), NodeKind::kSpill, "");
         } else if (self.spill_mountpoint_) {
-          dir->AddWithAttrs(kSpillDirName, self.VirtualAttr(0, control::VNode{true, false, 0, 0}),
+          dir->AddWithAttrs(kSpillDirName, self.VirtualAttr(0, self.MountDirNode()),
                             NodeKind::kVirtual, kSpillDirName);
         }
       }

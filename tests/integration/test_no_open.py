@@ -33,7 +33,9 @@ import errno
 import json
 import os
 import random
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -617,6 +619,74 @@ class NoOpenTest(et.MountTestCase):
         self.assert_stats_sane(st)
         for name in names:
             self.assertEqual(read_all(d.path(name)), want[name], name)
+
+    def test_a_user_other_than_root_mounts_it_with_allow_other(self):
+        # As a user, the nested sessions are mounted by the set-uid
+        # fusermount3, which the kernel lets into the dataset session only
+        # with allow_other (user_allow_other in /etc/fuse.conf), on
+        # mountpoints the user may write. Run in a mount namespace of its
+        # own, with a /dev/fuse node the user may open and /etc/fuse.conf
+        # overlaid: nothing of the machine changes.
+        user = 65534  # nobody
+        work = self.make_dir("user")
+        os.chmod(self.tmp, 0o755)
+        lower, mnt = os.path.join(work, "lower"), os.path.join(work, "mnt")
+        os.makedirs(lower)
+        os.makedirs(mnt)
+        data = et.det_bytes(200 * KiB, 98)
+        et.write_file(os.path.join(lower, "f.bin"), data)
+        binary = os.path.join(work, "epochfs")
+        shutil.copy(et.epochfs_bin(), binary)  # the build tree may be closed to the user
+        for d in (work, lower, mnt):
+            os.chown(d, user, user)
+        os.chmod(binary, 0o755)
+        etc_up, etc_work = self.make_dir("etc-up"), self.make_dir("etc-work")
+        with open(os.path.join(etc_up, "fuse.conf"), "w") as f:
+            f.write("user_allow_other\n")
+        fuse_dev = os.stat("/dev/fuse").st_rdev
+        node = os.path.join(self.tmp, "fuse")
+        os.mknod(node, 0o666 | stat.S_IFCHR, fuse_dev)
+        os.chmod(node, 0o666)
+        as_user = "setpriv --reuid=%d --regid=%d --clear-groups " % (user, user)
+        script = """
+set -e
+mount --make-rprivate /
+mount --bind {node} /dev/fuse
+mount -t overlay overlay -o lowerdir=/etc,upperdir={up},workdir={wk} /etc
+{u}{bin} -f -o fuse.no_open=true,fuse.allow_other=true,cache.policy=lru {lower} {mnt} 2>{work}/log &
+daemon=$!
+trap 'kill -9 $daemon 2>/dev/null || true' EXIT
+i=0
+until grep -q " {mnt}/.epochfs " /proc/self/mounts; do
+  i=$((i+1)); [ $i -lt 600 ] || {{ echo "no control mount"; cat {work}/log; exit 1; }}
+  kill -0 $daemon || {{ cat {work}/log; exit 1; }}
+  sleep 0.05
+done
+{u}cat {mnt}/f.bin > {work}/got
+{u}cat {mnt}/f.bin > /dev/null
+{u}cat {mnt}/.epochfs/version
+{u}mkdir {mnt}/.epochfs/jobs/j
+{u}cat {mnt}/.epochfs/jobs/j/status
+{u}fusermount3 -u -z {mnt}
+wait $daemon
+echo "daemon exit $?"
+""".format(node=node, up=etc_up, wk=etc_work, u=as_user, bin=binary, lower=lower, mnt=mnt,
+           work=work)
+        r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("protocol", r.stdout)
+        self.assertIn('"owner": %d' % user, r.stdout)  # the job, registered by its mkdir
+        self.assertIn("daemon exit 0", r.stdout)
+        with open(os.path.join(work, "got"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        # Without allow_other a user is refused, with the reason.
+        r = subprocess.run(["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups",
+                            binary, "-o", "fuse.no_open=true", lower, mnt],
+                           capture_output=True, text=True, timeout=et.EXIT_TIMEOUT)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("fuse.allow_other", r.stderr)
+        self.assertFalse(et.is_mounted(mnt))
 
     def test_what_it_cannot_combine_with_is_refused(self):
         lower, _ = self.dataset([10 * KiB], seed=99)
