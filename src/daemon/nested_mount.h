@@ -7,8 +7,11 @@
 // their handles counted). So `.epochfs` and `.spill` are mounted again, on
 // themselves: a second session rooted at the control directory on the dataset
 // session's (empty) `.epochfs` directory, and a third rooted at the spill area
-// on its (empty) `.spill`. Mounting needs CAP_SYS_ADMIN (a mount inside a FUSE
-// mount); the daemon refuses fuse.no_open without it.
+// on its (empty) `.spill`. Root mounts them itself; a user's are mounted by
+// the set-uid fusermount3, which the kernel lets into the dataset session only
+// with allow_other (the daemon refuses fuse.no_open to a user without it) and
+// which mounts only on a directory the user may write (the dataset session
+// gives both to the daemon's user).
 //
 // Start mounts and serves on a thread of its own; the destructor unmounts
 // (lazily: `umount -R MOUNTPOINT` unmounts them all, a plain unmount of

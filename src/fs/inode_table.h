@@ -15,9 +15,10 @@
 // fs/filesystem.h), a lower regular file whose version (size, mtime, lower
 // inode number) changed since its node was made gets a new node at its next
 // Ref, and the old one is detached: the kernel, told a new inode number by the
-// LOOKUP that revalidates the name, drops the old inode's pages with it, so no
-// open after the change can read pages of the version before. Without it the
-// node keeps its number and takes the new attributes.
+// LOOKUP that revalidates the name, opens the new inode, so no open after the
+// change can read pages of the version before (the old inode keeps them for
+// the files already open on it, until the old object's invalidation drops
+// them). Without it the node keeps its number and takes the new attributes.
 //
 // Memory: a mount of a million-file dataset knows a million inodes, so a node
 // keeps only what the data path needs: its path, lookups, and of a lower
