@@ -94,7 +94,7 @@ epochfs_build_fuzz() {
   if [ ! -f build-fuzz/build.ninja ]; then
     CC=clang-14 CXX=clang++-14 meson setup build-fuzz "$EPOCHFS_ROOT" -Dtests=false -Dfuzz=true \
       -Dfuzz_seconds="$seconds" -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=false \
-      -Dbuildtype=debugoptimized -Dcpp_args=-fsanitize=fuzzer-no-link >/dev/null || return 1
+      -Doptimization=1 -Ddebug=false -Dcpp_args="-fsanitize=fuzzer-no-link -g1" >/dev/null || return 1
   else
     meson configure build-fuzz -Dfuzz_seconds="$seconds" >/dev/null || return 1
   fi
