@@ -584,11 +584,17 @@ def job_main(job, mode, env, result_path, go_r):
                     ej.declare(k + 1, job.order(k + 1))
                 ej.start_epoch(k)
 
+            last_report = [None]
+
             def ask(j):
                 os.write(loaders[j % job.loaders][1], b"%d %d\n" % (k, j))
-                # As EpochfsSampler: `position` every `loaders` batches handed out.
+                # As EpochfsSampler: `position` every `loaders` batches handed
+                # out, at most one per 5 ms (report_interval_s).
                 if mode == "epochfs" and (j + 1) % job.loaders == 0 and j + 1 < nb:
-                    ej.report_position(k, (j + 1) * job.batch)
+                    now = time.monotonic()
+                    if last_report[0] is None or now - last_report[0] >= 0.005:
+                        last_report[0] = now
+                        ej.report_position(k, (j + 1) * job.batch)
             for j in range(min(window, nb)):
                 ask(j)
             ep = {"epoch": k, "reads": 0, "bytes": 0, "dev": 0, "stall_s": 0.0, "enomem": 0}

@@ -9,10 +9,13 @@ and, through the files under MOUNT/.epochfs/jobs/NAME/ (see epochfs-control(7)):
     line, relative to the dataset root), and append this process's pid to `pids`;
   * at the start of epoch K: write `order/K` and `order/K+1` (sample indices),
     then `epoch` = K, then yield K's indices;
-  * every `loaders` batches handed out, and at the end of the epoch: write
-    `position` = "K P" (P samples of K's order handed out). A mount whose hits
-    never reach the daemon (fuse.no_open) learns the job's progress from it;
-    elsewhere it costs one small write per report;
+  * every `loaders` batches handed out, but not sooner than
+    `report_interval_s` (5 ms) after the previous report, and at the end of
+    the epoch: write `position` = "K P" (P samples of K's order handed out).
+    A mount whose hits never reach the daemon (fuse.no_open) learns the job's
+    progress from it; each report is one write, a round trip to the daemon
+    (50-150 us), so the floor keeps a job that reads hot files at tens of
+    thousands a second from spending a tenth of its time reporting;
   * `worker_init_fn`: appends each DataLoader worker's pid to `pids` (needed
     with the spawn/forkserver start methods; harmless with fork);
   * `close()` (also at a clean interpreter exit): rmdir the job, releasing its
@@ -42,6 +45,7 @@ import atexit
 import errno
 import os
 import sys
+import time
 import warnings
 
 from epochfs.job import EpochfsError, Job, append_control, config_text, write_control
@@ -100,6 +104,8 @@ class EpochfsSampler:
     start_epoch      first epoch when set_epoch() is never called
     order_fn         epoch -> list of indices; replaces the built-in sources
     compute_ms       compute per batch, when the job knows it
+    report_interval_s  least time between two `position` reports within an
+                     epoch (default 0.005; 0: every `loaders` batches)
     exist_ok         reuse an existing job of that name (a restarted job: its
                      first write re-attaches an orphaned job, whose current
                      epoch restarts warm; man epochfs-control(7))
@@ -112,12 +118,14 @@ class EpochfsSampler:
 
     def __init__(self, sampler, mount, job_name, dataset_samples, batch_size, epochs,
                  loaders=1, *, root=None, seed=None, start_epoch=0, order_fn=None,
-                 compute_ms=None, exist_ok=True, close_at_exit=True, strict=False):
+                 compute_ms=None, exist_ok=True, close_at_exit=True, strict=False,
+                 report_interval_s=0.005):
         self.sampler = sampler
         self.mount = os.path.abspath(mount)
         self.batch_size = int(batch_size)
         self.epochs = int(epochs)
         self.loaders = max(1, int(loaders))
+        self.report_interval_s = max(0.0, float(report_interval_s))
         self.epoch = None
         self._next_epoch = int(start_epoch)
         self._orders = {}  # epoch -> materialised order (built-in sources)
@@ -188,8 +196,10 @@ class EpochfsSampler:
         return self._reporting(k, order, len(self._declared[k]))
 
     def _reporting(self, epoch, order, declared):
-        """Yields `order`, writing `position` every `loaders` batches and at the end."""
+        """Yields `order`, writing `position` every `loaders` batches (at most
+        one per report_interval_s) and at the end."""
         every = self.batch_size * self.loaders
+        last = None  # monotonic time of this epoch's last report
         # The position counts distinct samples (the declared order has no
         # repeats; DistributedSampler pads with some).
         seen = set() if len(order) != declared else None
@@ -202,8 +212,13 @@ class EpochfsSampler:
                 seen.add(index)
                 position += 1
             if n % every == 0 and n < len(order):
-                self._report(epoch, position)
+                now = self._clock()
+                if last is None or now - last >= self.report_interval_s:
+                    last = now
+                    self._report(epoch, position)
         self._report(epoch, declared)
+
+    _clock = staticmethod(time.monotonic)  # tests replace it
 
     def _report(self, epoch, position):
         if self.disabled is None and not self._closed:

@@ -18,7 +18,8 @@
 #      once more on it as a registered job reading in its declared order
 #      (readfiles -j: one job per thread count, loaders = threads, batches of
 #      32 in order, each repeat one epoch, `position` reported every `loaders`
-#      batches): the policy must still see the job's progress, so the script
+#      batches but at most once per 5 ms, as EpochfsSampler does): the policy
+#      must still see the job's progress, so the script
 #      prints each job's hits and misses per epoch from its `status`.
 #      After that mount's warm-up, page_runs prints how the kernel laid out
 #      the small files' pages in physical memory, tmpfs's and the mount's:

@@ -1,7 +1,7 @@
 // readfiles — measures small-file read throughput the way a data loader sees
 // it: open + read-to-EOF + close for every file of a list.
 //
-//   readfiles [-t THREADS] [-r REPEATS] [-q] [-j JOB_DIR -e EPOCH -b BATCH] FILE_LIST
+//   readfiles [-t THREADS] [-r REPEATS] [-q] [-j JOB_DIR -e EPOCH -b BATCH [-m MS]] FILE_LIST
 //
 // FILE_LIST holds one path per line. The list is split into THREADS
 // contiguous slices; each thread reads its slice with a private 256 KiB
@@ -17,9 +17,11 @@
 // it (outside the timed part) the order of the next epoch (the list order)
 // and the `epoch` marker are written, as EpochfsSampler does, and the
 // threads take batches of BATCH files in list order, as DataLoader workers
-// do; every THREADS batches handed out, and at the end of the epoch, the
-// thread that took the batch writes `position` (timed: part of the job; the
-// file stays open, each write(2) one report, as epochfs.job does).
+// do; every THREADS batches handed out, but not sooner than MS (default 5)
+// milliseconds after the epoch's previous report, and at the end of the
+// epoch, the thread that took the batch writes `position` (timed: part of
+// the job; the file stays open, each write(2) one report, as epochfs.job
+// does; the floor is EpochfsSampler's report_interval_s).
 //
 // Any open/read error is counted and reported; the exit status is 1 if there
 // was one, so a benchmark never silently measures a failing mount.
@@ -54,11 +56,13 @@ struct Options {
   std::string job_dir;  // -j: a registered job (see above)
   long epoch = -1;      // -e
   int batch = 0;        // -b
+  int report_ms = 5;    // -m: least time between two `position` reports
 };
 
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
-               "usage: readfiles [-t THREADS] [-r REPEATS] [-q] [-j JOB_DIR -e EPOCH -b BATCH] "
+               "usage: readfiles [-t THREADS] [-r REPEATS] [-q] "
+               "[-j JOB_DIR -e EPOCH -b BATCH [-m MS]] "
                "FILE_LIST\n");
   std::exit(2);
 }
@@ -100,6 +104,8 @@ Options ParseArgs(int argc, char** argv) {
       o.epoch = ParseInt(argv[++i], 0, 999999);
     } else if (a == "-b" && i + 1 < argc) {
       o.batch = ParseInt(argv[++i]);
+    } else if (a == "-m" && i + 1 < argc) {
+      o.report_ms = ParseInt(argv[++i], 0, 60000);
     } else if (!a.empty() && a[0] != '-' && o.list_path.empty()) {
       o.list_path = a;
     } else {
@@ -190,6 +196,16 @@ int main(int argc, char** argv) {
       ++control_errors;
     }
   };
+  // When the epoch's last report went out (steady clock, ns; 0: none yet).
+  std::atomic<int64_t> last_report_ns{0};
+  const int64_t report_gap_ns = int64_t{opt.report_ms} * 1000000;
+  auto report_due = [&]() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            Clock::now().time_since_epoch()).count();
+    int64_t last = last_report_ns.load();
+    if (last != 0 && now - last < report_gap_ns) return false;
+    return last_report_ns.compare_exchange_strong(last, now);  // one thread reports
+  };
   auto epoch_of = [&](int r) { return opt.epoch + r; };
 
   // Completion step runs on one thread between phases: records the time,
@@ -206,6 +222,7 @@ int main(int argc, char** argv) {
       control("order/" + std::to_string(e + 1), order_text);
       control("epoch", std::to_string(e) + "\n");
       next_batch = 0;
+      last_report_ns = 0;
     }
     repeat_start = Clock::now();
     ++repeat_index;
@@ -237,7 +254,8 @@ int main(int argc, char** argv) {
         // nthreads batches handed out, and at the end.
         for (size_t b; (b = next_batch.fetch_add(1)) < nbatches;) {
           const size_t lo = b * batch, hi = std::min(files.size(), lo + batch);
-          if ((b + 1) % static_cast<size_t>(nthreads) == 0 && b + 1 < nbatches) {
+          if ((b + 1) % static_cast<size_t>(nthreads) == 0 && b + 1 < nbatches &&
+              report_due()) {
             position(epoch_of(r), hi);
           }
           read_range(lo, hi, buf.get());

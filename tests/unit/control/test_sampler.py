@@ -152,7 +152,8 @@ class SamplerTest(unittest.TestCase):
 
         for n, world in ((20, 1), (10, 3)):
             s = Reporting(FakeDistributedSampler(n, 0, world), self.mount, "job1", self.files,
-                          batch_size=4, epochs=2, loaders=2, close_at_exit=False)
+                          batch_size=4, epochs=2, loaders=2, close_at_exit=False,
+                          report_interval_s=0)
             for epoch in range(3):
                 s.reports, s.seen = [], []
                 for i in iter(s):
@@ -169,6 +170,29 @@ class SamplerTest(unittest.TestCase):
                     # 10 samples over 3 ranks: 4 indices, one a padding repeat
                     # of this rank's own, and a declared order of 3 or 4.
                     self.assertEqual(s.reports, [(4, "%d %d\n" % (epoch, want_len))])
+
+    def test_reports_are_at_least_report_interval_apart_within_an_epoch(self):
+        class Clocked(RecordingSampler):
+            now = 100.0
+
+            def _clock(self):
+                return Clocked.now
+
+            def _report_position(self, epoch, position):
+                self.reports.append("%d %d\n" % (epoch, position))
+                super()._report_position(epoch, position)
+
+        s = Clocked(FakeDistributedSampler(10, 0, 1), self.mount, "job1", self.files,
+                    batch_size=1, epochs=2, loaders=1, close_at_exit=False,
+                    report_interval_s=0.0025)
+        for epoch in range(2):
+            s.reports = []
+            for _ in iter(s):
+                Clocked.now += 0.001  # 1 ms per sample, so per batch
+            # A report may follow the previous one by 2.5 ms or more: after
+            # samples 1, 4 and 7; the end of the epoch is always reported,
+            # and each epoch's first batch boundary at once.
+            self.assertEqual(s.reports, ["%d %d\n" % (epoch, p) for p in (1, 4, 7, 10)])
 
     def test_lookahead_replays_the_listed_order(self):
         s = self.make(FreshShuffleSampler(10))
