@@ -4,16 +4,13 @@
 #include <string>
 
 namespace epochfs::cache {
-namespace {
-
-std::string Str(uint64_t v) { return std::to_string(v); }
-
-}  // namespace
 
 Status CheckNewJob(const JobSpec& spec, bool taken) {
   if (spec.id == kNoJob) return InvalidArgument("job id 0 is reserved");
   if (spec.batch_size == 0) return InvalidArgument("batch_size must be at least 1");
-  if (taken) return Status(Code::kExists, "job id " + Str(spec.id) + " is already registered");
+  if (taken) {
+    return Status(Code::kExists, "job id " + std::to_string(spec.id) + " is already registered");
+  }
   return Status::Ok();
 }
 
@@ -28,27 +25,29 @@ Status CheckSamples(size_t count, bool fixed) {
 
 Status CheckOrder(const OrderContext& job, uint32_t epoch, const std::vector<uint32_t>& order,
                   std::vector<int32_t>* pos) {
-  const std::string what = "order " + Str(epoch) + ": ";
+  const std::string what = "order " + std::to_string(epoch) + ": ";
   if (job.samples == 0) return InvalidArgument(what + "the sample list must be written first");
   if (job.epochs > 0 && epoch >= job.epochs) {
-    return InvalidArgument(what + "the job has " + Str(job.epochs) + " epochs (0.." +
-                           Str(job.epochs - 1) + ")");
+    return InvalidArgument(what + "the job has " + std::to_string(job.epochs) + " epochs (0.." +
+                           std::to_string(job.epochs - 1) + ")");
   }
   if (job.started && epoch < job.current) {
-    return InvalidArgument(what + "epoch " + Str(epoch) + " is over (current epoch " +
-                           Str(job.current) + ")");
+    return InvalidArgument(what + "epoch " + std::to_string(epoch) + " is over (current epoch " +
+                           std::to_string(job.current) + ")");
   }
   if (order.empty()) return InvalidArgument(what + "the order is empty");
   std::vector<int32_t> inverse(job.samples, -1);
   for (size_t p = 0; p < order.size(); ++p) {
     const uint32_t x = order[p];
     if (x >= job.samples) {
-      return InvalidArgument(what + "index " + Str(x) + " at position " + Str(p) +
-                             " is out of range (" + Str(job.samples) + " samples)");
+      return InvalidArgument(what + "index " + std::to_string(x) + " at position " +
+                             std::to_string(p) + " is out of range (" +
+                             std::to_string(job.samples) + " samples)");
     }
     if (inverse[x] != -1) {
-      return InvalidArgument(what + "index " + Str(x) + " appears twice (positions " +
-                             Str(static_cast<uint64_t>(inverse[x])) + " and " + Str(p) + ")");
+      return InvalidArgument(what + "index " + std::to_string(x) + " appears twice (positions " +
+                             std::to_string(static_cast<uint64_t>(inverse[x])) + " and " +
+                             std::to_string(p) + ")");
     }
     inverse[x] = static_cast<int32_t>(p);
   }

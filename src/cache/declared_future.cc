@@ -12,15 +12,12 @@
 namespace epochfs::cache {
 namespace {
 
-constexpr uint32_t kAbsent = std::numeric_limits<uint32_t>::max();
-constexpr size_t kMaxOrders = 8;          // declared ahead, as the epoch policy
+constexpr uint32_t kNotInOrder = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t kMeasuredReads = 64;   // reads before the pace is measured
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 // Unclaimed objects are ranked as if next read this far (~1 year) after every
 // claimed one, and older ones later.
 constexpr uint64_t kUnclaimedNs = uint64_t{1} << 55;
-
-std::string Str(uint64_t v) { return std::to_string(v); }
 
 // A position in [0, len) for `sample` in epoch `epoch`, spread uniformly and
 // independently of the declared order (splitmix64 of both).
@@ -33,7 +30,7 @@ uint64_t Spread(uint32_t sample, uint32_t epoch, uint64_t len) {
 }
 
 std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, size_t n) {
-  std::vector<uint32_t> pos(n, kAbsent);
+  std::vector<uint32_t> pos(n, kNotInOrder);
   for (uint32_t p = 0; p < order.size(); ++p) pos[order[p]] = p;
   return pos;
 }
@@ -136,7 +133,7 @@ Status DeclaredFuture::AddJob(const JobSpec& spec) {
 
 Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
   Job* j = Find(id);
-  if (j == nullptr) return NotFound("no job " + Str(id));
+  if (j == nullptr) return NotFound("no job " + std::to_string(id));
   if (Status s = CheckSamples(samples.size(), !j->orders.empty() || j->started); !s.ok()) {
     return s;
   }
@@ -157,8 +154,8 @@ Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
 
 Status DeclaredFuture::SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order) {
   Job* j = Find(id);
-  if (j == nullptr) return NotFound("no job " + Str(id));
-  const std::string what = "order " + Str(epoch) + ": ";
+  if (j == nullptr) return NotFound("no job " + std::to_string(id));
+  const std::string what = "order " + std::to_string(epoch) + ": ";
   if (Status s = CheckOrder({j->n(), j->spec.epochs, j->started, j->epoch}, epoch, order, nullptr);
       !s.ok()) {
     return s;
@@ -168,14 +165,14 @@ Status DeclaredFuture::SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> 
     const bool in_use = j->started && (epoch == j->epoch || epoch == j->epoch + 1);
     if (in_use) {
       if (it->second == order) return Status::Ok();  // same content: idempotent
-      return InvalidArgument(what + "epoch " + Str(epoch) +
+      return InvalidArgument(what + "epoch " + std::to_string(epoch) +
                              "'s order is in use and cannot be replaced");
     }
     it->second = std::move(order);
   } else {
-    if (j->orders.size() >= kMaxOrders) {
+    if (j->orders.size() >= kMaxDeclaredOrders) {
       return InvalidArgument(what + "too many orders declared ahead (at most " +
-                             Str(kMaxOrders) + ")");
+                             std::to_string(kMaxDeclaredOrders) + ")");
     }
     j->orders.emplace(epoch, std::move(order));
   }
@@ -185,15 +182,15 @@ Status DeclaredFuture::SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> 
 
 Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   Job* j = Find(id);
-  if (j == nullptr) return NotFound("no job " + Str(id));
+  if (j == nullptr) return NotFound("no job " + std::to_string(id));
   if (j->samples.empty()) return InvalidArgument("the sample list must be written first");
   if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
-    return InvalidArgument("epoch " + Str(epoch) + " is past the job's " + Str(j->spec.epochs) +
-                           " epochs");
+    return InvalidArgument("epoch " + std::to_string(epoch) + " is past the job's " +
+                           std::to_string(j->spec.epochs) + " epochs");
   }
   if (j->started && epoch < j->epoch) {
-    return InvalidArgument("epoch " + Str(epoch) + " is before the current epoch " +
-                           Str(j->epoch));
+    return InvalidArgument("epoch " + std::to_string(epoch) + " is before the current epoch " +
+                           std::to_string(j->epoch));
   }
   now_ = std::max(now_, now_ns);
   if (j->started && epoch == j->epoch) return Status::Ok();
@@ -220,7 +217,7 @@ Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
 
 Status DeclaredFuture::RestartEpoch(JobId id, uint64_t now_ns) {
   Job* j = Find(id);
-  if (j == nullptr) return NotFound("no job " + Str(id));
+  if (j == nullptr) return NotFound("no job " + std::to_string(id));
   if (!j->started) return Status::Ok();
   now_ = std::max(now_, now_ns);
   const uint32_t mark = j->epoch + 1;
@@ -239,7 +236,7 @@ Status DeclaredFuture::RestartEpoch(JobId id, uint64_t now_ns) {
 
 Status DeclaredFuture::EndJob(JobId id) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return NotFound("no job " + Str(id));
+  if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
   Job& j = *it->second;
   DropRefs(j);
   by_index_[j.index] = nullptr;
@@ -337,7 +334,7 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
       *pos = j.base + n / 2;
       return true;
     }
-    if (j.pos_cur[sample] != kAbsent) {
+    if (j.pos_cur[sample] != kNotInOrder) {
       *pos = j.base + j.pos_cur[sample];
       return true;
     }
@@ -348,7 +345,7 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
     *pos = next_base + n / 2;
     return true;
   }
-  if (j.pos_next[sample] != kAbsent) {
+  if (j.pos_next[sample] != kNotInOrder) {
     // Not its declared place: which samples of the next epoch are held does
     // not change how many hit, and a place spread uniformly spreads the hits
     // over the epoch's batches (the misses then overlap compute instead of
@@ -375,7 +372,7 @@ bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
     int declaring = 0;
     auto next_holds = [&](const Ref& r) {
       const Job* j = by_index_[r.index];
-      if (j != nullptr && !j->pos_next.empty() && j->pos_next[r.sample] != kAbsent) ++declaring;
+      if (j != nullptr && !j->pos_next.empty() && j->pos_next[r.sample] != kNotInOrder) ++declaring;
     };
     next_holds(first_ref_[slot]);
     auto [b, e] = more_refs_.equal_range(slot);
@@ -545,7 +542,7 @@ void DeclaredFuture::ImplyReads(const Access& a, std::vector<ObjectId>* out) {
   Job* j = Find(a.job);
   if (j == nullptr || j->samples.empty() || j->pos_cur.empty()) return;
   const int64_t s = SampleOf(*j, a);
-  if (s < 0 || j->pos_cur[s] == kAbsent) return;
+  if (s < 0 || j->pos_cur[s] == kNotInOrder) return;
   const uint64_t window = WindowOf(*j);
   const uint64_t p = j->pos_cur[s];
   if (p > window) ImplyBefore(*j, p - window, out);
@@ -607,7 +604,7 @@ void DeclaredFuture::Evicted(const std::vector<ObjectId>& objects) {
     if (slot == SlotIndex::kNone) continue;
     auto back = [&](const Ref& r) {
       Job* j = r.index < by_index_.size() ? by_index_[r.index] : nullptr;
-      if (j == nullptr || j->pos_cur.empty() || j->pos_cur[r.sample] == kAbsent) return;
+      if (j == nullptr || j->pos_cur.empty() || j->pos_cur[r.sample] == kNotInOrder) return;
       if (j->read[r.sample] == j->epoch + 1) return;  // read already: not ahead
       j->ahead = std::min<size_t>(j->ahead, j->pos_cur[r.sample]);
     };

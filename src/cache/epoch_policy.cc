@@ -75,11 +75,7 @@ uint64_t ExpectedRemainingNs(const JobSnapshot& s) {
 namespace {
 
 constexpr int32_t kAbsent = -1;
-// Orders a job may have declared at once (current, next and a few ahead).
-constexpr size_t kMaxOrders = 8;
 constexpr int kRegions = 4;  // indexed by Region; kNone unused
-
-std::string Str(uint64_t v) { return std::to_string(v); }
 
 // An epoch's order: a permutation of a subset of the sample indices.
 struct Order {
@@ -182,7 +178,7 @@ class EpochPolicy final : public Policy {
 
   Status SetSamples(JobId id, std::vector<SampleRef> samples) override {
     Job* j = FindJob(id);
-    if (j == nullptr) return NotFound("no job " + Str(id));
+    if (j == nullptr) return NotFound("no job " + std::to_string(id));
     if (Status s = CheckSamples(samples.size(), !j->orders.empty() || j->started); !s.ok()) {
       return s;
     }
@@ -204,8 +200,8 @@ class EpochPolicy final : public Policy {
 
   Status SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order) override {
     Job* j = FindJob(id);
-    if (j == nullptr) return NotFound("no job " + Str(id));
-    const std::string what = "order " + Str(epoch) + ": ";
+    if (j == nullptr) return NotFound("no job " + std::to_string(id));
+    const std::string what = "order " + std::to_string(epoch) + ": ";
     Order o;
     if (Status s = CheckOrder({j->samples.size(), j->spec.epochs, j->started, j->epoch}, epoch,
                               order, &o.pos);
@@ -218,15 +214,15 @@ class EpochPolicy final : public Policy {
       const bool in_use = j->started && (epoch == j->epoch || epoch == j->epoch + 1);
       if (in_use) {
         if (it->second.idx == o.idx) return Status::Ok();  // same content: idempotent
-        return InvalidArgument(what + "epoch " + Str(epoch) +
+        return InvalidArgument(what + "epoch " + std::to_string(epoch) +
                                "'s order is in use and cannot be replaced");
       }
       it->second = std::move(o);  // not referenced by cur/next/prev
       return Status::Ok();
     }
-    if (j->orders.size() >= kMaxOrders) {
+    if (j->orders.size() >= kMaxDeclaredOrders) {
       return InvalidArgument(what + "too many orders declared ahead (at most " +
-                             Str(kMaxOrders) + ")");
+                             std::to_string(kMaxDeclaredOrders) + ")");
     }
     Order& stored = j->orders.emplace(epoch, std::move(o)).first->second;
     if (j->started) {
@@ -244,15 +240,15 @@ class EpochPolicy final : public Policy {
 
   Result<Decision> BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) override {
     Job* j = FindJob(id);
-    if (j == nullptr) return NotFound("no job " + Str(id));
+    if (j == nullptr) return NotFound("no job " + std::to_string(id));
     if (j->samples.empty()) return InvalidArgument("the sample list must be written first");
     if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
-      return InvalidArgument("epoch " + Str(epoch) + " is past the job's " +
-                             Str(j->spec.epochs) + " epochs");
+      return InvalidArgument("epoch " + std::to_string(epoch) + " is past the job's " +
+                             std::to_string(j->spec.epochs) + " epochs");
     }
     if (j->started && epoch < j->epoch) {
-      return InvalidArgument("epoch " + Str(epoch) + " is before the current epoch " +
-                             Str(j->epoch));
+      return InvalidArgument("epoch " + std::to_string(epoch) + " is before the current epoch " +
+                             std::to_string(j->epoch));
     }
     Decision d;
     StartEpoch(*j, epoch, now_ns);
@@ -263,7 +259,7 @@ class EpochPolicy final : public Policy {
 
   Status RestartEpoch(JobId id, uint64_t now_ns) override {
     Job* j = FindJob(id);
-    if (j == nullptr) return NotFound("no job " + Str(id));
+    if (j == nullptr) return NotFound("no job " + std::to_string(id));
     if (!j->started) return Status::Ok();
     const uint32_t mark = j->epoch + 1;
     for (uint32_t& s : j->seen) {
@@ -279,7 +275,7 @@ class EpochPolicy final : public Policy {
 
   Result<Decision> EndJob(JobId id) override {
     auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("no job " + Str(id));
+    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
     Job& j = *it->second;
     ReleaseAll(j);
     LeaveList(j);
@@ -1021,7 +1017,7 @@ Status EpochPolicy::CheckInvariants() const {
   std::unordered_map<ObjectId, uint32_t> refs;
   for (const auto& [id, jp] : jobs_) {
     const Job& j = *jp;
-    const std::string who = "job " + Str(id) + ": ";
+    const std::string who = "job " + std::to_string(id) + ": ";
     sum += j.Held() + j.free;
     size_t holdings = 0;
     std::vector<uint32_t> counted(j.counters.size(), 0);
@@ -1041,14 +1037,15 @@ Status EpochPolicy::CheckInvariants() const {
         const Region reg = static_cast<Region>(r);
         if (reg == Region::kNext) {
           if (j.next_order == nullptr || j.next_order->PosOf(x) == kAbsent) {
-            return fail(who + "sample " + Str(x) + " in next is not in the next order");
+            return fail(who + "sample " + std::to_string(x) + " in next is not in the next order");
           }
           ++counted[j.next_order->PosOf(x) / j.spec.batch_size];
         } else if (reg == Region::kCur && !j.InCur(x)) {
-          return fail(who + "sample " + Str(x) + " in cur is not in the current order");
+          return fail(who + "sample " + std::to_string(x) + " in cur is not in the current order");
         } else if (reg == Region::kTail && j.prev_order != nullptr &&
                    j.prev_order->PosOf(x) == kAbsent) {
-          return fail(who + "sample " + Str(x) + " in tail is not in the previous order");
+          return fail(who + "sample " + std::to_string(x) +
+                      " in tail is not in the previous order");
         }
       }
       if (bytes != j.bytes[r]) return fail(who + "region bytes out of step");
@@ -1077,7 +1074,8 @@ Status EpochPolicy::CheckInvariants() const {
     if (listed && list_[j.rank] != &j) return fail(who + "rank out of step");
   }
   if (sum != params_.budget_bytes) {
-    return fail("pool + jobs = " + Str(sum) + " != budget " + Str(params_.budget_bytes));
+    return fail("pool + jobs = " + std::to_string(sum) + " != budget " +
+                std::to_string(params_.budget_bytes));
   }
   uint64_t resident = 0;
   size_t shared_objects = 0;

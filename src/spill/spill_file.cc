@@ -29,13 +29,13 @@ Status Errno(const std::string& what) {
   return IoError(what + ": " + std::strerror(err));
 }
 
-struct timespec Now() {
+}  // namespace
+
+struct timespec MtimeNow() {
   struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts;
 }
-
-}  // namespace
 
 Status WriteHeaderBlock(int fd, const FileHeader& h) {
   AlignedBlock b;
@@ -174,7 +174,7 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
     c_.Unpin(e);
     written_end = cstart + hi;
   }
-  mtime_ = Now();
+  mtime_ = MtimeNow();
   header_dirty_ = true;
   if (!failed.ok()) {
     // Keep what was written; give back the rest of the reservation.
@@ -251,12 +251,12 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     lock.lock();
     if (rc != 0) {
       Status s = Errno("spill truncate " + rel_);
-      mtime_ = Now();
+      mtime_ = MtimeNow();
       header_dirty_ = true;
       return s;
     }
   }
-  mtime_ = Now();
+  mtime_ = MtimeNow();
   header_dirty_ = true;
   return Status::Ok();
 }

@@ -223,4 +223,8 @@ class SpillFileImpl final : public SpillFile {
   void Preallocate(uint64_t size);  // REQUIRES: op_mu_ held, core mu not held
 };
 
+// The time a spill file's attributes record (CLOCK_REALTIME, as a disk
+// filesystem's mtime).
+struct timespec MtimeNow();
+
 }  // namespace epochfs::spill

@@ -47,12 +47,6 @@ struct DirAttr {
   uint32_t mode, uid, gid;
 };
 
-struct timespec Now() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts;
-}
-
 }  // namespace
 
 class SpillStoreImpl final : public SpillStore {
@@ -228,7 +222,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
     h.mode = S_IFREG | (mode & 07777);
     h.uid = uid;
     h.gid = gid;
-    h.mtime = Now();
+    h.mtime = MtimeNow();
     Status s;
     if (core_->is_root() && (::fchown(fd, uid, gid) != 0 || ::fchmod(fd, mode & 0777) != 0)) {
       s = FromErrno(errno, "spill chown " + rel);

@@ -6,6 +6,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -13,6 +14,10 @@
 #include "epochfs/common/status.h"
 
 namespace epochfs::cache {
+
+// Orders a job may have declared at once (the current, the next and a few
+// ahead); SetOrder refuses one more.
+inline constexpr size_t kMaxDeclaredOrders = 8;
 
 // AddJob: the id is not 0 and not `taken` by a registered job; batch_size >= 1.
 // InvalidArgument or Exists otherwise.

@@ -12,7 +12,8 @@
 #include "policy_harness.h"
 
 namespace epochfs::cache {
-namespace {
+// Named, not anonymous: a unity build compiles this file with the others of its binary.
+namespace future_policy_test {
 
 using testing::Harness;
 using testing::Iota;
@@ -710,5 +711,5 @@ INSTANTIATE_TEST_SUITE_P(FuturePolicy, FuturePolicyRandom, ::testing::Bool(),
                            return i.param ? "WithPrefetch" : "NoPrefetch";
                          });
 
-}  // namespace
+}  // namespace future_policy_test
 }  // namespace epochfs::cache

@@ -14,7 +14,8 @@
 #include "policy_harness.h"
 
 namespace epochfs::cache {
-namespace {
+// Named, not anonymous: a unity build compiles this file with the others of its binary.
+namespace restart_and_need_test {
 
 using testing::Harness;
 using testing::Iota;
@@ -155,5 +156,5 @@ TEST(CacheNeed, SumsTheCachingJobsAndWarnsOverTheBudget) {
   EXPECT_FALSE(n.over);
 }
 
-}  // namespace
+}  // namespace restart_and_need_test
 }  // namespace epochfs::cache

@@ -15,7 +15,8 @@
 #include "policy_harness.h"
 
 namespace epochfs::cache {
-namespace {
+// Named, not anonymous: a unity build compiles this file with the others of its binary.
+namespace shared_region_test {
 
 using testing::Harness;
 using testing::Iota;
@@ -398,5 +399,5 @@ TEST_F(Shared, OnlyUnclaimedReadsEnterTheSharedRegion) {
   ExpectBudget(h.policy());
 }
 
-}  // namespace
+}  // namespace shared_region_test
 }  // namespace epochfs::cache

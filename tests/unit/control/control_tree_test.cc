@@ -11,7 +11,8 @@
 #include "fake_proc_reader.h"
 
 namespace epochfs::control {
-namespace {
+// Named, not anonymous: a unity build compiles this file with the others of its binary.
+namespace control_tree_test {
 
 class AcceptingSink : public JobSink {
  public:
@@ -427,5 +428,5 @@ TEST_F(SpillTreeTest, BadInputIsRefusedWithTheReasonInStatus) {
   EXPECT_EQ(spill_.schedules["j"], (std::vector<std::string>{"a", "b"}));
 }
 
-}  // namespace
+}  // namespace control_tree_test
 }  // namespace epochfs::control

@@ -10,7 +10,8 @@
 #include <string>
 
 namespace epochfs::governor {
-namespace {
+// Named, not anonymous: a unity build compiles this file with the others of its binary.
+namespace sampler_test {
 
 namespace fs = std::filesystem;
 constexpr uint64_t kMiB = 1ull << 20;
@@ -138,5 +139,5 @@ TEST(Sampler, TheRealMachineReadsSomething) {
   EXPECT_LE(r.value().available, r.value().total);
 }
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace epochfs::governor
