@@ -475,7 +475,9 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   std::thread probe;
   // Set by `probe`, read after joining it: the nested sessions, and why one
-  // could not be mounted.
+  // could not be mounted. The control session is mounted last, so a readable
+  // `.epochfs/version` means every session serves (what a foreground mount's
+  // caller, the tests among them, waits for).
   std::vector<std::unique_ptr<NestedMount>> nested;
   Status nested_status = Status::Ok();
   if (background || control_fs) {
@@ -490,8 +492,8 @@ Status RunDaemon(const DaemonArgs& in) {
         const char* dir;
         const char* name;
         const char* what;
-      } sessions[] = {{control_fs.get(), fs::kControlDirName, "control", "control directory"},
-                      {spill_fs.get(), fs::kSpillDirName, "spill", "spill area"}};
+      } sessions[] = {{spill_fs.get(), fs::kSpillDirName, "spill", "spill area"},
+                      {control_fs.get(), fs::kControlDirName, "control", "control directory"}};
       for (const auto& n : sessions) {
         if (n.fs == nullptr || !p.ok()) continue;
         fs::MountOptions o = nmo;
