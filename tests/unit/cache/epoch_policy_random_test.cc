@@ -274,29 +274,51 @@ class RandomSchedule {
     ExternalCheck();
   }
 
-  // In B, an object resident but held by no job.
-  bool Shared(ObjectId id) const { return b_->resident(id) && BHeld().count(id) == 0; }
+  // Sets of objects built at every event are sorted vectors: a std::set's
+  // allocation per insert made these checks most of the test's time under
+  // ASan.
+  using IdSet = std::vector<ObjectId>;
+  static bool Has(const IdSet& s, ObjectId id) { return std::binary_search(s.begin(), s.end(), id); }
+  static IdSet Sealed(IdSet s) {
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    return s;
+  }
 
-  // The objects B's jobs hold.
-  std::set<ObjectId> BHeld() const {
-    std::set<ObjectId> held;
+  // In B, an object resident but held by no job.
+  bool Shared(ObjectId id) const {
+    if (!b_->resident(id)) return false;
     for (const JobSnapshot& s : b_->policy().Jobs()) {
       const SimJob& j = jobs_[s.id - 1];
       for (uint32_t x = 0; x < j.n; ++x) {
-        if (b_->policy().Where(s.id, x) != Region::kNone) held.insert(j.samples[x].object);
+        if (j.samples[x].object == id && b_->policy().Where(s.id, x) != Region::kNone) {
+          return false;
+        }
       }
     }
-    return held;
+    return true;
+  }
+
+  // The objects B's jobs hold.
+  IdSet BHeld() const {
+    IdSet held;
+    for (const JobSnapshot& s : b_->policy().Jobs()) {
+      const SimJob& j = jobs_[s.id - 1];
+      for (uint32_t x = 0; x < j.n; ++x) {
+        if (b_->policy().Where(s.id, x) != Region::kNone) held.push_back(j.samples[x].object);
+      }
+    }
+    return Sealed(std::move(held));
   }
 
   // B's shared objects now held by job `id` other than `except`: adopted in
   // bulk (end of warm-up, start of an epoch) by the event in between.
-  uint64_t CountBulkAdoptions(const SimJob& j, const std::set<ObjectId>& shared_before,
+  uint64_t CountBulkAdoptions(const SimJob& j, const IdSet& shared_before,
                               ObjectId except) const {
     uint64_t n = 0;
     for (uint32_t x = 0; x < j.n; ++x) {
       const ObjectId obj = j.samples[x].object;
-      if (obj != except && shared_before.count(obj) != 0 &&
+      if (obj != except && Has(shared_before, obj) &&
           b_->policy().Where(j.spec.id, x) != Region::kNone) {
         ++n;
       }
@@ -304,11 +326,11 @@ class RandomSchedule {
     return n;
   }
 
-  std::set<ObjectId> BSharedSet() const {
-    std::set<ObjectId> shared;
-    const std::set<ObjectId> held = BHeld();
-    for (ObjectId id : b_->resident_set()) {
-      if (held.count(id) == 0) shared.insert(id);
+  IdSet BSharedSet() const {
+    IdSet shared;
+    const IdSet held = BHeld();
+    for (ObjectId id : b_->resident_set()) {  // in order: `shared` is sorted
+      if (!Has(held, id)) shared.push_back(id);
     }
     return shared;
   }
@@ -432,7 +454,7 @@ class RandomSchedule {
       j.begun = r.epoch;
       h_->BeginEpoch(id, r.epoch, now);
       if (b_) {
-        const std::set<ObjectId> shared = BSharedSet();
+        const IdSet shared = BSharedSet();
         b_->BeginEpoch(id, r.epoch, now);
         bulk_adoptions_ += CountBulkAdoptions(j, shared, std::numeric_limits<ObjectId>::max());
       }
@@ -462,8 +484,7 @@ class RandomSchedule {
   // The job's read in B, after the same read in A.
   void ReadB(SimJob& j, uint32_t x, uint64_t now, bool was_shared) {
     const JobId id = j.spec.id;
-    const std::set<ObjectId> before = b_->resident_set();
-    const std::set<ObjectId> shared = BSharedSet();
+    const IdSet shared = BSharedSet();
     const bool hit = b_->Read(id, x, now, j.load_ns);
     bulk_adoptions_ += CountBulkAdoptions(j, shared, j.samples[x].object);
     b_hits_ += hit ? 1 : 0;
@@ -475,7 +496,7 @@ class RandomSchedule {
       // What B evicts beyond A's evictions is shared space reclaimed for a job.
       const bool also_in_a =
           std::find(h_->last.evict.begin(), h_->last.evict.end(), v) != h_->last.evict.end();
-      if (!also_in_a && shared.count(v) != 0) ++reclaims_;
+      if (!also_in_a && Has(shared, v)) ++reclaims_;
     }
     if (b_->last.admit) {
       const ObjectId obj = j.samples[x].object;
@@ -567,29 +588,36 @@ class RandomSchedule {
   void ExternalCheck(Harness& hh) {
     Policy& p = hh.policy();
     uint64_t sum = p.pool_bytes() + p.shared_bytes();
-    std::set<ObjectId> held;
+    // Scratch kept across calls (ASan's fill and quarantine make each fresh
+    // allocation cost page faults).
+    IdSet& held = scratch_held_;
+    std::vector<uint32_t>& pos = scratch_pos_;
+    std::vector<uint32_t>& cur_pos = scratch_cur_pos_;
+    std::vector<uint32_t>& per_batch = scratch_per_batch_;  // next's samples per batch
+    held.clear();
     for (const JobSnapshot& s : p.Jobs()) {
       sum += s.cur_bytes + s.next_bytes + s.tail_bytes + s.granted_unused_bytes;
       tail_seen_ += s.tail_bytes > 0 ? 1 : 0;
       last_seen_ += s.state == JobState::kLastEpoch && s.cur_bytes > 0 ? 1 : 0;
       const SimJob& j = jobs_[s.id - 1];
       const bool has_next = s.started && j.declared.count(s.epoch + 1) != 0;
-      std::vector<uint32_t> pos(j.n, UINT32_MAX);
+      pos.assign(j.n, UINT32_MAX);
+      per_batch.clear();
       if (has_next) {
         const std::vector<uint32_t>& o = j.orders.at(s.epoch + 1);
         for (uint32_t i = 0; i < o.size(); ++i) pos[o[i]] = i;
+        per_batch.assign(o.size() / j.spec.batch_size + 1, 0);
       }
-      std::vector<uint32_t> cur_pos(j.n, UINT32_MAX);
+      cur_pos.assign(j.n, UINT32_MAX);
       const bool has_cur = s.started && j.declared.count(s.epoch) != 0;
       if (has_cur) {
         const std::vector<uint32_t>& o = j.orders.at(s.epoch);
         for (uint32_t i = 0; i < o.size(); ++i) cur_pos[o[i]] = i;
       }
-      std::map<uint32_t, uint32_t> per_batch;
       for (uint32_t x = 0; x < j.n; ++x) {
         const Region r = p.Where(s.id, x);
         if (r == Region::kNone) continue;
-        held.insert(j.samples[x].object);
+        held.push_back(j.samples[x].object);
         EXPECT_TRUE(hh.resident(j.samples[x].object)) << "held but not in the store";
         EXPECT_NE(s.state, JobState::kWarmup) << "caches during warm-up";
         EXPECT_NE(s.state, JobState::kDone);
@@ -602,8 +630,8 @@ class RandomSchedule {
           EXPECT_NE(cur_pos[x], UINT32_MAX) << "sample " << x << " in cur not in this order";
         }
       }
-      for (const auto& [batch, c] : per_batch) {
-        EXPECT_LE(c, s.e) << "job " << s.id << " batch " << batch;
+      for (size_t batch = 0; batch < per_batch.size(); ++batch) {
+        EXPECT_LE(per_batch[batch], s.e) << "job " << s.id << " batch " << batch;
       }
       if (s.state == JobState::kLastEpoch || s.state == JobState::kDone) {
         EXPECT_EQ(s.next_bytes, 0u);
@@ -611,18 +639,24 @@ class RandomSchedule {
       }
     }
     EXPECT_EQ(sum, budget_) << "budget not conserved";
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
     if (p.shared_bytes() == 0) {
-      EXPECT_EQ(held, hh.resident_set()) << "store and policy disagree";
+      EXPECT_TRUE(std::equal(held.begin(), held.end(), hh.resident_set().begin(),
+                             hh.resident_set().end()))
+          << "store and policy disagree";
     } else {
       uint64_t rest = 0;
       for (ObjectId id : hh.resident_set()) {
-        if (held.count(id) == 0) rest += SizeOf(id);
+        if (!Has(held, id)) rest += SizeOf(id);
       }
       for (ObjectId id : held) EXPECT_TRUE(hh.resident(id));
       EXPECT_EQ(rest, p.shared_bytes()) << "resident objects no job holds != shared region";
     }
   }
 
+  IdSet scratch_held_;
+  std::vector<uint32_t> scratch_pos_, scratch_cur_pos_, scratch_per_batch_;
   std::mt19937_64 rng_;
   std::mt19937_64 urng_;  // unattributed reads
   std::mt19937_64 brng_;  // budget changes
