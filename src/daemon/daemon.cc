@@ -297,11 +297,11 @@ Status RunDaemon(const DaemonArgs& in) {
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;
   if (Status s = CheckNoOpen(cfg); !s.ok()) return s;
-  // fuse.no_open hands cached objects over to the kernel's page cache and
+  // fuse.one_copy hands cached objects over to the kernel's page cache and
   // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
   // get pages of their own (mmap), which go back to the system when freed
   // (from the heap, freed memory mostly stays in the process).
-  if (cfg.fuse.no_open && cfg.fuse.one_copy) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
+  if (cfg.fuse.one_copy && cfg.fuse.kernel_cache) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
   Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
   if (!max_read.ok()) return max_read.status();
   store::LowerGateOptions gate;

@@ -655,9 +655,24 @@ class FilesystemImpl final : public Filesystem {
       }
     } else {
       store::GetRequest g{id, v.path, store::VersionOf(st), who.job, who.sample};
+      file->kind = OpenFile::Kind::kObject;
+      file->path = v.path;
+      file->job = who.job;
+      file->sample = who.sample;
+      // One copy: the kernel was sent every byte of this version and the
+      // RAM tier holds the stub. A hit, which the kernel serves from its
+      // pages (kept); a READ that still comes refills it (ObjectFor).
+      // Remembered first: an eviction from now on drops the pages.
+      if (role_ != Role::kDataset && cfg_.fuse.one_copy && cfg_.fuse.kernel_cache &&
+          inodes_.Served(ino, g.version)) {
+        kernel_cache_.Remember(g.id, ino);
+        if (store::ObjectRef stub = cache_.HitHandedOver(g)) {
+          file->object = std::move(stub);
+          return {std::move(file), 0, true};
+        }
+      }
       auto obj = cache_.Get(g);
       if (!obj.ok()) return {nullptr, ToErrno(obj.status())};
-      file->kind = OpenFile::Kind::kObject;
       file->object = std::move(obj).value();
       // The lower file changed since the kernel took its attributes (under
       // "immutable" it holds them for fuse.attr_timeout): its size there is
@@ -758,6 +773,67 @@ class FilesystemImpl final : public Filesystem {
     }
     cache_.HandOver(o);
     passes_.End(ino, f);
+  }
+
+  // A mount with OPEN keeps the kernel's pages of a file after its last
+  // close; those of bytes the RAM tier does not hold would stay outside the
+  // budget (until the kernel reclaims them, or the next open drops them).
+  // Dropped at each release: a streamed file's, a file in blocks' (its next
+  // open drops them anyway), and a whole object's that is not resident.
+  void LeftByOpen(fuse_ino_t ino, OpenFile& f) {
+    if (!cfg_.fuse.kernel_cache) return;
+    bool drop = f.kind == OpenFile::Kind::kStream || f.kind == OpenFile::Kind::kBlocks;
+    if (f.kind == OpenFile::Kind::kObject) {
+      std::lock_guard lock(f.mu);
+      drop = !Resident(f.object);
+    }
+    if (drop) kernel_cache_.Drop(ino);
+  }
+
+  // The object a READ of open file `f` (a mount with OPEN) is served from,
+  // and whether it was refilled for it: the open's own, unless the open
+  // found the kernel holding the file (a handed-over stub, OpenLower) and
+  // the kernel has lost pages since. Get then reads the file again from
+  // LOWER (a refill; the open was the policy's access); the rest of this
+  // open reads the refilled bytes. Bytes other than those handed over are
+  // never mixed with the kernel's pages of the old ones: those are dropped
+  // and the read fails with Stale (ESTALE), as a file changed under an
+  // open does.
+  std::pair<Result<store::ObjectRef>, bool> ObjectFor(fuse_ino_t ino, OpenFile& f) {
+    store::ObjectRef o;
+    {
+      std::lock_guard lock(f.mu);
+      o = f.object;
+    }
+    if (!o->handed_over) return {o, false};
+    store::GetRequest g{o->id, f.path, o->version, f.job, f.sample};
+    g.heard = true;
+    auto r = cache_.Get(g);
+    if (!r.ok()) return {r.status(), false};
+    if (r.value()->version != o->version || r.value()->checksum != o->checksum) {
+      kernel_cache_.Drop(ino);
+      return {Stale(f.path + ": changed on LOWER while open"), false};
+    }
+    std::lock_guard lock(f.mu);
+    f.object = r.value();
+    return {r.value(), true};
+  }
+
+  // One copy on a mount with OPEN: the kernel keeps the pages it is sent
+  // (and the next open of the same version keeps them: OpenLower). Once it
+  // has been sent every byte of resident object `o` (KernelCoverage), or
+  // what it lost of one of at most kMaxPatchBytes (`refilled`), the store
+  // hands the object over; the open files that hold `o` free its bytes at
+  // their release.
+  void SentToKernel(const store::ObjectRef& o, size_t n, bool refilled) {
+    if (!cfg_.fuse.one_copy || !cfg_.fuse.kernel_cache) return;
+    if (cache_.ram().Find(o->id) != o) return;  // not resident, or handed over already
+    if (refilled && o->data.size() <= kMaxPatchBytes) {
+      coverage_.Forget(o->id);
+    } else if (!coverage_.Add(o->id, n, o->data.size())) {
+      return;
+    }
+    cache_.HandOver(o);
   }
 
   // One copy for blocks (no OPEN): a resident block whose every byte the
@@ -879,12 +955,20 @@ class FilesystemImpl final : public Filesystem {
     };
     switch (f->kind) {
       case OpenFile::Kind::kObject: {
-        const std::vector<char>& data = f->object->data;
+        if (self.role_ == Role::kDataset) {
+          const std::vector<char>& data = f->object->data;
+          if (static_cast<uint64_t>(off) >= data.size()) return (void)fuse_reply_buf(req, nullptr, 0);
+          const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
+          fuse_reply_buf(req, data.data() + off, n);
+          return self.KeptByKernel(ino, f, n);
+        }
+        auto [o, refilled] = self.ObjectFor(ino, *f);
+        if (!o.ok()) return (void)fuse_reply_err(req, ToErrno(o.status()));
+        const std::vector<char>& data = o.value()->data;
         if (static_cast<uint64_t>(off) >= data.size()) return (void)fuse_reply_buf(req, nullptr, 0);
         const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
         fuse_reply_buf(req, data.data() + off, n);
-        if (self.role_ == Role::kDataset) self.KeptByKernel(ino, f, n);
-        return;
+        return self.SentToKernel(o.value(), n, refilled);
       }
       case OpenFile::Kind::kBlocks: {
         auto got = ReadBlocks(self.cache_, *f, size, static_cast<uint64_t>(off));
@@ -988,11 +1072,12 @@ class FilesystemImpl final : public Filesystem {
 
   static void FsyncDir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
 
-  static void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  static void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto& self = Self(req);
     if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, 0);  // no handles
-    if (std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
-        f != nullptr && f->kind == OpenFile::Kind::kVirtualWrite) {
+    std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
+    if (f != nullptr) self.LeftByOpen(ino, *f);
+    if (f != nullptr && f->kind == OpenFile::Kind::kVirtualWrite) {
       std::lock_guard lock(f->mu);
       self.control_budget_.Close(f->writer, f->content.size());
     } else if (f != nullptr && f->kind == OpenFile::Kind::kSpill) {

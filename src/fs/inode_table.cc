@@ -145,6 +145,11 @@ bool InodeTable::MarkServed(fuse_ino_t ino, const store::Version& v) {
   return same;
 }
 
+bool InodeTable::Served(fuse_ino_t ino, const store::Version& v) const {
+  std::shared_lock lock(mu_);
+  return Live(ino) && At(ino).served == VersionHash(v);
+}
+
 void InodeTable::Unindex(fuse_ino_t ino) {
   // The set hashes a number by its node's key: erase by iterator, found by
   // that key, before the key changes.

@@ -78,6 +78,8 @@ class InodeTable {
   // the previous open served the same version (the kernel's cached pages of
   // the inode, if any, are then still right).
   bool MarkServed(fuse_ino_t ino, const store::Version& v);
+  // True when the last open of `ino` served version `v` (MarkServed).
+  bool Served(fuse_ino_t ino, const store::Version& v) const;
   // Spill nodes: `from` (and everything below it) is now `to`; a node that
   // was at `to` (replaced) is detached.
   void Rename(NodeKind kind, const std::string& from, const std::string& to);

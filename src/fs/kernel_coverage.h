@@ -1,7 +1,7 @@
-// KernelCoverage: how many bytes of each cached object (a whole file or a
-// block) a session without OPEN (fuse.no_open) has sent the kernel, to know
-// when the kernel's page cache holds all of it and the store may hand the
-// object over (CacheFront::HandOver).
+// KernelCoverage: how many bytes of each cached object (a whole file, or a
+// block without OPEN) a session has sent the kernel, to know when the
+// kernel's page cache holds all of it and the store may hand the object over
+// (CacheFront::HandOver; fuse.one_copy).
 //
 // Counted per object, not per pass: the kernel's READs of one read of a
 // file may be served by two passes (a read-ahead window can join the pass

@@ -21,7 +21,9 @@ namespace epochfs::fs {
 // What an open file handle (fi->fh) points at.
 struct OpenFile {
   enum class Kind { kObject, kBlocks, kStream, kVirtualRead, kVirtualWrite, kSpill } kind;
-  store::ObjectRef object;  // kObject: the file; kBlocks: the block last read (guarded by mu)
+  // kObject: the file (a handed-over stub until a READ refills it, guarded
+  // by mu); kBlocks: the block last read (guarded by mu).
+  store::ObjectRef object;
   uint64_t block_index = 0; // kBlocks: object's index (guarded by mu)
   // kBlocks: the load of block `ahead_index`, started when a sequential
   // reader took the block before it (guarded by mu; see block_reader.h).
@@ -30,14 +32,15 @@ struct OpenFile {
   uint64_t block_size = 0;  // kBlocks
   store::Version version;   // kBlocks: the version opened (every block is of it)
   // kBlocks: the file as a whole object, and the job (and its sample) the
-  // open was attributed to; every block's access carries them.
+  // open was attributed to; every block's access carries them. kObject: the
+  // job and sample a refill of a handed-over object is asked for.
   cache::ObjectId file_id = 0;
   cache::JobId job = cache::kNoJob;
   int64_t sample = -1;
   UniqueFd fd;              // kStream
-  std::string path;         // kVirtual*: control path; kBlocks: lower path
+  std::string path;         // kVirtual*: control path; kBlocks, kObject: lower path
   std::string content;      // kVirtualRead: snapshot; kVirtualWrite: buffer
-  std::mutex mu;            // kVirtualWrite: guards content; kBlocks: object, block_index
+  std::mutex mu;            // kVirtualWrite: guards content; kObject: object; kBlocks: object, block_index
   bool dirty = false;       // kVirtualWrite: written since the last flush
   bool append = false;      // kVirtualWrite, kSpill: opened O_APPEND
   bool per_write = false;   // kVirtualWrite: each write is one control write (VNode)

@@ -43,7 +43,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     if (hit->version != req.version) {
       Invalidate(req.id);
     } else if (!hit->handed_over) {
-      return ServeHit(req, std::move(hit));
+      return req.heard ? hit : ServeHit(req, std::move(hit));
     }  // handed over: loaded again below (Load refills the stub)
   }
 
@@ -69,7 +69,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
       leader = true;
     }
   }
-  if (landed) return ServeHit(req, std::move(landed));
+  if (landed) return req.heard ? landed : ServeHit(req, std::move(landed));
   if (!leader) {
     c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
@@ -79,7 +79,9 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     // not asked for; also counted as coalesced), and the policy hears of the
     // read now. A failed prefetch (or one of another version) is not
     // this reader's answer: it loads for itself.
-    if (r.ok() && r.value()->version == req.version) return ServeHit(req, r.value());
+    if (r.ok() && r.value()->version == req.version) {
+      return req.heard ? r : ServeHit(req, r.value());
+    }
     if (retry_failed_prefetch) return GetOnce(req, false);
     return r;
   }
@@ -264,9 +266,11 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     // back in its place, if they are the ones handed over (see HandOver).
     if (resident->version == ref->version && resident->checksum == ref->checksum &&
         ram_.Replace(resident, ref)) {
-      c_.hits.fetch_add(1, std::memory_order_relaxed);
       c_.refills.fetch_add(1, std::memory_order_relaxed);
-      ApplyLocked(policy_->OnHit(a), nullptr);
+      if (!req.heard) {
+        c_.hits.fetch_add(1, std::memory_order_relaxed);
+        ApplyLocked(policy_->OnHit(a), nullptr);
+      }
       return ref;
     }
     if (ram_.Erase(req.id)) {  // other bytes than handed over: the stub is stale
@@ -276,6 +280,9 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     }
     resident = nullptr;
   }
+  // Heard of at its open: the bytes are served, nothing is counted again and
+  // nothing admitted (the policy decided at the open).
+  if (req.heard) return resident && resident->version == ref->version ? resident : ref;
   c_.misses.fetch_add(1, std::memory_order_relaxed);
   if (resident) {
     // Another reader put it back meanwhile (see Get): the policy knows it as
@@ -374,6 +381,24 @@ bool CacheFront::HandOver(const ObjectRef& served) {
   if (!ram_.Replace(served, std::move(stub))) return false;
   c_.handovers.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
+  ObjectRef stub = ram_.Find(req.id);
+  if (!stub || !stub->handed_over || stub->version != req.version) return nullptr;
+  {
+    std::lock_guard lock(policy_mu_);
+    // The store changes only under policy_mu_: refilled or evicted since the
+    // Find, the caller's Get serves it as whatever it is now.
+    if (ram_.Find(req.id) != stub) return nullptr;
+    if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
+    cache::Access a{req.id, stub->handed_size, req.job, req.sample, NowNs(), req.file};
+    a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
+    c_.hits.fetch_add(1, std::memory_order_relaxed);
+    ApplyLocked(policy_->OnHit(a), nullptr);
+  }
+  Activity();
+  return stub;
 }
 
 void CacheFront::SetRequestBytes(uint64_t bytes, bool measure) {

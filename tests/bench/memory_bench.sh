@@ -5,7 +5,8 @@
 #
 # N files of SIZE_MIB MiB (default 400 x 1 MiB) in a tmpfs dir, read twice
 # through an epochfs mount with a budget that holds them all (BUDGET, default
-# 2GiB), once with the default mount and once with fuse.no_open=true. After
+# 2GiB): the default mount (one copy, fuse.one_copy), the same with
+# fuse.one_copy=false, and with fuse.no_open=true. After
 # the reads it prints, for each: the data, the daemon's RSS growth (VmRSS
 # after the reads minus after the mount came up), the mount's page cache
 # (fincore(1) over the files through the mount) and their sum over the data:
@@ -70,5 +71,6 @@ measure() {  # measure LABEL OPTS
 
 echo "$N files of $SIZE_MIB MiB, read twice, budget $BUDGET ($EPOCHFS)"
 measure "default mount" "cache.memory=$BUDGET"
+measure "fuse.one_copy=false" "cache.memory=$BUDGET,fuse.one_copy=false"
 [[ ${NO_OPEN:-1} != 0 ]] && measure "fuse.no_open" "cache.memory=$BUDGET,fuse.no_open=true"
 exit 0

@@ -54,38 +54,6 @@ MiB = 1024 * KiB
 WAIT = 30
 
 
-def cached_bytes(path):
-    """The bytes of `path` in the kernel's page cache (fincore(1))."""
-    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path],
-                         capture_output=True, text=True, check=True).stdout
-    return int(out.strip() or 0)
-
-
-def drop_pages(paths):
-    """The kernel drops the page cache of `paths` (POSIX_FADV_DONTNEED), as its
-    reclaim would, and only theirs: tests running beside keep their caches."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def rss_bytes(pid):
-    """A process's resident set (VmRSS), in bytes."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS for pid %d" % pid)
-
-
-def read_all(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
 class NoOpenTest(et.MountTestCase):
     def dataset(self, sizes, seed=1):
         lower = self.make_dir("lower")
@@ -107,7 +75,7 @@ class NoOpenTest(et.MountTestCase):
         self.assertNotEqual(os.stat(d.mnt).st_dev, os.stat(d.path(".epochfs")).st_dev)
         self.assertEqual(len(et.mount_entries(d.path(".epochfs"))), 1)
         for name, data in want.items():
-            self.assertEqual(read_all(d.path(name)), data, name)
+            self.assertEqual(et.read_file(d.path(name)), data, name)
         st = d.stats()
         self.assert_stats_sane(st)
         # One access per file, whatever the READs: the first 40 exactly; a
@@ -118,7 +86,7 @@ class NoOpenTest(et.MountTestCase):
         self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
         for _ in range(2):  # hot: from the kernel's pages, nothing reaches the daemon
             for name, data in want.items():
-                self.assertEqual(read_all(d.path(name)), data, name)
+                self.assertEqual(et.read_file(d.path(name)), data, name)
         hot = d.stats()
         # ... but pages the kernel dropped since (under memory pressure it
         # reclaims pages read once within a second): each such READ is a
@@ -136,24 +104,24 @@ class NoOpenTest(et.MountTestCase):
         budget = 4 * MiB
         d = self.mount_no_open(lower, ["cache.memory=%d" % budget])
         names = sorted(want)
-        self.assertEqual(read_all(d.path(names[0])), want[names[0]])
-        self.assertEqual(cached_bytes(d.path(names[0])), 512 * KiB)
+        self.assertEqual(et.read_file(d.path(names[0])), want[names[0]])
+        self.assertEqual(et.cached_bytes(d.path(names[0])), 512 * KiB)
         for name in names[1:]:
-            self.assertEqual(read_all(d.path(name)), want[name], name)
+            self.assertEqual(et.read_file(d.path(name)), want[name], name)
         st = d.stats()
         self.assert_stats_sane(st)
         self.assertGreater(st["evictions"], 0, st)
         # The first file left the RAM tier (lru), so its pages leave the kernel.
-        self.assertTrue(et.wait_for(lambda: cached_bytes(d.path(names[0])) == 0, WAIT),
+        self.assertTrue(et.wait_for(lambda: et.cached_bytes(d.path(names[0])) == 0, WAIT),
                         "evicted file still has %d bytes in the page cache"
-                        % cached_bytes(d.path(names[0])))
+                        % et.cached_bytes(d.path(names[0])))
         # And the kernel's copies of all files together stay within the budget.
-        total = lambda: sum(cached_bytes(d.path(n)) for n in names)  # noqa: E731
+        total = lambda: sum(et.cached_bytes(d.path(n)) for n in names)  # noqa: E731
         self.assertTrue(et.wait_for(lambda: total() <= budget, WAIT),
                         "%d bytes cached by the kernel, budget %d" % (total(), budget))
         # Read again: bytes still LOWER's.
         for name in names:
-            self.assertEqual(read_all(d.path(name)), want[name], name)
+            self.assertEqual(et.read_file(d.path(name)), want[name], name)
 
     def test_pages_the_kernel_reclaims_are_served_again(self):
         # Files of one READ each (64 KiB): each is one access, whatever order
@@ -161,7 +129,7 @@ class NoOpenTest(et.MountTestCase):
         lower, want = self.dataset([64 * KiB] * 4, seed=40)
         d = self.mount_no_open(lower, ["cache.memory=64MiB"])
         for name, data in want.items():
-            self.assertEqual(read_all(d.path(name)), data)
+            self.assertEqual(et.read_file(d.path(name)), data)
         # One copy: each file went to the kernel whole, and the daemon let go
         # of its bytes (still charged: `used` does not move). The hand-over
         # follows the reply that completes a file.
@@ -171,11 +139,11 @@ class NoOpenTest(et.MountTestCase):
         before = d.stats()
         self.assertEqual(before["tiers"]["ram"], {"objects": 0, "bytes": 0}, before)
         self.assertEqual((before["used"], before["handovers"]), (256 * KiB, 4), before)
-        drop_pages(d.path(n) for n in want)  # the kernel reclaims
+        et.drop_pages(d.path(n) for n in want)  # the kernel reclaims
         for name in want:
-            self.assertEqual(cached_bytes(d.path(name)), 0, name)
+            self.assertEqual(et.cached_bytes(d.path(name)), 0, name)
         for name, data in want.items():
-            self.assertEqual(read_all(d.path(name)), data)
+            self.assertEqual(et.read_file(d.path(name)), data)
         after = d.stats()
         # Each file's READ reached the daemon again: a hit for the policy (it
         # is cached), its bytes read again from LOWER (a refill), then handed
@@ -196,7 +164,7 @@ class NoOpenTest(et.MountTestCase):
         d = self.mount_no_open(lower, ["cache.memory=64MiB"])
         name = "f000.bin"
         for n, data in want.items():
-            self.assertEqual(read_all(d.path(n)), data)
+            self.assertEqual(et.read_file(d.path(n)), data)
         kernel = {"objects": 2, "bytes": MiB + 64 * KiB}
         self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
                         d.stats())
@@ -206,8 +174,8 @@ class NoOpenTest(et.MountTestCase):
             os.posix_fadvise(fd, 256 * KiB, 64 * KiB, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-        self.assertLessEqual(cached_bytes(d.path(name)), MiB - 64 * KiB)
-        self.assertEqual(read_all(d.path(name)), want[name])
+        self.assertLessEqual(et.cached_bytes(d.path(name)), MiB - 64 * KiB)
+        self.assertEqual(et.read_file(d.path(name)), want[name])
         self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
                         d.stats())
         after = d.stats()
@@ -228,7 +196,7 @@ class NoOpenTest(et.MountTestCase):
         lower, want = self.dataset([size], seed=46)
         d = self.mount_no_open(lower, ["cache.memory=64MiB"])
         name = "f000.bin"
-        self.assertEqual(read_all(d.path(name)), want[name])
+        self.assertEqual(et.read_file(d.path(name)), want[name])
         kernel = {"objects": 1, "bytes": size}
         self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
                         d.stats())
@@ -239,7 +207,7 @@ class NoOpenTest(et.MountTestCase):
                 os.posix_fadvise(fd, off, 64 * KiB, os.POSIX_FADV_DONTNEED)
             finally:
                 os.close(fd)
-            self.assertEqual(read_all(d.path(name)), want[name])
+            self.assertEqual(et.read_file(d.path(name)), want[name])
             return d.stats()
 
         before = d.stats()
@@ -263,21 +231,11 @@ class NoOpenTest(et.MountTestCase):
         # was (objects of 32 KiB and more are mmap'd: freed, they leave the
         # process). The daemon's growth is bounded well below the data.
         lower, want = self.dataset([MiB + i for i in range(48)], seed=60)
-        # Under AddressSanitizer freed memory waits in a quarantine before it
-        # leaves the process: shrink it for this daemon (no effect otherwise).
-        old = os.environ.get("ASAN_OPTIONS")
-        os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [
-            old, "quarantine_size_mb=0", "allocator_release_to_os_interval_ms=100"]))
-        try:
+        with et.asan_frees_at_once():
             d = self.mount_no_open(lower, ["cache.memory=256MiB"])
-        finally:
-            if old is None:
-                os.environ.pop("ASAN_OPTIONS", None)
-            else:
-                os.environ["ASAN_OPTIONS"] = old
-        rss0 = rss_bytes(d.proc.pid)
+        rss0 = et.rss_bytes(d.proc.pid)
         for name, data in want.items():
-            self.assertEqual(read_all(d.path(name)), data)
+            self.assertEqual(et.read_file(d.path(name)), data)
         total = sum(len(v) for v in want.values())
         kernel = {"objects": 48, "bytes": total}
         self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == kernel, WAIT),
@@ -288,12 +246,12 @@ class NoOpenTest(et.MountTestCase):
         # memory pressure (a memory cgroup near its limit) it reclaims pages
         # read once within a second. Not checked: what it drops comes back
         # as refills (below).
-        grown = lambda: rss_bytes(d.proc.pid) - rss0  # noqa: E731
+        grown = lambda: et.rss_bytes(d.proc.pid) - rss0  # noqa: E731
         self.assertTrue(et.wait_for(lambda: grown() < 16 * MiB, WAIT),
                         "daemon RSS grew %d bytes for %d bytes cached" % (grown(), total))
         before = d.stats()
         for name, data in want.items():  # hot, from the kernel
-            self.assertEqual(read_all(d.path(name)), data)
+            self.assertEqual(et.read_file(d.path(name)), data)
         after = d.stats()
         # Served by the kernel. What reaches the daemon is pages the kernel
         # dropped since (on its own, a few pages of a few files, or all of
@@ -307,14 +265,14 @@ class NoOpenTest(et.MountTestCase):
     def test_one_copy_off_keeps_the_daemons_copy(self):
         lower, want = self.dataset([MiB + i for i in range(16)], seed=61)
         d = self.mount_no_open(lower, ["cache.memory=256MiB", "fuse.one_copy=false"])
-        rss0 = rss_bytes(d.proc.pid)
+        rss0 = et.rss_bytes(d.proc.pid)
         for name, data in want.items():
-            self.assertEqual(read_all(d.path(name)), data)
+            self.assertEqual(et.read_file(d.path(name)), data)
         st = d.stats()
         total = sum(len(v) for v in want.values())
         self.assertEqual((st["handovers"], st["tiers"]["kernel"]["objects"]), (0, 0), st)
         self.assertEqual(st["tiers"]["ram"], {"objects": 16, "bytes": total}, st)
-        self.assertGreater(rss_bytes(d.proc.pid) - rss0, total // 2)
+        self.assertGreater(et.rss_bytes(d.proc.pid) - rss0, total // 2)
 
     def test_blocks_and_streams_are_byte_exact_under_concurrent_readers(self):
         # A 2 MiB budget caches objects of at most 512 KiB: the 3.3 MiB file
@@ -345,12 +303,12 @@ class NoOpenTest(et.MountTestCase):
         for t in threads:
             t.join()
         self.assertEqual(errors, [])
-        self.assertEqual(read_all(d.path(big)), want[big])
+        self.assertEqual(et.read_file(d.path(big)), want[big])
         st = d.stats()
         self.assert_stats_sane(st)
         self.assertEqual(st["streamed_bytes"], 0, st)  # blocks, not a stream
         # The kernel holds no more of the file than the RAM tier does.
-        self.assertTrue(et.wait_for(lambda: cached_bytes(d.path(big)) <= 2 * MiB, WAIT))
+        self.assertTrue(et.wait_for(lambda: et.cached_bytes(d.path(big)) <= 2 * MiB, WAIT))
 
     def test_one_copy_of_blocks_read_sequentially(self):
         # 8 MiB budget: a 3 MiB file is cached in 12 blocks of 256 KiB. Read
@@ -367,14 +325,14 @@ class NoOpenTest(et.MountTestCase):
         def one_copy():
             t = d.stats()["tiers"]
             return t["kernel"]["bytes"] >= size - 2 * block and t["ram"]["bytes"] <= 2 * block
-        self.assertEqual(read_all(d.path(name)), want[name])
+        self.assertEqual(et.read_file(d.path(name)), want[name])
         self.assertTrue(et.wait_for(one_copy, WAIT), d.stats())
         st = d.stats()
         self.assertEqual(st["used"], size, st)
         self.assertGreaterEqual(st["tiers"]["kernel"]["objects"], 10, st)
         self.assertLessEqual(st["bytes_read_lower"], size + 2 * block, st)
-        drop_pages([d.path(name)])
-        self.assertEqual(read_all(d.path(name)), want[name])
+        et.drop_pages([d.path(name)])
+        self.assertEqual(et.read_file(d.path(name)), want[name])
         self.assertTrue(et.wait_for(one_copy, WAIT), d.stats())
         after = d.stats()
         # Every block the kernel had dropped came back from LOWER.
@@ -389,10 +347,10 @@ class NoOpenTest(et.MountTestCase):
         # streamed from LOWER, so the kernel must not keep it either.
         lower, want = self.dataset([3 * MiB], seed=80)
         d = self.mount_no_open(lower, ["cache.memory=2MiB", "cache.block_size=0"])
-        self.assertEqual(read_all(d.path("f000.bin")), want["f000.bin"])
+        self.assertEqual(et.read_file(d.path("f000.bin")), want["f000.bin"])
         self.assertGreater(d.stats()["streamed_bytes"], 0)
-        self.assertTrue(et.wait_for(lambda: cached_bytes(d.path("f000.bin")) == 0, WAIT),
-                        "%d bytes of a streamed file cached" % cached_bytes(d.path("f000.bin")))
+        self.assertTrue(et.wait_for(lambda: et.cached_bytes(d.path("f000.bin")) == 0, WAIT),
+                        "%d bytes of a streamed file cached" % et.cached_bytes(d.path("f000.bin")))
 
     def test_control_files_work_through_their_own_session(self):
         lower, want = self.dataset([10 * KiB] * 4, seed=90)
@@ -406,7 +364,7 @@ class NoOpenTest(et.MountTestCase):
         with self.assertRaises(OSError) as e:
             ctl_write(os.path.join(jd, "order", "1"), "1 2 three\n")
         self.assertEqual(e.exception.errno, errno.EINVAL)
-        status = lambda: json.loads(read_all(os.path.join(jd, "status")))  # noqa: E731
+        status = lambda: json.loads(et.read_file(os.path.join(jd, "status")))  # noqa: E731
         self.assertEqual(status()["samples"], 4)
         self.assertEqual(status()["declared_epochs"], [0])
         self.assertIn("order/1", status()["last_error"])
@@ -414,7 +372,7 @@ class NoOpenTest(et.MountTestCase):
         # job's accesses (this process registered itself by writing).
         names = sorted(want)
         for i in (3, 2, 1, 0):
-            self.assertEqual(read_all(d.path(names[i])), want[names[i]])
+            self.assertEqual(et.read_file(d.path(names[i])), want[names[i]])
         self.assertEqual(status()["accesses"], 4, status())
         self.assertIn("0", os.listdir(os.path.join(jd, "order")))
         self.assertNotIn("1", os.listdir(os.path.join(jd, "order")))
@@ -444,13 +402,13 @@ class NoOpenTest(et.MountTestCase):
         self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names), WAIT),
                         d.stats())
         for k in order:
-            self.assertEqual(read_all(d.path(names[k])), want[names[k]])
+            self.assertEqual(et.read_file(d.path(names[k])), want[names[k]])
         st = d.stats()
         self.assertEqual((st["hits"], st["misses"], st["prefetch_hits"]),
                          (len(names), 0, len(names)), st)
         self.assertEqual(st["bytes_read_lower"], sum(len(v) for v in want.values()), st)
         for k in order:  # the kernel's pages now: nothing reaches the daemon
-            self.assertEqual(read_all(d.path(names[k])), want[names[k]])
+            self.assertEqual(et.read_file(d.path(names[k])), want[names[k]])
         self.assertEqual(d.stats()["hits"], len(names))
 
     def test_a_hot_epochs_hits_come_from_the_samplers_position_reports(self):
@@ -469,12 +427,12 @@ class NoOpenTest(et.MountTestCase):
                                                  loaders=1, order_fn=orders.__getitem__,
                                                  close_at_exit=False, strict=True)
         jd = d.path(".epochfs", "jobs", "hot")
-        status = lambda: json.loads(read_all(os.path.join(jd, "status")))  # noqa: E731
+        status = lambda: json.loads(et.read_file(os.path.join(jd, "status")))  # noqa: E731
 
         def epoch(e):
             got = []
             for i in iter(sampler):
-                self.assertEqual(read_all(paths[i]), want[names[i]], names[i])
+                self.assertEqual(et.read_file(paths[i]), want[names[i]], names[i])
                 got.append(i)
             self.assertEqual(got, orders[e])
 
@@ -484,7 +442,7 @@ class NoOpenTest(et.MountTestCase):
                          (n, sum(len(v) for v in want.values())), cold)
         st = status()
         self.assertEqual((st["epoch"], st["misses"]), (0, n), st)
-        self.assertEqual(read_all(os.path.join(jd, "position")), b"0 %d\n" % n)
+        self.assertEqual(et.read_file(os.path.join(jd, "position")), b"0 %d\n" % n)
         epoch(1)
         hot = d.stats()
         self.assertEqual((hot["hits"], hot["misses"], hot["bytes_read_lower"]),
@@ -518,18 +476,18 @@ class NoOpenTest(et.MountTestCase):
         d = self.mount_no_open(lower, ["spill.path=" + ssd])
         data = et.det_bytes(3 * MiB + 5, 96)
         et.write_file(d.path(".spill", "act.bin"), data)  # staged, written back at exit
-        self.assertEqual(read_all(d.path(".spill", "act.bin")), data)
+        self.assertEqual(et.read_file(d.path(".spill", "act.bin")), data)
         d.proc.send_signal(signal.SIGTERM)
         self.assertEqual(d.wait_exit(), 0)
         for sub in ("", ".epochfs", ".spill"):
             self.assertFalse(et.is_mounted(os.path.join(d.mnt, sub)), sub)
         d = self.mount_no_open(lower, ["spill.path=" + ssd])
-        self.assertEqual(read_all(d.path(".spill", "act.bin")), data)
+        self.assertEqual(et.read_file(d.path(".spill", "act.bin")), data)
 
     def test_a_lazy_unmount_ends_the_daemon(self):
         lower, want = self.dataset([10 * KiB], seed=97)
         d = self.mount_no_open(lower)
-        self.assertEqual(read_all(d.path("f000.bin")), want["f000.bin"])
+        self.assertEqual(et.read_file(d.path("f000.bin")), want["f000.bin"])
         # A plain unmount is refused while the control session is on the mount.
         r = subprocess.run(["fusermount3", "-u", d.mnt], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
@@ -570,7 +528,7 @@ class NoOpenTest(et.MountTestCase):
         names = sorted(want)
         for _ in range(2):
             for name in names:
-                self.assertEqual(read_all(d.path(name)), want[name], name)
+                self.assertEqual(et.read_file(d.path(name)), want[name], name)
         hot = d.stats()
         self.assertEqual(hot["misses"], len(names), hot)
 
@@ -589,15 +547,15 @@ class NoOpenTest(et.MountTestCase):
 
         # 1. Replaced under the kernel's pages of it: a new open reads the new bytes.
         first = d.path(names[0])
-        resident = cached_bytes(first)
+        resident = et.cached_bytes(first)
         replace(names[0], et.det_bytes(96 * KiB, 170), keep_mtime=True)
-        self.assertEqual(read_all(first), want[names[0]],
+        self.assertEqual(et.read_file(first), want[names[0]],
                          "stale bytes (the kernel held %d bytes of the old file)" % resident)
-        self.assertEqual(read_all(first), want[names[0]])  # and again, hot
+        self.assertEqual(et.read_file(first), want[names[0]])  # and again, hot
         # 2. Rewritten in place, another size.
         want[names[1]] = et.det_bytes(80 * KiB, 171)
         et.write_file(os.path.join(lower, names[1]), want[names[1]])
-        self.assertEqual(read_all(d.path(names[1])), want[names[1]])
+        self.assertEqual(et.read_file(d.path(names[1])), want[names[1]])
         # 3. Changed while a reader holds it open: what that reader reads from
         # the daemon after the change is ESTALE, never the new bytes.
         third = d.path(names[2])
@@ -614,11 +572,11 @@ class NoOpenTest(et.MountTestCase):
                 self.assertEqual(e.errno, errno.ESTALE, e)
         finally:
             os.close(fd)
-        self.assertEqual(read_all(third), want[names[2]])
+        self.assertEqual(et.read_file(third), want[names[2]])
         st = d.stats()
         self.assert_stats_sane(st)
         for name in names:
-            self.assertEqual(read_all(d.path(name)), want[name], name)
+            self.assertEqual(et.read_file(d.path(name)), want[name], name)
 
     def test_a_user_other_than_root_mounts_it_with_allow_other(self):
         # As a user, the nested sessions are mounted by the set-uid

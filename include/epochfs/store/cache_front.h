@@ -57,6 +57,10 @@ struct GetRequest {
   // When the reader asked (Get sets it): the policy hears how long it waited
   // (cache::Access::wait_ns).
   uint64_t asked_ns = 0;
+  // The policy has heard of this read already (HitHandedOver, at the open):
+  // Get serves the bytes (refilling a handed-over stub in its place) but
+  // counts no access and admits nothing.
+  bool heard = false;
 };
 
 struct CacheCounters {
@@ -78,7 +82,8 @@ struct CacheCounters {
   uint64_t prefetch_hits = 0;     // first reads of a prefetched object (resident or joined)
   uint64_t prefetch_wasted = 0;   // prefetched objects evicted or dropped unread
   uint64_t handovers = 0;         // objects handed over to the kernel's page cache (HandOver)
-  uint64_t refills = 0;           // handed-over objects read again from lower (in hits)
+  uint64_t refills = 0;           // handed-over objects read again from lower (in hits,
+                                  // unless the open was: GetRequest::heard)
 };
 
 class CacheFront {
@@ -100,7 +105,7 @@ class CacheFront {
   // regular file at req.rel), InvalidArgument (larger than
   // max_object_bytes()), and LOWER's.
   Result<bool> Prefetch(const GetRequest& req);
-  // One copy (fuse.no_open): the kernel's page cache now holds every byte of
+  // One copy (fuse.one_copy): the kernel's page cache now holds every byte of
   // `served`, the resident object, and keeps it until the object is evicted
   // (the DropListener then drops its pages) or the kernel reclaims them. The
   // store drops its own bytes and keeps a handed-over stub (Object::
@@ -111,6 +116,13 @@ class CacheFront {
   // an invalidation (the stub dropped, then a miss). Returns false and
   // changes nothing when `served` is no longer the resident object.
   bool HandOver(const ObjectRef& served);
+  // An open that the kernel will serve from its own pages (a mount that
+  // answers OPEN, one copy): when the resident object of req.id is a
+  // handed-over stub of req.version, the read is a hit for the policy, told
+  // now, and the stub is returned (no bytes: a READ that still reaches the
+  // daemon asks Get, which refills it). nullptr, and nothing counted,
+  // otherwise: the caller Gets the object as usual.
+  ObjectRef HitHandedOver(const GetRequest& req);
   // What the policy would prefetch now (Policy::PrefetchHints), skipping the
   // objects in flight and those `skip` names; `loading` are the caller's
   // prefetches in flight.

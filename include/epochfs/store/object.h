@@ -32,7 +32,7 @@ struct Object {
   Version version;
   uint64_t checksum = 0;  // XXH3-64 of data (of the bytes handed over)
   std::vector<char> data;
-  // Handed over (fuse.no_open, CacheFront::HandOver): the kernel's page
+  // Handed over (fuse.one_copy, CacheFront::HandOver): the kernel's page
   // cache holds the object's bytes in the daemon's place; `data` is empty
   // and `handed_size` bytes stay charged to the budget.
   bool handed_over = false;

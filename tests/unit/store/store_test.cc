@@ -521,6 +521,51 @@ TEST(CacheFront, HandedOverObjectsAreRefilledFromLower) {
   EXPECT_EQ(f.cache->ram().objects(), 0u);
 }
 
+// One copy on a mount that answers OPEN: the open of a handed-over object is
+// the policy's access (HitHandedOver), and the refill its READ may need
+// later (GetRequest::heard) counts nothing again and admits nothing.
+TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
+  Front f(1 << 20);
+  std::string want = f.dir.Write("h", 5000, 6);
+  const GetRequest req = f.Req("h", 9);
+  EXPECT_EQ(f.cache->HitHandedOver(req), nullptr) << "nothing resident";
+  auto r1 = f.cache->Get(req);
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(f.cache->HitHandedOver(req), nullptr) << "resident, not handed over";
+  ASSERT_TRUE(f.cache->HandOver(r1.value()));
+  GetRequest other = req;
+  other.version.size += 1;
+  EXPECT_EQ(f.cache->HitHandedOver(other), nullptr) << "another version";
+  EXPECT_EQ(f.cache->counters().hits, 0u);
+  ObjectRef stub = f.cache->HitHandedOver(req);
+  ASSERT_TRUE(stub && stub->handed_over);
+  EXPECT_EQ(f.cache->counters().hits, 1u);
+  GetRequest heard = req;
+  heard.heard = true;
+  auto r2 = f.cache->Get(heard);  // the kernel lost pages: refilled in place
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), want);
+  EXPECT_EQ(f.cache->ram().Find(9), r2.value());
+  ASSERT_TRUE(f.cache->Get(heard).ok());  // resident now: served, not counted
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.refills, 1u);
+  EXPECT_EQ(c.bytes_read_lower, 10000u);
+  EXPECT_EQ(f.cache->HitHandedOver(req), nullptr) << "refilled: a Get serves it";
+  // Evicted between the open and its READ: the bytes are read and served,
+  // neither counted nor admitted (the policy decided at the open).
+  ASSERT_TRUE(f.cache->HandOver(r2.value()));
+  f.cache->Invalidate(9);
+  auto r3 = f.cache->Get(heard);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(std::string(r3.value()->data.begin(), r3.value()->data.end()), want);
+  c = f.cache->counters();
+  EXPECT_EQ(c.hits + c.misses, 2u);
+  EXPECT_EQ(c.admissions, 1u);
+  EXPECT_EQ(f.cache->ram().objects(), 0u);
+}
+
 // Bytes on lower that are not those handed over, under the same version
 // (size, mtime, inode): never put back in the stub's place; the stub is
 // dropped (an invalidation) and the read is a miss of the new bytes.

@@ -1,0 +1,198 @@
+"""fuse.one_copy on a mount that answers OPEN (without fuse.no_open).
+
+Every open still reaches the daemon, so the policy hears of every read; but
+once the kernel has been sent every byte of a cached file, the daemon lets go
+of its own bytes and keeps a stub that stays charged to the budget: the file
+is in memory once, in the kernel's page cache, which the next opens keep.
+Checked on a real mount with the daemon's counters, its RSS and the kernel's
+page-cache residency (fincore(1) through the mount):
+  - the daemon's memory does not grow with the files it hands over, and a
+    hot pass is one hit per open, served from the kernel's pages;
+  - pages the kernel lost are read again from LOWER at their READ (a refill,
+    not another access for the policy), byte-exact under concurrent readers;
+  - the kernel's pages of dataset files stay within the budget: an evicted
+    file's leave, and so do those of a file in blocks at its release;
+  - a file changed on LOWER is read new under cache.consistency = "open";
+    a refill that finds other bytes under the same version fails with ESTALE
+    rather than mix them with the kernel's pages of the old ones;
+  - fuse.one_copy = false keeps the daemon's copy.
+No check needs the kernel to keep pages longer than a read: what it reclaims
+on its own comes back as refills, which the checks allow for.
+"""
+
+import errno
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import epochfs_test as et  # noqa: E402
+
+KiB = 1024
+MiB = 1024 * KiB
+WAIT = 30
+
+
+class OneCopyTest(et.MountTestCase):
+    def dataset(self, sizes, seed=1):
+        lower = self.make_dir("lower")
+        want = {}
+        for i, size in enumerate(sizes):
+            name = "f%03d.bin" % i
+            want[name] = et.det_bytes(size, seed + i)
+            et.write_file(os.path.join(lower, name), want[name])
+        return lower, want
+
+    def mount_one_copy(self, lower, opts=()):
+        return self.mount(lower, opts=["fuse.one_copy=true", "cache.policy=lru"] + list(opts))
+
+    def wait_kernel_tier(self, d, objects, nbytes):
+        want = {"objects": objects, "bytes": nbytes}
+        self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == want, WAIT), d.stats())
+
+    def test_the_daemon_keeps_no_bytes_the_kernel_holds(self):
+        # 48 files of 1 MiB through a 256 MiB budget (objects of 32 KiB and
+        # more are mmap'd: freed, they leave the process).
+        lower, want = self.dataset([MiB + i for i in range(48)], seed=60)
+        with et.asan_frees_at_once():
+            d = self.mount_one_copy(lower, ["cache.memory=256MiB"])
+        rss0 = et.rss_bytes(d.proc.pid)
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        total = sum(len(v) for v in want.values())
+        self.wait_kernel_tier(d, 48, total)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertEqual(st["tiers"]["ram"], {"objects": 0, "bytes": 0}, st)
+        self.assertEqual((st["used"], st["handovers"], st["misses"]), (total, 48, 48), st)
+        grown = lambda: et.rss_bytes(d.proc.pid) - rss0  # noqa: E731
+        self.assertTrue(et.wait_for(lambda: grown() < 16 * MiB, WAIT),
+                        "daemon RSS grew %d bytes for %d bytes cached" % (grown(), total))
+        before = d.stats()
+        for name, data in want.items():  # hot: each open a hit, the bytes the kernel's
+            self.assertEqual(et.read_file(d.path(name)), data)
+        after = d.stats()
+        self.assertEqual(after["hits"] - before["hits"], 48, after)
+        self.assertEqual(after["misses"], before["misses"], after)
+        # LOWER is read again only for pages the kernel dropped on its own.
+        refills = after["refills"] - before["refills"]
+        self.assertLessEqual(after["bytes_read_lower"] - before["bytes_read_lower"],
+                             refills * (MiB + 47), after)
+        self.assertEqual(after["used"], total, after)
+
+    def test_pages_the_kernel_lost_are_refilled_at_their_read(self):
+        # Files of one READ each (64 KiB), read by four threads at once once
+        # the kernel has lost them.
+        lower, want = self.dataset([64 * KiB] * 4, seed=40)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB"])
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 4, 256 * KiB)
+        before = d.stats()
+        et.drop_pages(d.path(n) for n in want)  # the kernel reclaims (4 opens: 4 hits)
+        for name in want:
+            self.assertEqual(et.cached_bytes(d.path(name)), 0, name)
+        bad = []
+
+        def reader():
+            for name, data in want.items():
+                if et.read_file(d.path(name)) != data:
+                    bad.append(name)
+
+        threads = [threading.Thread(target=reader) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(bad, [])
+        after = d.stats()
+        # One hit per open (4 to drop the pages, 4 by fincore, 16 to read),
+        # the refill of each file from LOWER no access of its own.
+        self.assertEqual(after["hits"] - before["hits"], 24, after)
+        self.assertEqual(after["misses"], before["misses"], after)
+        refills = after["refills"] - before["refills"]
+        self.assertGreaterEqual(refills, 4, after)
+        self.assertEqual(after["bytes_read_lower"] - before["bytes_read_lower"],
+                         refills * 64 * KiB, after)
+        self.wait_kernel_tier(d, 4, 256 * KiB)
+        self.assertEqual(d.stats()["tiers"]["ram"], {"objects": 0, "bytes": 0})
+        self.assertEqual(after["used"], before["used"], after)
+
+    def test_the_kernels_pages_stay_within_the_budget(self):
+        # 16 files of 512 KiB through a 4 MiB budget (lru: most are evicted),
+        # then a 6 MB file, read in blocks (larger than a quarter of it).
+        lower, want = self.dataset([512 * KiB] * 16 + [6000000], seed=20)
+        budget = 4 * MiB
+        d = self.mount_one_copy(lower, ["cache.memory=%d" % budget])
+        names = sorted(want)
+        small, big = names[:16], names[16]
+        self.assertEqual(et.read_file(d.path(small[0])), want[small[0]])
+        self.wait_kernel_tier(d, 1, 512 * KiB)
+        self.assertEqual(et.cached_bytes(d.path(small[0])), 512 * KiB)
+        for name in small[1:]:
+            self.assertEqual(et.read_file(d.path(name)), want[name], name)
+        self.assertTrue(et.wait_for(lambda: et.cached_bytes(d.path(small[0])) == 0, WAIT),
+                        "evicted file still has %d bytes in the page cache"
+                        % et.cached_bytes(d.path(small[0])))
+        self.assertEqual(et.read_file(d.path(big)), want[big])
+        # Closed: its pages leave the kernel; its blocks are the daemon's.
+        self.assertTrue(et.wait_for(lambda: et.cached_bytes(d.path(big)) == 0, WAIT),
+                        "%d bytes of a file in blocks left in the page cache"
+                        % et.cached_bytes(d.path(big)))
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertGreater(st["evictions"], 0, st)
+        kernel = lambda: sum(et.cached_bytes(d.path(n)) for n in names)  # noqa: E731
+        self.assertTrue(et.wait_for(lambda: kernel() + d.stats()["tiers"]["ram"]["bytes"] <= budget,
+                                    WAIT),
+                        "%d bytes in the page cache, %s" % (kernel(), d.stats()["tiers"]))
+        for name in names:
+            self.assertEqual(et.read_file(d.path(name)), want[name], name)
+
+    def test_a_changed_file_is_never_mixed_with_the_kernels_pages(self):
+        lower, want = self.dataset([256 * KiB, 256 * KiB], seed=70)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB", "cache.consistency=open"])
+        a, b = sorted(want)
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 2, 512 * KiB)
+        # A new version (another mtime): read new at the next open.
+        new_a = et.det_bytes(256 * KiB, 99)
+        et.write_file(os.path.join(lower, a), new_a)
+        os.utime(os.path.join(lower, a), ns=(1, 10**18))
+        self.assertEqual(et.read_file(d.path(a)), new_a)
+        # Other bytes under the same version (size, mtime, inode kept), found
+        # by the refill of pages the kernel lost while the file is open.
+        path_b = os.path.join(lower, b)
+        st = os.stat(path_b)
+        fd = os.open(d.path(b), os.O_RDONLY)
+        try:
+            new_b = et.det_bytes(256 * KiB, 98)
+            with open(path_b, "r+b") as f:
+                f.write(new_b)
+            os.utime(path_b, ns=(st.st_atime_ns, st.st_mtime_ns))
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            with self.assertRaises(OSError) as cm:
+                os.pread(fd, 256 * KiB, 0)
+            self.assertEqual(cm.exception.errno, errno.ESTALE)
+        finally:
+            os.close(fd)
+        self.assertGreaterEqual(d.stats()["invalidations"], 2, d.stats())
+        self.assertEqual(et.read_file(d.path(b)), new_b)
+
+    def test_one_copy_off_keeps_the_daemons_copy(self):
+        lower, want = self.dataset([MiB + i for i in range(16)], seed=61)
+        d = self.mount(lower, opts=["cache.memory=256MiB", "cache.policy=lru",
+                                    "fuse.one_copy=false"])
+        rss0 = et.rss_bytes(d.proc.pid)
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        st = d.stats()
+        total = sum(len(v) for v in want.values())
+        self.assertEqual((st["handovers"], st["tiers"]["kernel"]["objects"]), (0, 0), st)
+        self.assertEqual(st["tiers"]["ram"], {"objects": 16, "bytes": total}, st)
+        self.assertGreater(et.rss_bytes(d.proc.pid) - rss0, total // 2)
+
+
+if __name__ == "__main__":
+    et.main()
