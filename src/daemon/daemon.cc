@@ -125,7 +125,7 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["max_object_bytes"] = cf.max_object_bytes();
   j["request_bytes"] = cf.request_bytes();
   // The cached objects by where their bytes are: the daemon's RAM, or the
-  // kernel's page cache (handed over, fuse.no_open); `objects` and `used`
+  // kernel's page cache (handed over, fuse.one_copy); `objects` and `used`
   // count both.
   const uint64_t k_objects = cf.ram().handed_objects(), k_bytes = cf.ram().handed_bytes();
   const uint64_t objects = cf.ram().objects(), used = cf.ram().used();
