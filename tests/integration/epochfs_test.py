@@ -282,6 +282,17 @@ class MountTestCase(unittest.TestCase):
         os.makedirs(p, exist_ok=True)
         return p
 
+    def dataset(self, sizes, seed=1):
+        """LOWER with files f000.bin, f001.bin, ... of `sizes` bytes (det_bytes
+        from seed, seed + 1, ...); returns (lower, {name: bytes})."""
+        lower = self.make_dir("lower")
+        want = {}
+        for i, size in enumerate(sizes):
+            name = "f%03d.bin" % i
+            want[name] = det_bytes(size, seed + i)
+            write_file(os.path.join(lower, name), want[name])
+        return lower, want
+
     def make_mountpoint(self, name="mnt"):
         p = os.path.join(self.tmp, name)
         n = 1

@@ -55,15 +55,6 @@ WAIT = 30
 
 
 class NoOpenTest(et.MountTestCase):
-    def dataset(self, sizes, seed=1):
-        lower = self.make_dir("lower")
-        want = {}
-        for i, size in enumerate(sizes):
-            name = "f%03d.bin" % i
-            want[name] = et.det_bytes(size, seed + i)
-            et.write_file(os.path.join(lower, name), want[name])
-        return lower, want
-
     def mount_no_open(self, lower, opts=()):
         return self.mount(lower, opts=["fuse.no_open=true", "cache.policy=lru"] + list(opts))
 
