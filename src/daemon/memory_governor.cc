@@ -69,7 +69,13 @@ void MemoryGovernor::Tick() {
       horizon = std::max(horizon, cache::ExpectedRemainingNs(s));
     }
   });
-  const uint64_t cache_bytes = cache_->ram().used();
+  // The bytes the daemon itself holds: objects handed over to the kernel's
+  // page cache (fuse.one_copy) are reclaimable page cache, which the sample
+  // already counts as available; subtracting them too would take that much
+  // of the other processes' memory for cache and raise the budget past what
+  // fits.
+  const uint64_t cache_bytes = cache_->ram().used() - std::min(cache_->ram().used(),
+                                                               cache_->ram().handed_bytes());
   uint64_t budget = 0, old = 0;
   bool urgent = false;
   {

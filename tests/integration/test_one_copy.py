@@ -15,6 +15,8 @@ page-cache residency (fincore(1) through the mount):
   - a file changed on LOWER is read new under cache.consistency = "open";
     a refill that finds other bytes under the same version fails with ESTALE
     rather than mix them with the kernel's pages of the old ones;
+  - the memory governor counts only the bytes the daemon holds as cache
+    (handed-over pages are already available memory to it);
   - fuse.one_copy = false keeps the daemon's copy.
 No check needs the kernel to keep pages longer than a read: what it reclaims
 on its own comes back as refills, which the checks allow for.
@@ -170,6 +172,24 @@ class OneCopyTest(et.MountTestCase):
             os.close(fd)
         self.assertGreaterEqual(d.stats()["invalidations"], 2, d.stats())
         self.assertEqual(et.read_file(d.path(b)), new_b)
+
+    def test_the_memory_governor_counts_only_what_the_daemon_holds(self):
+        # cache.memory = "auto": handed-over files are the kernel's page cache,
+        # which the governor's sample counts as available already; its
+        # `cache` (subtracted from the memory in use) is the daemon's bytes.
+        lower, want = self.dataset([MiB] * 16, seed=80)
+        d = self.mount_one_copy(lower, ["cache.memory=auto", "cache.governor_interval=0.05"])
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 16, 16 * MiB)
+        ticks = d.stats()["governor"]["ticks"]
+        # A sample taken after the hand-over (nothing is read meanwhile).
+        self.assertTrue(et.wait_for(lambda: d.stats()["governor"]["ticks"] >= ticks + 2, WAIT),
+                        d.stats()["governor"])
+        st = d.stats()
+        self.assertEqual(st["used"], 16 * MiB, st)
+        self.assertEqual(st["governor"]["cache"], st["tiers"]["ram"]["bytes"], st["governor"])
+        self.assertEqual(st["governor"]["cache"], 0, st["governor"])
 
     def test_one_copy_off_keeps_the_daemons_copy(self):
         lower, want = self.dataset([MiB + i for i in range(16)], seed=61)
