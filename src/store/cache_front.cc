@@ -41,6 +41,9 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
 Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
   if (ObjectRef hit = ram_.Find(req.id)) {
     if (hit->version != req.version) {
+      // Heard of at an open of the version handed over: that is gone, and
+      // the version now cached is not this reader's to drop.
+      if (req.heard) return Stale(req.rel + ": another version is cached now");
       Invalidate(req.id);
     } else if (!hit->handed_over) {
       return req.heard ? hit : ServeHit(req, std::move(hit));
@@ -253,7 +256,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (ref->version != req.version) {
     // The file changed since the caller's stat: serve what is there now, but
     // do not cache bytes that disagree with the attributes the kernel holds.
-    c_.misses.fetch_add(1, std::memory_order_relaxed);
+    if (!req.heard) c_.misses.fetch_add(1, std::memory_order_relaxed);
     return ref;
   }
   std::lock_guard lock(policy_mu_);

@@ -564,6 +564,21 @@ TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
   EXPECT_EQ(c.hits + c.misses, 2u);
   EXPECT_EQ(c.admissions, 1u);
   EXPECT_EQ(f.cache->ram().objects(), 0u);
+  // The file changed on LOWER since: the new bytes are served for the
+  // caller to refuse (their version differs), nothing counted; and once
+  // another open has cached the new version, that stays cached.
+  f.dir.Write("h", 6000, 7);
+  auto r4 = f.cache->Get(heard);
+  ASSERT_TRUE(r4.ok());
+  EXPECT_NE(r4.value()->version, heard.version);
+  EXPECT_EQ(f.cache->counters().hits + f.cache->counters().misses, 2u);
+  ASSERT_TRUE(f.cache->Get(f.Req("h", 9)).ok());  // a new open: a miss, admitted
+  ObjectRef now = f.cache->ram().Find(9);
+  ASSERT_TRUE(now);
+  auto r5 = f.cache->Get(heard);
+  EXPECT_EQ(r5.status().code(), Code::kStale);
+  EXPECT_EQ(f.cache->ram().Find(9), now) << "the new version stays cached";
+  EXPECT_EQ(f.cache->counters().invalidations, c.invalidations);
 }
 
 // Bytes on lower that are not those handed over, under the same version
