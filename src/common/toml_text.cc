@@ -1,16 +1,32 @@
 #include "epochfs/common/toml_text.h"
 
+#include "epochfs/common/toml_depth.h"
+
 namespace epochfs {
 
+namespace {
+
+std::string Where(const std::string& origin, size_t line, size_t column) {
+  return origin.empty()
+      ? "line " + std::to_string(line) + ", column " + std::to_string(column)
+      : origin + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+}  // namespace
+
 Result<toml::table> ParseTomlText(std::string_view text, const std::string& origin) {
+  // TOML++ recurses once per level of the tree: bound the depth first.
+  const TomlDepthResult depth = MeasureTomlDepth(text);
+  if (depth.line != 0) {
+    return InvalidArgument(Where(origin, depth.line, depth.column) +
+                           ": TOML syntax error: keys and values nested deeper than " +
+                           std::to_string(kMaxTomlDepth) + " levels");
+  }
   try {
     return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     const toml::source_position& pos = e.source().begin;
-    const std::string at = origin.empty()
-        ? "line " + std::to_string(pos.line) + ", column " + std::to_string(pos.column)
-        : origin + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
-    return InvalidArgument(at + ": TOML syntax error: " + std::string(e.description()));
+    return InvalidArgument(Where(origin, pos.line, pos.column) + ": TOML syntax error: " + std::string(e.description()));
   }
 }
 

@@ -51,6 +51,12 @@ def payloads():
         "empty": b"",
         "toml-ish": b'batch_size = "\xff"\n[x\xff]\nroot = "\\u0000"\nepochs = 1e999\n',
         "numbers": b"-1\n18446744073709551616\n0x10\n1e3\n+7\n",
+        # One dotted key of 32,000 parts (64 KB): TOML++ recursed once per
+        # part and ran off a FUSE thread's stack; a header and inline tables
+        # nest the same way.
+        "deep-key": b".".join([b"a"] * 32000) + b" = 1\n",
+        "deep-header": b"[" + b".".join([b"a"] * 32000) + b"]\nx = 1\n",
+        "deep-inline": b"x = " + b"{a.a.a.a = " * 4000 + b"1" + b"}" * 4000 + b"\n",
     }
 
 
@@ -177,6 +183,14 @@ class HostileBytesTest(et.MountTestCase):
             for offset in (1 << 20, 1 << 30, (1 << 40) - 1):
                 sparse_write(path, offset)
                 self.check_alive(jd, "owner: %s <- 1 byte at %d" % (name, offset))
+
+    def test_a_deep_toml_config_is_refused_by_its_depth(self):
+        jd = self.d.path(".epochfs", "jobs", "deep")
+        os.mkdir(jd)
+        for kind in ("deep-key", "deep-header", "deep-inline"):
+            self.assertEqual(write_ctl(os.path.join(jd, "config"), payloads()[kind]), errno.EINVAL, kind)
+            status = self.check_alive(jd, kind)
+            self.assertIn("nested deeper than 64 levels", status["last_error"], kind)
 
     def test_a_spill_name_that_is_not_utf8_in_status(self):
         jd = self.d.path(".epochfs", "jobs", "bytes")

@@ -1,8 +1,8 @@
 // ParseTomlText: TOML text to a toml::table with TOML++, the one place that
 // turns TOML++'s parse_error (it is built with exceptions) into a Status.
 //
-// A syntax error (invalid TOML, invalid UTF-8, a key set twice, nesting past
-// TOML++'s limit) is InvalidArgument
+// A syntax error (invalid TOML, invalid UTF-8, a key set twice, a tree nested
+// deeper than kMaxTomlDepth: common/toml_depth.h) is InvalidArgument
 //   "ORIGIN:LINE:COLUMN: TOML syntax error: WHAT"  (origin given), or
 //   "line LINE, column COLUMN: TOML syntax error: WHAT"  (origin "").
 // Cost: linear in the text; the caller bounds the text's size when it is
