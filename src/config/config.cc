@@ -320,6 +320,8 @@ const KeyDesc kKeys[] = {
        c->trace.file = *s;
        return true;
      }},
+    {"trace.max_bytes", OptKind::kString, R"(bytes >= 1MiB ("1GiB", integer))",
+     [](Config* c, const Raw& v) { return SetBytes(v, 1ull << 20, &c->trace.max_bytes); }},
 };
 
 const KeyDesc* FindKey(std::string_view name) {

@@ -347,7 +347,7 @@ Status RunDaemon(const DaemonArgs& in) {
   }
   std::unique_ptr<cache::Policy> policy = MakePolicy(cfg, budget);
   if (!cfg.trace.file.empty()) {  // before daemonizing: a bad path fails the mount
-    auto recorded = RecordPolicyTrace(cfg.trace.file, std::move(policy),
+    auto recorded = RecordPolicyTrace(cfg.trace.file, cfg.trace.max_bytes, std::move(policy),
                                       {cfg.cache.request_bytes, cfg.cache.weigh_hits});
     if (!recorded.ok()) return recorded.status();
     policy = std::move(recorded).value();

@@ -197,6 +197,67 @@ class PolicyTraceTest(et.MountTestCase):
         self.assertIn("trace.file " + missing, p.stderr)
         self.assertFalse(et.is_mounted(mnt))
 
+    def refused(self, path, why):
+        lower = self.make_dir("lower")
+        et.write_file(os.path.join(lower, "a.bin"), b"x")
+        mnt = self.make_mountpoint()
+        p = subprocess.run(self.epochfs_cmd(lower, mnt, ["trace.file=" + path]),
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0, why)
+        self.assertIn("trace.file " + path, p.stderr)
+        self.assertIn(why, p.stderr)
+        self.assertFalse(et.is_mounted(mnt))
+
+    def test_a_trace_file_that_is_not_the_daemons_own_is_refused(self):
+        # A file another user made first, where the docs' example puts it (a
+        # sticky, world-writable directory): it would receive every job's
+        # accesses. It is refused and left as it was.
+        shared = self.make_dir("shared")
+        os.chmod(shared, 0o1777)
+        planted = os.path.join(shared, "run.trace")
+        et.write_file(planted, b"planted\n")
+        os.chown(planted, 65534, 65534)
+        os.chmod(planted, 0o666)
+        self.refused(planted, "not by the daemon's user")
+        with open(planted, "rb") as f:
+            self.assertEqual(f.read(), b"planted\n")
+        # A FIFO would hang the mount at start; it fails it at once.
+        fifo = os.path.join(shared, "fifo.trace")
+        os.mkfifo(fifo)
+        self.refused(fifo, "not a regular file")
+        # A second name of another file.
+        target = os.path.join(self.tmp, "target")
+        et.write_file(target, b"keep\n")
+        linked = os.path.join(shared, "linked.trace")
+        os.link(target, linked)
+        self.refused(linked, "other hard links")
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), b"keep\n")
+        sym = os.path.join(shared, "sym.trace")
+        os.symlink(target, sym)
+        self.refused(sym, "symbolic link")
+
+    def test_the_trace_stops_at_its_bound_and_replays(self):
+        lower = self.make_dir("lower")
+        for i in range(16):
+            et.write_file(os.path.join(lower, "f%02d.bin" % i), et.det_bytes(512, i))
+        trace = os.path.join(self.make_dir("out"), "t.trace")
+        d = self.mount(lower, opts=["trace.file=" + trace, "trace.max_bytes=1MiB",
+                                    "fuse.kernel_cache=false", "fuse.one_copy=false"])
+        # Every open is an access the trace records (~100 bytes): well past 1 MiB.
+        for n in range(16000):
+            with open(d.path("f%02d.bin" % (n % 16)), "rb") as f:
+                f.read(1)
+        d.unmount()
+        size = os.path.getsize(trace)
+        self.assertLessEqual(size, 1 << 20)
+        self.assertGreater(size, (1 << 20) - 4096)
+        with open(trace, "rb") as f:
+            self.assertTrue(f.read().endswith(b"\n"))
+        self.assertIn("reached trace.max_bytes", d.stderr_text())
+        p = replay(trace, "--json")
+        self.assertGreater(json.loads(p.stdout)["trace"]["accesses"], 5000)
+
 
 if __name__ == "__main__":
     et.main()

@@ -161,6 +161,9 @@ struct Config {
     // trace.file: record every call the cache policy gets, one JSON line each,
     // for `epochfs sim --replay` ("" = off).
     std::string file;
+    // trace.max_bytes: the trace stops (with a warning) before it would grow
+    // past this; what it holds still replays.
+    uint64_t max_bytes = 1ull << 30;
     bool operator==(const Trace&) const = default;
   } trace;
 
