@@ -13,7 +13,7 @@ EPOCHFS_PACKAGES=(
 # What only the tests and benchmarks need (-Dtests=true, which also builds
 # tests/bench): a real PyTorch DataLoader (Debian's torch); LZ4 and zstd as
 # baselines of codec_bench; fio for the spill benchmark; matplotlib for the
-# plots of scripts/bench-jobs; prometheus_client parses .epochfs/metrics in
+# plots of scripts/bench/bench-jobs; prometheus_client parses .epochfs/metrics in
 # test_metrics; tmux is the terminal `epochfs top` is tested in; venv, pip,
 # setuptools and wheel install python/ into the tests' venv, offline;
 # util-linux-extra has fincore(1), which test_no_open reads the kernel's page
@@ -31,7 +31,7 @@ EPOCHFS_TEST_PACKAGES=(
   ccache
 )
 
-# The libFuzzer build (scripts/fuzz, and the 'fuzz' suite of scripts/test).
+# The libFuzzer build (scripts/dev/fuzz, and the 'fuzz' suite of scripts/test).
 EPOCHFS_FUZZ_PACKAGES=(clang-14 libfuzzer-14-dev libclang-rt-14-dev)
 
 epochfs_install_packages() {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/bench-jobs --smoke: the real-mount benchmark at tiny sizes (loop
+"""scripts/bench/bench-jobs --smoke: the real-mount benchmark at tiny sizes (loop
 device, blkio + memory cgroups, page cache / epochfs lru / epochfs epoch).
 Its own checks must pass: every job reads every sample's bytes in every epoch
 of every run, the daemon's lower reads cross the throttled device, the page
@@ -21,7 +21,7 @@ import unittest
 
 import epochfs_test as et
 
-SCRIPT = os.path.join(et.REPO, "scripts", "bench-jobs")
+SCRIPT = os.path.join(et.REPO, "scripts", "bench", "bench-jobs")
 
 
 def extra_skip_reason():
@@ -54,7 +54,7 @@ class BenchSmoke(unittest.TestCase):
             subprocess.run([SCRIPT, "--workload", workload, "--write-toml", out], check=True,
                            capture_output=True)
             with open(out) as f, open(os.path.join(et.REPO, "conf", "sim", name)) as g:
-                self.assertEqual(f.read(), g.read(), "regenerate: scripts/bench-jobs --workload "
+                self.assertEqual(f.read(), g.read(), "regenerate: scripts/bench/bench-jobs --workload "
                                  "%s --write-toml conf/sim/%s" % (workload, name))
             shutil.rmtree(os.path.dirname(out))
         r = subprocess.run([et.epochfs_bin(), "sim", os.path.join(et.REPO, "conf", "sim",

@@ -7,7 +7,7 @@ source (escapes undone), its paths pointed at a temp dataset and mountpoint
 binary, and run; what the text promises is checked (the mount comes up with
 the options shown, the control session runs to its end, the refused write
 gives the status line shown). A page whose examples change without this
-test following fails here. The PyTorch example is scripts/example_train.py,
+test following fails here. The PyTorch example is scripts/examples/example_train.py,
 run through the mount with the pip-installed package (tests/python_venv.py).
 
 SKIP (77) when not root or without /dev/fuse.
@@ -133,13 +133,14 @@ class ManExamplesTest(et.MountTestCase):
                     + "; ".join(cmds + ["rmdir $J"]), check=False)
         self.assertEqual(r.stdout.splitlines(), want, r.stderr)
 
-        # The PyTorch lines are those of scripts/example_train.py; it runs.
-        with open(os.path.join(et.REPO, "scripts", "example_train.py")) as f:
+        # The PyTorch lines are those of scripts/examples/example_train.py; it runs.
+        example = os.path.join(et.REPO, "scripts", "examples", "example_train.py")
+        with open(example) as f:
             script = f.read()
         for line in torch_lines.splitlines():
             if line.startswith("from ") or line.startswith("sampler.close"):
                 self.assertIn(line.strip(), script)
-        r = subprocess.run([sys.executable, os.path.join(et.REPO, "scripts", "example_train.py"),
+        r = subprocess.run([sys.executable, example,
                             os.path.join(self.mnt, "train"), "--mount", self.mnt,
                             "--epochs", "2", "--batch-size", "4"],
                            capture_output=True, text=True, timeout=600)

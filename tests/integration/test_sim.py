@@ -123,7 +123,7 @@ class SimTest(unittest.TestCase):
         self.assertIn("--prefetch", p.stderr)
 
     def test_shards(self):
-        """conf/sim/shards.toml (scripts/bench-jobs --workload shards): 64
+        """conf/sim/shards.toml (scripts/bench/bench-jobs --workload shards): 64
         shards of 16 MiB read whole in a shuffled order, half of them fitting.
         The epoch policy and MinIO keep a fixed half (0.5 hits per epoch after
         the first); the future policy, prefetching into the space its reads

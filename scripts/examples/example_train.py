@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler
 try:
     from epochfs import EpochfsSampler  # epochfs
 except ImportError:  # not installed: the checkout's copy
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
     from epochfs import EpochfsSampler
 
 

@@ -1,5 +1,5 @@
 """benchlib — emulated slow storage and synthetic training jobs for the
-real-mount benchmarks (scripts/bench-jobs, scripts/bench-torch; docs/benchmarks.md).
+real-mount benchmarks (scripts/bench/bench-jobs, scripts/bench/bench-torch; docs/benchmarks.md).
 
 Not a test helper: benchmarks print figures from one run; compare ratios
 within a run, never times across runs (the machine is shared and noisy).
@@ -55,12 +55,12 @@ import time
 import traceback
 
 # The epochfs package (python/ in this repository): Job, the control protocol's client.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import epochfs.job as control  # noqa: E402 (benchlib's own Job is a synthetic job)
 
 KiB = 1024
 MiB = 1024 * KiB
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLKIO_ROOT = "/sys/fs/cgroup/blkio"
 MEMORY_ROOT = "/sys/fs/cgroup/memory"
 # Page-cache baseline: memory cgroup limit = budget + working memory + this.
