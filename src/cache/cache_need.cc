@@ -16,6 +16,15 @@ CacheNeed SumCacheNeed(const Policy& policy) {
 
 std::string CacheNeed::Warning() const {
   if (!over) return "";
+  return "cache need " + std::to_string(total_bytes) + " bytes of " + std::to_string(jobs.size()) +
+         (jobs.size() == 1 ? " job" : " jobs") + " exceeds the budget " +
+         std::to_string(budget_bytes) +
+         " bytes: some reads of these jobs will wait for lower storage (each job's need: "
+         "cache_need_bytes in its status)";
+}
+
+std::string CacheNeed::LogLine() const {
+  if (!over) return "";
   std::string w = "cache need " + std::to_string(total_bytes) + " bytes exceeds the budget " +
                   std::to_string(budget_bytes) + " bytes (";
   for (size_t i = 0; i < jobs.size(); ++i) {

@@ -193,7 +193,7 @@ class NeedWatch {
   void Tick() {
     cache::CacheNeed need;
     cf_.ReadPolicy([&](const cache::Policy& p) { need = cache::SumCacheNeed(p); });
-    if (need.over && !over_) log::Warn(need.Warning());
+    if (need.over && !over_) log::Warn(need.LogLine());
     if (!need.over && over_) {
       log::Info("cache need " + std::to_string(need.total_bytes) + " bytes fits the budget again");
     }

@@ -32,6 +32,7 @@ Standard library only; exit 77 (SKIP) without /dev/fuse or root.
 """
 
 import ctypes
+import errno
 import json
 import os
 import signal
@@ -471,8 +472,9 @@ class NeedWarningTest(et.MountTestCase):
         total = sum(len(b) for _, b in files)
         budget = 128 * KiB
         self.assertGreater(total, budget)
+        os.chmod(self.tmp, 0o755)
         d = self.mount(lower, opts=["cache.policy=epoch", "cache.memory=%d" % budget,
-                                    "warmup.batches=1"])
+                                    "warmup.batches=1", "allow_other"])
         jp = d.path(".epochfs", "jobs", "big")
         os.mkdir(jp)  # this process is the job
         tj.ctl_write(os.path.join(jp, "config"),
@@ -491,11 +493,22 @@ class NeedWarningTest(et.MountTestCase):
         stats = d.stats()
         self.assertEqual(stats["need_total_bytes"], st["cache_need_bytes"])
         self.assertEqual(len(stats["warnings"]), 1, stats)
-        self.assertIn("exceeds the budget", stats["warnings"][0])
-        self.assertIn("big %d" % st["cache_need_bytes"], stats["warnings"][0])
+        self.assertIn("cache need %d bytes of 1 job exceeds the budget" % st["cache_need_bytes"],
+                      stats["warnings"][0])
+        # Every user reads `warnings`: it names no job (another user's job
+        # names are theirs alone); the job's row and the log do.
+        self.assertNotIn("big", stats["warnings"][0])
+
+        def other_user_sees_no_name():
+            with open(d.path(".epochfs", "stats"), "rb") as f:
+                seen = json.loads(f.read())
+            if seen["jobs"] != [] or len(seen["warnings"]) != 1 or "big" in json.dumps(seen):
+                raise OSError(errno.EPROTO, "another user's stats: %r" % seen)
+        self.assertEqual(et.as_user(65534, 65534, other_user_sees_no_name), 0)
         # The daemon logs it once (reaper tick, 1 s), not on every tick.
         self.assertTrue(et.wait_for(lambda: "exceeds the budget" in d.stderr_text(), 5),
                         d.stderr_text())
+        self.assertIn("(big %d)" % st["cache_need_bytes"], d.stderr_text())
         time.sleep(2.5)
         self.assertEqual(d.stderr_text().count("exceeds the budget"), 1, d.stderr_text())
         os.rmdir(jp)

@@ -7,8 +7,9 @@
 // need_bytes). The sum runs over the jobs still caching (state kCaching):
 // a job in warm-up has no estimate yet, one in its last epoch or done caches
 // nothing more. When the sum exceeds the budget, some job reads samples from
-// lower storage that its compute cannot hide: `over` is set and Warning()
-// says which jobs need what.
+// lower storage that its compute cannot hide: `over` is set, Warning() says
+// so without naming a job (the stats' `warnings`, which every user reads) and
+// LogLine() says which jobs need what (the daemon's log).
 //
 // Pure function of a Policy's introspection; thread safety as the Policy's
 // (call it under the lock that serialises the policy).
@@ -33,8 +34,11 @@ struct CacheNeed {
   std::vector<Job> jobs;     // the jobs counted, by id
   bool over = false;         // total_bytes > budget_bytes
 
-  // "" when !over; else one line for a log or the stats `warnings` array.
+  // "" when !over; else one line for the stats `warnings` array, naming no job
+  // (another user's job names are not theirs to learn).
   std::string Warning() const;
+  // "" when !over; else one line for the log, naming each job and its need.
+  std::string LogLine() const;
 };
 
 CacheNeed SumCacheNeed(const Policy& policy);
