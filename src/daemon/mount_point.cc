@@ -1,6 +1,7 @@
 #include "mount_point.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -10,12 +11,37 @@
 namespace epochfs {
 namespace {
 
+// `path` made absolute without resolving it (it may be a dead mount).
+std::string Absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+// How to unmount what is mounted at `mountpoint`: fusermount3 -u, or umount
+// -R when mounts lie beneath it (fuse.no_open's .epochfs and .spill): then
+// fusermount3 -u fails with EBUSY.
+std::string UnmountAdvice(const std::string& mountpoint, const std::vector<MountEntry>& mounts) {
+  const std::string below = mountpoint == "/" ? "/" : mountpoint + "/";
+  for (const MountEntry& m : mounts) {
+    if (m.mount_point.compare(0, below.size(), below) == 0 && m.mount_point != mountpoint) {
+      return "umount -R " + mountpoint + " (mounts lie beneath it, such as " + m.mount_point +
+             ": fusermount3 -u would fail with EBUSY)";
+    }
+  }
+  return "fusermount3 -u " + mountpoint;
+}
+
 Status Canonical(const char* what, std::string* path) {
   char real[PATH_MAX];
   if (::realpath(path->c_str(), real) == nullptr) {
     const int e = errno;
     std::string msg = std::string(what) + " " + *path + ": " + std::strerror(e);
-    if (e == ENOTCONN) msg += " (a dead FUSE mount? fusermount3 -u it first)";
+    if (e == ENOTCONN) {
+      msg += " (a dead FUSE mount? unmount it first: " +
+             UnmountAdvice(Absolute(*path), ReadMountInfo()) + ")";
+    }
     return e == ENOENT ? NotFound(msg) : InvalidArgument(msg);
   }
   *path = real;
@@ -43,7 +69,7 @@ Status CheckMountPoint(const std::string& lower, const std::string& mountpoint,
     if (m.mount_point == mountpoint) {
       return InvalidArgument("mountpoint " + mountpoint + " is already a mount point (" +
                            m.fstype + " of " + m.source +
-                           "); unmount it first (fusermount3 -u " + mountpoint + ")");
+                           "); unmount it first (" + UnmountAdvice(mountpoint, mounts) + ")");
     }
   }
   return Status::Ok();

@@ -8,6 +8,9 @@
 //   - MOUNTPOINT already the root of a mount (a second epochfs, or any other
 //     filesystem: unmount it first),
 //   - a dead FUSE mount there (ENOTCONN: `fusermount3 -u` it first).
+// The remedy named is `fusermount3 -u MOUNTPOINT`, or `umount -R MOUNTPOINT`
+// when mounts lie beneath it (a killed fuse.no_open daemon leaves its
+// .epochfs and .spill sessions there, and fusermount3 -u fails with EBUSY).
 // Errors: NotFound / InvalidArgument with one line that names
 // the path and the remedy.
 #pragma once

@@ -475,6 +475,25 @@ class NoOpenTest(et.MountTestCase):
         d = self.mount_no_open(lower, ["spill.path=" + ssd])
         self.assertEqual(et.read_file(d.path(".spill", "act.bin")), data)
 
+    def test_after_sigkill_the_remount_refusal_names_what_works(self):
+        # A killed daemon leaves its three sessions mounted and dead: the
+        # refusal advises `umount -R` (fusermount3 -u fails with EBUSY on the
+        # mounts beneath), and that command does clear them.
+        lower, want = self.dataset([10 * KiB], seed=99)
+        d = self.mount_no_open(lower)
+        d.proc.kill()
+        d.wait_exit()
+        r = subprocess.run(self.epochfs_cmd(lower, d.mnt, ["fuse.no_open=true"]),
+                           capture_output=True, text=True, timeout=et.EXIT_TIMEOUT)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("umount -R " + d.mnt, r.stderr)
+        self.assertNotEqual(subprocess.run(["fusermount3", "-u", d.mnt],
+                                           capture_output=True).returncode, 0)
+        subprocess.run(["umount", "-R", d.mnt], check=True)
+        self.assertFalse(et.is_mounted(d.mnt))
+        d = self.mount_no_open(lower)
+        self.assertEqual(et.read_file(d.path("f000.bin")), want["f000.bin"])
+
     def test_a_lazy_unmount_ends_the_daemon(self):
         lower, want = self.dataset([10 * KiB], seed=97)
         d = self.mount_no_open(lower)
