@@ -7,6 +7,7 @@
 
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
+#include "epochfs/control/pid_namespace.h"
 
 namespace epochfs::control {
 
@@ -545,7 +546,10 @@ Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_v
   Result<Job*> r = FindForWrite(name, caller);
   if (!r.ok()) return r.status();
   Job* job = r.value();
-  Result<std::vector<pid_t>> pids = ParsePidList(text);
+  Result<std::vector<pid_t>> written = ParsePidList(text);
+  if (!written.ok()) return Fail(job, "pids", written.status());
+  // As the writer numbers them (a container's pid namespace): the daemon's.
+  Result<std::vector<pid_t>> pids = PidsOfWriter(written.value(), writer_pid);
   if (!pids.ok()) return Fail(job, "pids", pids.status());
   const bool orphaned = OrphanedLocked(job);
   // A user registers only their own processes; root any.

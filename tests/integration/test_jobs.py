@@ -699,6 +699,57 @@ class BadInputTest(et.MountTestCase):
 
 
 
+CONTAINER_CHILD = r"""
+import os, sys
+jd, target = sys.argv[1], sys.argv[2]
+assert os.getpid() == 1, os.getpid()  # the first process of a new pid namespace
+with open(os.path.join(jd, "pids"), "w") as f:
+    f.write("%d\n" % os.getpid())  # as EpochfsSampler does in a container
+print("registered", flush=True)
+sys.stdin.readline()
+with open(target, "rb") as f:
+    sys.stdout.write("%d\n" % len(f.read()))
+"""
+
+
+class ContainerPidTest(et.MountTestCase):
+    def test_a_pid_written_from_a_container_names_the_writer(self):
+        # In a pid namespace of its own the writer is pid 1 to itself; read in
+        # the daemon's namespace that number is the host's init, the ancestor
+        # of every process. The daemon registers the writer, as the writer meant.
+        lower = self.make_dir("lower")
+        et.write_file(os.path.join(lower, "d", "a.bin"), et.det_bytes(4096, 1))
+        d = self.mount(lower, opts=["cache.policy=future"])
+        jd = d.path(".epochfs", "jobs", "boxed")
+        os.mkdir(jd)
+        child = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--mount-proc", "/usr/bin/python3", "-c",
+             CONTAINER_CHILD, jd, d.path("d", "a.bin")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(child.kill)
+        line = child.stdout.readline().strip()
+        if line != "registered":
+            child.kill()
+            self.fail("the child in its pid namespace: %r %s" % (line, child.stderr.read()))
+        pids = read_json(os.path.join(jd, "status"))["pids"]
+        self.assertNotIn(1, pids)
+        # The registered pid is the container's pid 1: unshare's child, and
+        # pid 1 in the innermost namespace it is in.
+        with open("/proc/%d/task/%d/children" % (child.pid, child.pid)) as f:
+            boxed = int(f.read().split()[0])
+        self.assertIn(boxed, pids)
+        with open("/proc/%d/status" % boxed) as f:
+            nspid = [ln.split()[1:] for ln in f if ln.startswith("NSpid:")][0]
+        self.assertEqual(nspid[-1], "1")
+        out, err = child.communicate("go\n", timeout=60)
+        self.assertEqual(child.returncode, 0, err)
+        self.assertEqual(out.strip(), "4096")
+        # Its read was the job's, and host pid 1 was never the job's.
+        st = read_json(os.path.join(jd, "status"))
+        self.assertEqual(st["accesses"], 1, st)
+        os.rmdir(jd)
+
+
 class OrphanTest(et.MountTestCase):
     """A job whose processes all exit without rmdir is orphaned: it keeps its
     cache for jobs.orphan_grace seconds, then everything returns to the pool."""
