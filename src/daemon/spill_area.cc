@@ -33,8 +33,15 @@ spill::SpillOptions SpillArea::Options() const {
   spill::SpillOptions o;
   o.dir = cfg_.path;
   o.max_bytes = cfg_.max_bytes;
-  o.max_bytes_per_user = per_user_.Of(cfg_.max_bytes != 0 ? cfg_.max_bytes : FilesystemBytes(cfg_.path));
+  const uint64_t area = cfg_.max_bytes != 0 ? cfg_.max_bytes : FilesystemBytes(cfg_.path);
+  o.max_bytes_per_user = per_user_.Of(area);
   if (per_user_.is_percent && o.max_bytes_per_user == 0) o.max_bytes_per_user = 1;  // unknown size: refuse
+  // Users together leave one user's share to root (the daemon's own jobs):
+  // however many users fill the area, root's writes are refused only for
+  // root's own bytes.
+  if (o.max_bytes_per_user != 0 && area > o.max_bytes_per_user) {
+    o.max_bytes_all_users = area - o.max_bytes_per_user;
+  }
   o.compress = cfg_.compress;
   o.staging_bytes = cfg_.staging;
   o.queue_depth = cfg_.queue_depth;

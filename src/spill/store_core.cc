@@ -67,6 +67,11 @@ Status StoreCore::Reserve(uint32_t uid, uint64_t delta) {
     return NoSpace("spill quota of " + std::to_string(cap) + " bytes per user exceeded by uid " +
                    std::to_string(uid));
   }
+  const uint64_t users = logical_ - UserBytes(0), all = opt_.max_bytes_all_users;
+  if (uid != 0 && all != 0 && (users > all || delta > all - users)) {
+    return NoSpace("spill space of " + std::to_string(all) +
+                   " bytes that users other than root share is full (the rest is root's)");
+  }
   logical_ += delta;
   if (delta != 0) user_bytes_[uid] += delta;
   return Status::Ok();

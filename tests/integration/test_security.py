@@ -546,6 +546,33 @@ class SpillLimitsTest(et.MountTestCase):
             self.assertEqual(f.read(), b"\4" * (mib - 4096))
         self.assertTrue(self.d.alive())
 
+    def test_users_together_leave_root_its_share(self):
+        # The default per-user share (a third) of a 6 MiB area: two users
+        # fill their shares, a third user's write past what users may share
+        # together is ENOSPC, and root still writes a share of its own.
+        lower = self.make_dir("lower2")
+        spill = self.make_dir("spill2")
+        d = self.mount(lower, opts=["allow_other", "spill.path=" + spill, "spill.max_bytes=6MiB"])
+        sp = d.path(".spill")
+        share = 6 * (1 << 20) * 33 // 100
+
+        def write(name, n):
+            def fn():
+                try:
+                    with open(os.path.join(sp, name), "wb") as f:
+                        f.write(b"u" * n)
+                    return 0
+                except OSError as e:
+                    return e.errno
+            return fn
+        self.assertEqual(in_child_as(NOBODY, write("a", share - 4096)), 0)
+        self.assertEqual(in_child_as(NOBODY, write("a2", 8192)), errno.ENOSPC)  # past the share
+        self.assertEqual(in_child_as(NOBODY - 1, write("b", share - 4096)), 0)
+        self.assertEqual(in_child_as(NOBODY - 2, write("c", 300 * 1024)), errno.ENOSPC)
+        with open(os.path.join(sp, "root"), "wb") as f:
+            f.write(b"r" * (share - 4096))
+        self.assertTrue(d.alive())
+
     def test_open_spill_files_per_user(self):
         sp = self.d.path(".spill")
 

@@ -101,7 +101,7 @@ struct Config {
     uint64_t samples_per_user = uint64_t{1} << 23;  // samples of one user's jobs together
     // Logical bytes of one user's spill files together: bytes, or a share of
     // spill.max_bytes (of the spill filesystem's size when that is 0).
-    MemoryAmount spill_bytes_per_user = MemoryAmount::Percent(50.0);
+    MemoryAmount spill_bytes_per_user = MemoryAmount::Percent(33.0);
     bool operator==(const Limits&) const = default;
   } limits;
   // Bounds on LOWER operations (a hung NFS server or s3 mount): each is
