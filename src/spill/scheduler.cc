@@ -51,9 +51,23 @@ void SpillScheduler::SetSchedule(const std::string& job, uid_t owner,
     j.status = SpillJobStatus{};
     j.status.steps = j.schedule.size();
     ++j.generation;
-    queue_.push_back({job, -1, j.generation});
+    j.pending_reports = 0;
+    QueueLocked(job, j, -1, false);
   }
   cv_.notify_one();
+}
+
+void SpillScheduler::QueueLocked(const std::string& job, Job& j, int64_t finished,
+                                 bool is_report) {
+  if (!j.pending.has_value()) {
+    queue_.push_back(job);
+  } else if (j.pending_reports != 0 && is_report) {
+    ++j.status.coalesced;  // the waiting report is replaced: it counts as dealt with
+    ++j.status.applied;
+    --j.pending_reports;
+  }
+  j.pending = finished;
+  if (is_report) ++j.pending_reports;
 }
 
 Status SpillScheduler::Progress(const std::string& job, uint64_t step) {
@@ -68,7 +82,7 @@ Status SpillScheduler::Progress(const std::string& job, uint64_t step) {
     }
     j.status.progress = step;
     ++j.status.reports;
-    queue_.push_back({job, static_cast<int64_t>(step), j.generation});
+    QueueLocked(job, j, static_cast<int64_t>(step), true);
   }
   cv_.notify_one();
   return Status::Ok();
@@ -122,8 +136,16 @@ void SpillScheduler::Loop() {
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    Report r = std::move(queue_.front());
+    const std::string name = std::move(queue_.front());
     queue_.pop_front();
+    auto it = jobs_.find(name);
+    if (it == jobs_.end() || !it->second.pending.has_value()) {  // dropped meanwhile
+      if (queue_.empty()) idle_cv_.notify_all();
+      continue;
+    }
+    Report r{name, *it->second.pending, it->second.generation, it->second.pending_reports};
+    it->second.pending.reset();
+    it->second.pending_reports = 0;
     busy_ = true;
     lock.unlock();
     Apply(r);
@@ -172,7 +194,7 @@ void SpillScheduler::Apply(const Report& r) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(r.job);
   if (it == jobs_.end() || it->second.generation != r.generation) return;
-  it->second.status.applied += r.finished >= 0 ? 1 : 0;
+  it->second.status.applied += r.reports;
   it->second.status.writeouts += wrote;
   it->second.status.prefetches += fetched;
   it->second.status.missing += missing;

@@ -2,9 +2,12 @@
 //
 // A job declares a spill schedule (the spill files of its steps in order of
 // use, .epochfs/jobs/NAME/spill_schedule) and reports each finished step
-// (.epochfs/jobs/NAME/progress). Each report goes onto one shared queue
-// (mutex + condition variable); the scheduler thread pops it and applies
-// PlanAfterStep (schedule.h): it prefetches the files of the next
+// (.epochfs/jobs/NAME/progress). Reports are coalesced per job: only a job's
+// latest report counts (a step reported while an earlier one waits replaces
+// it), and the jobs with a report waiting are served in turn, one report
+// each (a FIFO of job names, each in it at most once: bounded by the number
+// of jobs, and one job's report loop cannot hold back another's). The
+// scheduler thread applies PlanAfterStep (schedule.h): it prefetches the files of the next
 // num_prefetch steps into the store's RAM staging and writes out of it the
 // files that none of the next num_writeout steps needs. Declaring a schedule
 // prefetches its first steps at once.
@@ -14,7 +17,7 @@
 // .spill/, validated by the caller (control_parse).
 //
 // Thread safety: every public member is thread-safe. Start/Stop are called
-// once each by the owner; Stop drains nothing (queued reports are dropped).
+// once each by the owner; Stop drains nothing (waiting reports are dropped).
 #pragma once
 
 #include <condition_variable>
@@ -42,7 +45,8 @@ struct SpillJobStatus {
   size_t steps = 0;                   // schedule length
   std::optional<uint64_t> progress;   // last finished step reported
   uint64_t reports = 0;               // progress reports received
-  uint64_t applied = 0;               // reports the scheduler thread has applied
+  uint64_t applied = 0;               // reports dealt with: applied, or replaced by a later one
+  uint64_t coalesced = 0;             // of those, replaced before their turn
   uint64_t prefetches = 0;            // files loaded into staging
   uint64_t writeouts = 0;             // files written out of staging
   uint64_t missing = 0;               // scheduled files that did not exist when needed
@@ -84,6 +88,10 @@ class SpillScheduler {
     uid_t owner = 0;
     SpillJobStatus status;
     uint64_t generation = 0;  // bumped by SetSchedule: stale reports are dropped
+    // The report waiting for its turn: the step finished (-1: the schedule's
+    // start), and how many reports it stands for.
+    std::optional<int64_t> pending;
+    uint64_t pending_reports = 0;
   };
   // May the scheduler touch `rel` for a job of `owner`? (A store lookup.)
   bool Owns(uid_t owner, const std::string& rel) const;
@@ -91,8 +99,11 @@ class SpillScheduler {
     std::string job;
     int64_t finished;
     uint64_t generation;
+    uint64_t reports;  // the reports it stands for (progress reports; 0 for a start)
   };
 
+  // Makes `job` wait for its turn with report `finished` (guarded by mu_).
+  void QueueLocked(const std::string& job, Job& j, int64_t finished, bool is_report);
   void Loop();
   void Apply(const Report& r);
 
@@ -101,7 +112,7 @@ class SpillScheduler {
   mutable std::mutex mu_;
   std::condition_variable cv_;       // reports queued, or stop
   std::condition_variable idle_cv_;  // a report was applied
-  std::deque<Report> queue_;         // guarded by mu_
+  std::deque<std::string> queue_;    // guarded by mu_: jobs with a pending report, each once
   std::map<std::string, Job> jobs_;  // guarded by mu_
   bool busy_ = false;                // guarded by mu_: the thread is applying a report
   bool stop_ = false;                // guarded by mu_
