@@ -25,7 +25,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "epochfs/fs/filesystem.h"
+#include "epochfs/fs/fs_types.h"
 #include "epochfs/spill/spill_store.h"
 #include "handle_table.h"
 #include "inode_table.h"

@@ -13,6 +13,7 @@
 
 #include "epochfs/config/config.h"
 #include "epochfs/control/control_plane.h"
+#include "epochfs/fs/fs_types.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 
@@ -24,38 +25,6 @@ struct fuse_lowlevel_ops;
 struct fuse_session;
 
 namespace epochfs::fs {
-
-// Resolves which job an access belongs to (control protocol); the default
-// attributes nothing.
-class Attributor {
- public:
-  virtual ~Attributor() = default;
-  struct Attribution {
-    cache::JobId job = cache::kNoJob;
-    int64_t sample = -1;
-  };
-  // Called once per read-open of a cacheable dataset file by process `pid`
-  // (0 when FUSE cannot tell) of user `uid`. Thread-safe.
-  virtual Attribution Attribute(pid_t pid, uid_t uid, cache::ObjectId object) {
-    (void)pid, (void)uid, (void)object;
-    return {};
-  }
-};
-
-// What a Filesystem serves. One session serves everything (kWhole) unless
-// fuse.no_open splits the mount in two (docs/architecture.md, "Hot reads
-// without OPEN"): the dataset session answers OPEN and FLUSH with ENOSYS, so
-// that the kernel sends neither again on that connection and a hot read costs
-// no request; the control directory, whose files need both (a control write is
-// taken at close), is a second session mounted on MOUNTPOINT/.epochfs, and
-// the spill area, whose files need them too, a third on MOUNTPOINT/.spill.
-enum class Role : uint8_t {
-  kWhole,    // the dataset, .epochfs/ and .spill/
-  kDataset,  // the dataset without OPEN: READs come by inode; .epochfs and
-             // .spill are empty directories, the other sessions' mountpoints
-  kControl,  // .epochfs/ alone, as the session's root
-  kSpill,    // .spill/ alone, as the session's root
-};
 
 struct FsParts {
   const Config* config = nullptr;
@@ -100,10 +69,5 @@ class Filesystem {
   // a request handler, nor with the control plane's locks held.
   virtual void ControlEntryRemoved(const std::string& control_path) = 0;
 };
-
-// The name of the virtual control directory at the mount root.
-inline constexpr const char* kControlDirName = ".epochfs";
-// The name of the spill area at the mount root.
-inline constexpr const char* kSpillDirName = ".spill";
 
 }  // namespace epochfs::fs
