@@ -25,6 +25,7 @@
 #include "handle_table.h"
 #include "open_file.h"
 #include "pass_table.h"
+#include "reply.h"
 #include "spill_fs.h"
 #include "inode_table.h"
 #include "kernel_coverage.h"
@@ -167,9 +168,12 @@ class FilesystemImpl final : public Filesystem {
   // (store/lower_gate.h, "Inline calls"): a cold lookup then costs no hand-off
   // between threads. After a failed LOWER call such a handler checks
   // answered(): if true it returns without a reply and without taking a
-  // lookup. Made after Interruptible (the watchdog polls that predicate).
+  // lookup. Made after Interruptible (the watchdog polls that predicate), and
+  // inside the callback guard, whose token the watchdog's answer claims.
   static store::AnswerScope Answerable(fuse_req_t req) {
-    return store::AnswerScope([req](const Status& s) { fuse_reply_err(req, ToErrno(s)); });
+    ReplyToken* token = ReplyToken::For(req);
+    return store::AnswerScope(
+        [token, req](const Status& s) { reply::ErrOn(token, req, ToErrno(s)); });
   }
 
   // ---- attributes -------------------------------------------------------
@@ -217,7 +221,7 @@ class FilesystemImpl final : public Filesystem {
     e.attr = v.kind == NodeKind::kLower ? Exposed(v.ino, v.st) : v.st;
     e.attr_timeout = attr_timeout;
     e.entry_timeout = entry_timeout;
-    fuse_reply_entry(req, &e);
+    reply::Entry(req, &e);
   }
 
   // How long the kernel may keep the name of lower entry `st` before it
@@ -298,12 +302,12 @@ class FilesystemImpl final : public Filesystem {
     const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     auto p = self.inodes_.Get(parent);
-    if (!p) return (void)fuse_reply_err(req, ESTALE);
+    if (!p) return (void)reply::Err(req, ESTALE);
     if (p->kind == NodeKind::kSpill) return self.spill_->Lookup(req, *p, name);
     if (self.spill_ && parent == FUSE_ROOT_ID && std::strcmp(name, kSpillDirName) == 0) {
       return self.spill_->LookupRoot(req);
     }
-    if (std::strlen(name) > NAME_MAX) return (void)fuse_reply_err(req, ENAMETOOLONG);
+    if (std::strlen(name) > NAME_MAX) return (void)reply::Err(req, ENAMETOOLONG);
     auto child = self.LookupChild(req, *p, name);
     if (!child.ok()) {
       if (answerable.answered()) return;
@@ -311,9 +315,9 @@ class FilesystemImpl final : public Filesystem {
         // Negative entry: the dataset is immutable, remember the absence.
         fuse_entry_param e {};
         e.entry_timeout = self.entry_timeout_;
-        return (void)fuse_reply_entry(req, &e);
+        return (void)reply::Entry(req, &e);
       }
-      return (void)fuse_reply_err(req, ToErrno(child.status()));
+      return (void)reply::Err(req, ToErrno(child.status()));
     }
     if (child.value().kind != NodeKind::kVirtual) {
       return self.ReplyEntry(req, child.value(), self.EntryTimeout(child.value().st),
@@ -324,13 +328,13 @@ class FilesystemImpl final : public Filesystem {
 
   static void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
     Self(req).inodes_.Forget(ino, nlookup);
-    fuse_reply_none(req);
+    reply::None(req);
   }
 
   static void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
     auto& self = Self(req);
     for (size_t i = 0; i < count; ++i) self.inodes_.Forget(forgets[i].ino, forgets[i].nlookup);
-    fuse_reply_none(req);
+    reply::None(req);
   }
 
   static void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -338,18 +342,18 @@ class FilesystemImpl final : public Filesystem {
     const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
-    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (!v) return (void)reply::Err(req, ESTALE);
     if (v->kind == NodeKind::kSpill) return self.spill_->GetAttr(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) {
-      if (v->detached) return (void)fuse_reply_err(req, ENOENT);
+      if (v->detached) return (void)reply::Err(req, ENOENT);
       if (self.role_ == Role::kDataset) {  // the other sessions' mountpoints
         struct stat st = self.VirtualAttr(ino, self.MountDirNode());
-        return (void)fuse_reply_attr(req, &st, 0.0);
+        return (void)reply::Attr(req, &st, 0.0);
       }
       auto vn = self.control_.Stat(v->path, CallerOf(req));
-      if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
+      if (!vn.ok()) return (void)reply::Err(req, ToErrno(vn.status()));
       struct stat st = self.VirtualAttr(ino, vn.value());
-      return (void)fuse_reply_attr(req, &st, 0.0);
+      return (void)reply::Attr(req, &st, 0.0);
     }
     // The kernel asks once attr_timeout_ has passed (or for an inode it got
     // from a readdirplus reply without attributes): answer from LOWER. The
@@ -357,37 +361,37 @@ class FilesystemImpl final : public Filesystem {
     auto fresh = self.lower_.Stat(v->path);
     if (!fresh.ok()) {
       if (answerable.answered()) return;
-      return (void)fuse_reply_err(req, ToErrno(fresh.status()));
+      return (void)reply::Err(req, ToErrno(fresh.status()));
     }
     struct stat st = fresh.value();
     self.inodes_.SetAttr(ino, st);
     st = Exposed(ino, st);
-    fuse_reply_attr(req, &st, self.attr_timeout_);
+    reply::Attr(req, &st, self.attr_timeout_);
   }
 
   static void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
                       fuse_file_info* fi) {
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
-    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (!v) return (void)reply::Err(req, ESTALE);
     if (v->kind == NodeKind::kSpill) return self.spill_->SetAttr(req, *v, attr, to_set, fi);
     // Truncating a control file to zero before writing it is allowed (shell
     // redirection without O_TRUNC support); nothing else changes attributes.
     if (v->kind == NodeKind::kVirtual && to_set == FUSE_SET_ATTR_SIZE && attr->st_size == 0) {
       return GetAttr(req, ino, fi);
     }
-    fuse_reply_err(req, EROFS);
+    reply::Err(req, EROFS);
   }
 
   static void ReadLink(fuse_req_t req, fuse_ino_t ino) {
     const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
-    if (!v) return (void)fuse_reply_err(req, ESTALE);
-    if (v->kind != NodeKind::kLower) return (void)fuse_reply_err(req, EINVAL);
+    if (!v) return (void)reply::Err(req, ESTALE);
+    if (v->kind != NodeKind::kLower) return (void)reply::Err(req, EINVAL);
     auto target = self.lower_.ReadLink(v->path);
-    if (!target.ok()) return (void)fuse_reply_err(req, ToErrno(target.status()));
-    fuse_reply_readlink(req, target.value().c_str());
+    if (!target.ok()) return (void)reply::Err(req, ToErrno(target.status()));
+    reply::Readlink(req, target.value().c_str());
   }
 
   static void OpenDirOp(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -395,18 +399,18 @@ class FilesystemImpl final : public Filesystem {
     const store::AnswerScope answerable = Answerable(req);
     auto& self = Self(req);
     auto v = self.inodes_.Get(ino);
-    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (!v) return (void)reply::Err(req, ESTALE);
     if (v->kind == NodeKind::kSpill) return self.spill_->OpenDirectory(req, *v, fi);
     auto dir = std::make_shared<OpenDir>();
     if (v->kind == NodeKind::kVirtual) {
-      if (v->detached) return (void)fuse_reply_err(req, ENOENT);
+      if (v->detached) return (void)reply::Err(req, ENOENT);
       const control::Caller who = CallerOf(req);
       if (self.role_ == Role::kDataset) {  // another session's mountpoint: empty
         fi->fh = self.dirs_.Add(std::move(dir));
-        return (void)fuse_reply_open(req, fi);
+        return (void)reply::Open(req, fi);
       }
       auto names = self.control_.List(v->path, who);
-      if (!names.ok()) return (void)fuse_reply_err(req, ToErrno(names.status()));
+      if (!names.ok()) return (void)reply::Err(req, ToErrno(names.status()));
       for (const std::string& n : names.value()) {
         std::string path = self.control_.Resolve(Join(v->path, n), who);
         auto vn = self.control_.Stat(path, who);
@@ -417,7 +421,7 @@ class FilesystemImpl final : public Filesystem {
       auto list = self.lower_.List(v->path);
       if (!list.ok()) {
         if (answerable.answered()) return;
-        return (void)fuse_reply_err(req, ToErrno(list.status()));
+        return (void)reply::Err(req, ToErrno(list.status()));
       }
       dir->lower_path = v->path;
       dir->entries.reserve(list.value().size() + 2);
@@ -442,7 +446,7 @@ class FilesystemImpl final : public Filesystem {
     fi->fh = self.dirs_.Add(std::move(dir));
     fi->cache_readdir = v->kind == NodeKind::kLower && !self.open_mode_;
     fi->keep_cache = fi->cache_readdir;
-    fuse_reply_open(req, fi);
+    reply::Open(req, fi);
   }
 
   // The lower entries from offset `off` that a readdirplus reply of `size`
@@ -481,7 +485,7 @@ class FilesystemImpl final : public Filesystem {
     const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     std::shared_ptr<OpenDir> dir = self.dirs_.Get(fi->fh);
-    if (!dir) return (void)fuse_reply_err(req, EBADF);
+    if (!dir) return (void)reply::Err(req, EBADF);
     std::lock_guard dir_lock(dir->mu);
     // In the "auto" mix the kernel asks for attributes at the start of every
     // listing, whoever reads it; after that only when the reader has looked
@@ -560,7 +564,7 @@ class FilesystemImpl final : public Filesystem {
       if (len > size - used) break;
       used += len;
     }
-    fuse_reply_buf(req, buf.data(), used);
+    reply::Buf(req, buf.data(), used);
   }
 
   static void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -573,7 +577,7 @@ class FilesystemImpl final : public Filesystem {
 
   static void ReleaseDir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
     Self(req).dirs_.Remove(fi->fh);
-    fuse_reply_err(req, 0);
+    reply::Err(req, 0);
   }
 
   static void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -582,20 +586,20 @@ class FilesystemImpl final : public Filesystem {
     // Without OPEN (fuse.no_open): ENOSYS, once, makes the kernel open every
     // file of this connection by itself from now on (the open succeeds); its
     // READs then come with no handle (PassFor).
-    if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, ENOSYS);
+    if (self.role_ == Role::kDataset) return (void)reply::Err(req, ENOSYS);
     auto v = self.inodes_.Get(ino);
-    if (!v) return (void)fuse_reply_err(req, ESTALE);
+    if (!v) return (void)reply::Err(req, ESTALE);
     const int acc = fi->flags & O_ACCMODE;
     if (v->kind == NodeKind::kSpill) return self.spill_->Open(req, *v, fi);
     if (v->kind == NodeKind::kVirtual) return self.OpenVirtual(req, *v, fi, acc);
-    if (acc != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
-    if (!S_ISREG(v->st.st_mode)) return (void)fuse_reply_err(req, EACCES);
+    if (acc != O_RDONLY || (fi->flags & O_TRUNC)) return (void)reply::Err(req, EROFS);
+    if (!S_ISREG(v->st.st_mode)) return (void)reply::Err(req, EACCES);
     LowerOpen o = self.OpenLower(req, ino, *v);
-    if (o.err != 0) return (void)fuse_reply_err(req, o.err);
+    if (o.err != 0) return (void)reply::Err(req, o.err);
     fi->fh = self.files_.Add(std::move(o.file));
     fi->noflush = 1;
     fi->keep_cache = o.keep_cache;
-    fuse_reply_open(req, fi);
+    reply::Open(req, fi);
   }
 
   // What an open of a dataset file reads: its whole object, its blocks or a
@@ -890,22 +894,22 @@ class FilesystemImpl final : public Filesystem {
   }
 
   void OpenVirtual(fuse_req_t req, const NodeView& v, fuse_file_info* fi, int acc) {
-    if (v.detached) return (void)fuse_reply_err(req, ENOENT);
+    if (v.detached) return (void)reply::Err(req, ENOENT);
     auto vn = control_.Stat(v.path, CallerOf(req));
-    if (!vn.ok()) return (void)fuse_reply_err(req, ToErrno(vn.status()));
-    if (vn.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
+    if (!vn.ok()) return (void)reply::Err(req, ToErrno(vn.status()));
+    if (vn.value().is_dir) return (void)reply::Err(req, EISDIR);
     auto file = std::make_shared<OpenFile>();
     file->path = v.path;
     if (acc == O_RDONLY) {
       auto content = control_.Read(v.path, CallerOf(req));
-      if (!content.ok()) return (void)fuse_reply_err(req, ToErrno(content.status()));
+      if (!content.ok()) return (void)reply::Err(req, ToErrno(content.status()));
       file->kind = OpenFile::Kind::kVirtualRead;
       file->content = std::move(content).value();
     } else {
       const control::Caller who = CallerOf(req);
       Status may = control_.CheckWrite(v.path, who);
-      if (!may.ok()) return (void)fuse_reply_err(req, ToErrno(may));
-      if (int err = control_budget_.Open(who.uid)) return (void)fuse_reply_err(req, err);
+      if (!may.ok()) return (void)reply::Err(req, ToErrno(may));
+      if (int err = control_budget_.Open(who.uid)) return (void)reply::Err(req, err);
       file->writer = who.uid;
       // A control write is the whole of what this open writes: nothing is
       // preloaded, so `>>` appends exactly its new lines (pids) and O_APPEND
@@ -920,7 +924,7 @@ class FilesystemImpl final : public Filesystem {
     fi->fh = files_.Add(std::move(file));
     fi->direct_io = 1;
     fi->nonseekable = 0;
-    fuse_reply_open(req, fi);
+    reply::Open(req, fi);
   }
 
   // The first READ comes after INIT was processed: set the readahead now.
@@ -942,44 +946,44 @@ class FilesystemImpl final : public Filesystem {
     std::shared_ptr<OpenFile> f;
     if (self.role_ == Role::kDataset) {
       auto [pass, err] = self.PassFor(req, ino, off);
-      if (err != 0) return (void)fuse_reply_err(req, err);
+      if (err != 0) return (void)reply::Err(req, err);
       f = std::move(pass);
     } else {
       f = self.files_.Get(fi->fh);
     }
-    if (!f) return (void)fuse_reply_err(req, EBADF);
+    if (!f) return (void)reply::Err(req, EBADF);
     const auto slice = [&](const char* data, size_t len) {
-      if (static_cast<uint64_t>(off) >= len) return (void)fuse_reply_buf(req, nullptr, 0);
+      if (static_cast<uint64_t>(off) >= len) return (void)reply::Buf(req, nullptr, 0);
       size_t n = std::min(size, len - static_cast<size_t>(off));
-      fuse_reply_buf(req, data + off, n);
+      reply::Buf(req, data + off, n);
     };
     switch (f->kind) {
       case OpenFile::Kind::kObject: {
         if (self.role_ == Role::kDataset) {
           const std::vector<char>& data = f->object->data;
-          if (static_cast<uint64_t>(off) >= data.size()) return (void)fuse_reply_buf(req, nullptr, 0);
+          if (static_cast<uint64_t>(off) >= data.size()) return (void)reply::Buf(req, nullptr, 0);
           const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
-          fuse_reply_buf(req, data.data() + off, n);
+          reply::Buf(req, data.data() + off, n);
           return self.KeptByKernel(ino, f, n);
         }
         auto [o, refilled] = self.ObjectFor(ino, *f);
-        if (!o.ok()) return (void)fuse_reply_err(req, ToErrno(o.status()));
+        if (!o.ok()) return (void)reply::Err(req, ToErrno(o.status()));
         const std::vector<char>& data = o.value()->data;
-        if (static_cast<uint64_t>(off) >= data.size()) return (void)fuse_reply_buf(req, nullptr, 0);
+        if (static_cast<uint64_t>(off) >= data.size()) return (void)reply::Buf(req, nullptr, 0);
         const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
-        fuse_reply_buf(req, data.data() + off, n);
+        reply::Buf(req, data.data() + off, n);
         return self.SentToKernel(o.value(), n, refilled);
       }
       case OpenFile::Kind::kBlocks: {
         auto got = ReadBlocks(self.cache_, *f, size, static_cast<uint64_t>(off));
-        if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));
-        if (got.value().empty()) return (void)fuse_reply_buf(req, nullptr, 0);
+        if (!got.ok()) return (void)reply::Err(req, ToErrno(got.status()));
+        if (got.value().empty()) return (void)reply::Buf(req, nullptr, 0);
         std::vector<iovec> iov;
         iov.reserve(got.value().size());
         for (const BlockSlice& piece : got.value()) {
           iov.push_back({const_cast<char*>(piece.data), piece.len});
         }
-        fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+        reply::Iov(req, iov.data(), static_cast<int>(iov.size()));
         // After the reply: a drop of the kernel's pages must follow their fill.
         for (const BlockSlice& piece : got.value()) {
           self.RememberBlock(ino, *f, piece.index, piece.block);
@@ -998,8 +1002,8 @@ class FilesystemImpl final : public Filesystem {
       case OpenFile::Kind::kStream: {
         auto got = self.lower_.ReadAt(f->fd.get(), size, static_cast<uint64_t>(off));
         self.cache_.CountStreamed(got.ok() ? got.value().size() : 0, !got.ok());
-        if (!got.ok()) return (void)fuse_reply_err(req, ToErrno(got.status()));
-        fuse_reply_buf(req, got.value().data(), got.value().size());
+        if (!got.ok()) return (void)reply::Err(req, ToErrno(got.status()));
+        reply::Buf(req, got.value().data(), got.value().size());
         if (self.role_ == Role::kDataset && !got.value().empty()) {
           self.kernel_cache_.Drop(ino, static_cast<uint64_t>(off), got.value().size());
         }
@@ -1017,64 +1021,64 @@ class FilesystemImpl final : public Filesystem {
       return self.spill_->Write(req, *f, buf, size, off);
     }
     if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
-      return (void)fuse_reply_err(req, EROFS);
+      return (void)reply::Err(req, EROFS);
     }
     constexpr size_t kMaxControlFile = 64u << 20;
     std::lock_guard lock(f->mu);
     if (f->per_write) {  // a report: taken now, whatever the offset; nothing kept
-      if (size > kMaxPerWrite) return (void)fuse_reply_err(req, EFBIG);
+      if (size > kMaxPerWrite) return (void)reply::Err(req, EFBIG);
       Status s = self.control_.Write(f->path, std::string(buf, size), CallerOf(req));
-      if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
-      return (void)fuse_reply_write(req, size);
+      if (!s.ok()) return (void)reply::Err(req, ToErrno(s));
+      return (void)reply::Write(req, size);
     }
     if (f->append) off = static_cast<off_t>(f->content.size());
     if (off < 0 || static_cast<uint64_t>(off) + size > kMaxControlFile) {
-      return (void)fuse_reply_err(req, EFBIG);
+      return (void)reply::Err(req, EFBIG);
     }
     // Control files are text written front to back: a write past the end
     // (a hole) is refused, so a 1-byte pwrite cannot make the daemon hold
     // megabytes of zeros.
-    if (static_cast<size_t>(off) > f->content.size()) return (void)fuse_reply_err(req, EINVAL);
+    if (static_cast<size_t>(off) > f->content.size()) return (void)reply::Err(req, EINVAL);
     const size_t end = static_cast<size_t>(off) + size;
     if (end > f->content.size()) {
       if (!self.control_budget_.Grow(f->writer, end - f->content.size())) {
-        return (void)fuse_reply_err(req, EDQUOT);
+        return (void)reply::Err(req, EDQUOT);
       }
       f->content.resize(end);
     }
     std::memcpy(f->content.data() + off, buf, size);
     f->dirty = true;
-    fuse_reply_write(req, size);
+    reply::Write(req, size);
   }
 
   static void Flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
     auto& self = Self(req);
     // Without OPEN there is no FOPEN_NOFLUSH: ENOSYS, once, stops FLUSH on
     // this connection (nothing of the dataset is written).
-    if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, ENOSYS);
+    if (self.role_ == Role::kDataset) return (void)reply::Err(req, ENOSYS);
     std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
     if (f == nullptr || f->kind != OpenFile::Kind::kVirtualWrite) {
-      return (void)fuse_reply_err(req, 0);
+      return (void)reply::Err(req, 0);
     }
     std::lock_guard lock(f->mu);
-    if (!f->dirty) return (void)fuse_reply_err(req, 0);
+    if (!f->dirty) return (void)reply::Err(req, 0);
     f->dirty = false;
     Status s = self.control_.Write(f->path, f->content, CallerOf(req));
-    fuse_reply_err(req, ToErrno(s));
+    reply::Err(req, ToErrno(s));
   }
 
   static void Fsync(fuse_req_t req, fuse_ino_t /*ino*/, int /*datasync*/, fuse_file_info* fi) {
     auto& self = Self(req);
     std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
     if (f != nullptr && f->kind == OpenFile::Kind::kSpill) return self.spill_->Fsync(req, *f);
-    fuse_reply_err(req, 0);  // read-only and virtual files: nothing to make durable
+    reply::Err(req, 0);  // read-only and virtual files: nothing to make durable
   }
 
-  static void FsyncDir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+  static void FsyncDir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { reply::Err(req, 0); }
 
   static void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto& self = Self(req);
-    if (self.role_ == Role::kDataset) return (void)fuse_reply_err(req, 0);  // no handles
+    if (self.role_ == Role::kDataset) return (void)reply::Err(req, 0);  // no handles
     std::shared_ptr<OpenFile> f = self.files_.Get(fi->fh);
     if (f != nullptr) self.LeftByOpen(ino, *f);
     if (f != nullptr && f->kind == OpenFile::Kind::kVirtualWrite) {
@@ -1087,17 +1091,17 @@ class FilesystemImpl final : public Filesystem {
       self.lower_budget_.Close(f->writer, 0);
     }
     self.files_.Remove(fi->fh);
-    fuse_reply_err(req, 0);
+    reply::Err(req, 0);
   }
 
   static void StatFs(fuse_req_t req, fuse_ino_t /*ino*/) {
     const store::CancelScope interruptible = Interruptible(req);
     auto& self = Self(req);
     auto sv = self.lower_.StatFs();
-    if (!sv.ok()) return (void)fuse_reply_err(req, ToErrno(sv.status()));
+    if (!sv.ok()) return (void)reply::Err(req, ToErrno(sv.status()));
     struct statvfs out = sv.value();
     if (!self.spill_) out.f_flag |= ST_RDONLY;
-    fuse_reply_statfs(req, &out);
+    reply::Statfs(req, &out);
   }
 
   // mkdir/rmdir: only inside the control tree. Returns 0 and the parent, or
@@ -1124,12 +1128,12 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     if (auto sp = self.SpillParent(parent)) return self.spill_->Mkdir(req, *sp, name, mode);
     NodeView dir;
-    if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
+    if (int err = self.VirtualParent(parent, name, &dir)) return (void)reply::Err(req, err);
     const control::Caller who = CallerOf(req);
     Status s = self.control_.Mkdir(self.control_.Resolve(Join(dir.path, name), who), who);
-    if (!s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
+    if (!s.ok()) return (void)reply::Err(req, ToErrno(s));
     auto child = self.LookupChild(req, dir, name);
-    if (!child.ok()) return (void)fuse_reply_err(req, ToErrno(child.status()));
+    if (!child.ok()) return (void)reply::Err(req, ToErrno(child.status()));
     self.ReplyEntry(req, child.value(), 0.0);
   }
 
@@ -1137,27 +1141,27 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     if (auto sp = self.SpillParent(parent)) return self.spill_->Rmdir(req, *sp, name);
     NodeView dir;
-    if (int err = self.VirtualParent(parent, name, &dir)) return (void)fuse_reply_err(req, err);
+    if (int err = self.VirtualParent(parent, name, &dir)) return (void)reply::Err(req, err);
     const control::Caller who = CallerOf(req);
     const std::string path = self.control_.Resolve(Join(dir.path, name), who);
     Status s = self.control_.Rmdir(path, who);
     if (s.ok()) self.inodes_.DetachTree(NodeKind::kVirtual, path);
-    fuse_reply_err(req, ToErrno(s));
+    reply::Err(req, ToErrno(s));
   }
 
   // Every other modifying operation: the dataset is read-only.
   // In the spill area: regular files come through CREATE; devices, fifos,
   // symlinks and hard links are not kept there (EPERM).
   static void MkNod(fuse_req_t req, fuse_ino_t parent, const char*, mode_t, dev_t) {
-    fuse_reply_err(req, Self(req).SpillParent(parent) ? EPERM : EROFS);
+    reply::Err(req, Self(req).SpillParent(parent) ? EPERM : EROFS);
   }
   static void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
     auto& self = Self(req);
     if (auto sp = self.SpillParent(parent)) return self.spill_->Unlink(req, *sp, name);
-    fuse_reply_err(req, EROFS);
+    reply::Err(req, EROFS);
   }
   static void SymLink(fuse_req_t req, const char*, fuse_ino_t parent, const char*) {
-    fuse_reply_err(req, Self(req).SpillParent(parent) ? EPERM : EROFS);
+    reply::Err(req, Self(req).SpillParent(parent) ? EPERM : EROFS);
   }
   static void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
                      const char* newname, unsigned int flags) {
@@ -1165,10 +1169,10 @@ class FilesystemImpl final : public Filesystem {
     auto from = self.SpillParent(parent);
     auto to = self.SpillParent(newparent);
     if (from && to) return self.spill_->Rename(req, *from, name, *to, newname, flags);
-    fuse_reply_err(req, from || to ? EXDEV : EROFS);
+    reply::Err(req, from || to ? EXDEV : EROFS);
   }
   static void Link(fuse_req_t req, fuse_ino_t, fuse_ino_t newparent, const char*) {
-    fuse_reply_err(req, Self(req).SpillParent(newparent) ? EPERM : EROFS);
+    reply::Err(req, Self(req).SpillParent(newparent) ? EPERM : EROFS);
   }
   // Control files exist before they are written (any valid order/K can be
   // looked up), so CREATE only reaches us for names that cannot exist.
@@ -1177,7 +1181,7 @@ class FilesystemImpl final : public Filesystem {
     auto& self = Self(req);
     if (auto sp = self.SpillParent(parent)) return self.spill_->Create(req, *sp, name, mode, fi);
     auto p = self.inodes_.Get(parent);
-    fuse_reply_err(req, p && p->kind == NodeKind::kVirtual ? EINVAL : EROFS);
+    reply::Err(req, p && p->kind == NodeKind::kVirtual ? EINVAL : EROFS);
   }
   // Spill nodes keep no extended attributes and do not preallocate.
   int ReadOnlyOrUnsupported(fuse_ino_t ino) {
@@ -1185,13 +1189,13 @@ class FilesystemImpl final : public Filesystem {
     return v && v->kind == NodeKind::kSpill ? EOPNOTSUPP : EROFS;
   }
   static void SetXattr(fuse_req_t req, fuse_ino_t ino, const char*, const char*, size_t, int) {
-    fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
+    reply::Err(req, Self(req).ReadOnlyOrUnsupported(ino));
   }
   static void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char*) {
-    fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
+    reply::Err(req, Self(req).ReadOnlyOrUnsupported(ino));
   }
   static void Fallocate(fuse_req_t req, fuse_ino_t ino, int, off_t, off_t, fuse_file_info*) {
-    fuse_reply_err(req, Self(req).ReadOnlyOrUnsupported(ino));
+    reply::Err(req, Self(req).ReadOnlyOrUnsupported(ino));
   }
 
   // Every callback but INIT runs under the last-resort guard (callback_guard.h).

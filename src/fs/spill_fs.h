@@ -30,6 +30,7 @@
 #include "handle_table.h"
 #include "inode_table.h"
 #include "open_file.h"
+#include "reply.h"
 #include "user_budget.h"
 
 namespace epochfs::fs {

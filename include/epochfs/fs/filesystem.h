@@ -2,7 +2,8 @@
 // kernel requests into calls on the lower tree, the cache front and the
 // control plane. Nothing outside src/fs sees a FUSE type.
 //
-// Contract of every op: it never throws and ends in exactly one fuse_reply_*.
+// Contract of every op: it never throws and its request gets exactly one
+// answer (src/fs/reply.h, callback_guard.h).
 // The dataset view is read-only: every modifying op outside `.epochfs/` and
 // the spill area `.spill/` (when configured; src/fs/spill_fs.h) replies EROFS.
 // Thread safety: ops run concurrently on the session's worker threads.
