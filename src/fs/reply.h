@@ -27,6 +27,8 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
 #include <string>
 
 #include "epochfs/common/log.h"

@@ -1,6 +1,7 @@
 // Filesystem: the FUSE low-level adapter. It owns the inode table and turns
 // kernel requests into calls on the lower tree, the cache front and the
-// control plane. Nothing outside src/fs sees a FUSE type.
+// control plane (src/fs/router.h routes each request to the view that serves
+// it). Nothing outside src/fs sees a FUSE type.
 //
 // Contract of every op: it never throws and its request gets exactly one
 // answer (src/fs/reply.h, callback_guard.h).
