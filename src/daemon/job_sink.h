@@ -16,7 +16,7 @@
 
 #include "epochfs/control/job_registry.h"
 #include "epochfs/control/policy_view.h"
-#include "epochfs/fs/filesystem.h"
+#include "epochfs/fs/fs_types.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 

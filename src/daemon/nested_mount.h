@@ -1,5 +1,5 @@
 // NestedMount: a FUSE session of its own mounted inside the mount
-// (fuse.no_open; fs/filesystem.h, Role).
+// (fuse.no_open; fs/fs_types.h, Role).
 //
 // The dataset session answers OPEN and FLUSH with ENOSYS, which the kernel
 // takes for the whole connection; control files need both (a control write is

@@ -12,7 +12,7 @@
 // with the next generation (the pair never repeats within a mount).
 //
 // With `renumber_changed` (a session without OPEN under consistency "open":
-// fs/filesystem.h), a lower regular file whose version (size, mtime, lower
+// fs/fs_types.h, Role), a lower regular file whose version (size, mtime, lower
 // inode number) changed since its node was made gets a new node at its next
 // Ref, and the old one is detached: the kernel, told a new inode number by the
 // LOOKUP that revalidates the name, opens the new inode, so no open after the

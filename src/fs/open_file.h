@@ -46,7 +46,7 @@ struct OpenFile {
   bool per_write = false;   // kVirtualWrite: each write is one control write (VNode)
   // kObject, fuse.no_open: a pass that refilled an object the kernel had
   // been handed, begun by a READ past offset 0 (the kernel lost some pages,
-  // not the file), of at most kMaxPatchBytes (filesystem.cc): the object
+  // not the file), of at most kMaxPatchBytes (kernel_handover.h): the object
   // goes back to the kernel after that READ.
   bool patch = false;
   uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)

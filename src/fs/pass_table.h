@@ -1,5 +1,5 @@
 // PassTable: the reads of dataset files in a session without OPEN
-// (fuse.no_open; filesystem.h, Role::kDataset).
+// (fuse.no_open; fs_types.h, Role::kDataset).
 //
 // There the kernel opens files by itself and sends a READ, by inode and with
 // no handle, only for pages it does not hold. A pass is what an open would

@@ -86,7 +86,7 @@ void SpillFs::ReplyEntry(fuse_req_t req, const std::string& path, const spill::S
   e.attr = ToStat(v.ino, a);
   e.attr_timeout = 0.0;
   e.entry_timeout = 0.0;
-  fuse_reply_entry(req, &e);
+  reply::Entry(req, &e);
 }
 
 void SpillFs::LookupRoot(fuse_req_t req) {
@@ -96,18 +96,18 @@ void SpillFs::LookupRoot(fuse_req_t req) {
   e.generation = v.generation;
   e.attr = RootAttr();
   e.attr.st_ino = v.ino;
-  fuse_reply_entry(req, &e);
+  reply::Entry(req, &e);
 }
 
 void SpillFs::Lookup(fuse_req_t req, const NodeView& parent, const char* name) {
-  if (!ValidSpillName(name)) return (void)fuse_reply_err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : ENOENT);
-  if (parent.detached) return (void)fuse_reply_err(req, ENOENT);
+  if (!ValidSpillName(name)) return (void)reply::Err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : ENOENT);
+  if (parent.detached) return (void)reply::Err(req, ENOENT);
   const std::string path = Join(parent.path, name, CallerUid(req));
   auto a = store_.Stat(path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
   // Another user's top-level entry is not there for this caller.
   if (parent.path.empty() && MayTouch(req, a.value()) != 0) {
-    return (void)fuse_reply_err(req, ENOENT);
+    return (void)reply::Err(req, ENOENT);
   }
   ReplyEntry(req, path, a.value());
 }
@@ -116,57 +116,57 @@ void SpillFs::GetAttr(fuse_req_t req, const NodeView& v, fuse_file_info* fi) {
   if (v.path.empty() && !v.detached) {
     struct stat st = RootAttr();
     st.st_ino = v.ino;
-    return (void)fuse_reply_attr(req, &st, 0.0);
+    return (void)reply::Attr(req, &st, 0.0);
   }
   std::shared_ptr<OpenFile> f = fi != nullptr ? files_.Get(fi->fh) : nullptr;
   if (v.detached) {
     // Removed but still open: what the handle knows.
-    if (f == nullptr || f->kind != OpenFile::Kind::kSpill) return (void)fuse_reply_err(req, ENOENT);
+    if (f == nullptr || f->kind != OpenFile::Kind::kSpill) return (void)reply::Err(req, ENOENT);
     struct stat st {};
     st.st_ino = v.ino;
     st.st_mode = S_IFREG | 0600;
     st.st_uid = fuse_req_ctx(req)->uid;
     st.st_size = static_cast<off_t>(f->spill->size());
-    return (void)fuse_reply_attr(req, &st, 0.0);
+    return (void)reply::Attr(req, &st, 0.0);
   }
   auto a = store_.Stat(v.path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
   struct stat st = ToStat(v.ino, a.value());
   if (f != nullptr && f->kind == OpenFile::Kind::kSpill) st.st_size = static_cast<off_t>(f->spill->size());
-  fuse_reply_attr(req, &st, 0.0);
+  reply::Attr(req, &st, 0.0);
 }
 
 void SpillFs::SetAttr(fuse_req_t req, const NodeView& v, struct stat* attr, int to_set,
                       fuse_file_info* fi) {
-  if (v.path.empty()) return (void)fuse_reply_err(req, EPERM);  // the root is fixed
-  if (v.detached) return (void)fuse_reply_err(req, ENOENT);
+  if (v.path.empty()) return (void)reply::Err(req, EPERM);  // the root is fixed
+  if (v.detached) return (void)reply::Err(req, ENOENT);
   auto a = store_.Stat(v.path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
-  if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
+  if (int err = MayTouch(req, a.value())) return (void)reply::Err(req, err);
   if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-    if (!IsRoot(req)) return (void)fuse_reply_err(req, EPERM);
+    if (!IsRoot(req)) return (void)reply::Err(req, EPERM);
     const uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : a.value().uid;
     const gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : a.value().gid;
-    if (Status s = store_.Chown(v.path, uid, gid); !s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
+    if (Status s = store_.Chown(v.path, uid, gid); !s.ok()) return (void)reply::Err(req, ToErrno(s));
   }
   if (to_set & FUSE_SET_ATTR_MODE) {
     if (Status s = store_.Chmod(v.path, attr->st_mode & kOwnerBits); !s.ok()) {
-      return (void)fuse_reply_err(req, ToErrno(s));
+      return (void)reply::Err(req, ToErrno(s));
     }
   }
   std::shared_ptr<OpenFile> f = fi != nullptr ? files_.Get(fi->fh) : nullptr;
   if (to_set & FUSE_SET_ATTR_SIZE) {
-    if (a.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
+    if (a.value().is_dir) return (void)reply::Err(req, EISDIR);
     std::shared_ptr<spill::SpillFile> file;
     if (f != nullptr && f->kind == OpenFile::Kind::kSpill) {
       file = f->spill;
     } else {
       auto opened = store_.OpenFile(v.path, false, false, false, 0, 0, 0);
-      if (!opened.ok()) return (void)fuse_reply_err(req, ToErrno(opened.status()));
+      if (!opened.ok()) return (void)reply::Err(req, ToErrno(opened.status()));
       file = std::move(opened).value();
     }
     if (Status s = file->Truncate(static_cast<uint64_t>(attr->st_size)); !s.ok()) {
-      return (void)fuse_reply_err(req, ToErrno(s));
+      return (void)reply::Err(req, ToErrno(s));
     }
   }
   // Times are accepted and not kept: spill files carry the SSD file's times.
@@ -174,14 +174,14 @@ void SpillFs::SetAttr(fuse_req_t req, const NodeView& v, struct stat* attr, int 
 }
 
 void SpillFs::OpenDirectory(fuse_req_t req, const NodeView& v, fuse_file_info* fi) {
-  if (v.detached) return (void)fuse_reply_err(req, ENOENT);
+  if (v.detached) return (void)reply::Err(req, ENOENT);
   if (!v.path.empty()) {
     auto a = store_.Stat(v.path);
-    if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
-    if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
+    if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
+    if (int err = MayTouch(req, a.value())) return (void)reply::Err(req, err);
   }
   auto list = store_.List(v.path);
-  if (!list.ok()) return (void)fuse_reply_err(req, ToErrno(list.status()));
+  if (!list.ok()) return (void)reply::Err(req, ToErrno(list.status()));
   auto dir = std::make_shared<OpenDir>();
   for (spill::SpillDirEntry& e : list.value()) {
     std::string path = v.path.empty() ? e.name : v.path + "/" + e.name;
@@ -194,23 +194,23 @@ void SpillFs::OpenDirectory(fuse_req_t req, const NodeView& v, fuse_file_info* f
   fi->fh = dirs_.Add(std::move(dir));
   fi->cache_readdir = 0;
   fi->keep_cache = 0;
-  fuse_reply_open(req, fi);
+  reply::Open(req, fi);
 }
 
 void SpillFs::Open(fuse_req_t req, const NodeView& v, fuse_file_info* fi) {
-  if (v.detached) return (void)fuse_reply_err(req, ENOENT);
-  if (v.path.empty()) return (void)fuse_reply_err(req, EISDIR);
+  if (v.detached) return (void)reply::Err(req, ENOENT);
+  if (v.path.empty()) return (void)reply::Err(req, EISDIR);
   auto a = store_.Stat(v.path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
-  if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
-  if (a.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
+  if (int err = MayTouch(req, a.value())) return (void)reply::Err(req, err);
+  if (a.value().is_dir) return (void)reply::Err(req, EISDIR);
   const bool trunc = (fi->flags & O_TRUNC) != 0 && (fi->flags & O_ACCMODE) != O_RDONLY;
   const uid_t uid = fuse_req_ctx(req)->uid;
-  if (int err = budget_.Open(uid)) return (void)fuse_reply_err(req, err);
+  if (int err = budget_.Open(uid)) return (void)reply::Err(req, err);
   auto file = store_.OpenFile(v.path, false, false, trunc, 0, 0, 0);
   if (!file.ok()) {
     budget_.Close(uid, 0);
-    return (void)fuse_reply_err(req, ToErrno(file.status()));
+    return (void)reply::Err(req, ToErrno(file.status()));
   }
   auto of = std::make_shared<OpenFile>();
   of->kind = OpenFile::Kind::kSpill;
@@ -220,30 +220,30 @@ void SpillFs::Open(fuse_req_t req, const NodeView& v, fuse_file_info* fi) {
   fi->fh = files_.Add(std::move(of));
   fi->direct_io = 1;
   fi->keep_cache = 0;
-  fuse_reply_open(req, fi);
+  reply::Open(req, fi);
 }
 
 void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, mode_t mode,
                      fuse_file_info* fi) {
-  if (!ValidSpillName(name)) return (void)fuse_reply_err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : EINVAL);
-  if (!S_ISREG(mode) && (mode & S_IFMT) != 0) return (void)fuse_reply_err(req, EPERM);
-  if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
+  if (!ValidSpillName(name)) return (void)reply::Err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : EINVAL);
+  if (!S_ISREG(mode) && (mode & S_IFMT) != 0) return (void)reply::Err(req, EPERM);
+  if (int err = MayChangeDir(req, parent)) return (void)reply::Err(req, err);
   const std::string path = Join(parent.path, name, CallerUid(req));
   const fuse_ctx* c = fuse_req_ctx(req);
   // An existing file: O_CREAT without O_EXCL opens it, if it is the caller's.
   if (auto existing = store_.Stat(path); existing.ok()) {
-    if ((fi->flags & O_EXCL) != 0) return (void)fuse_reply_err(req, EEXIST);
-    if (int err = MayTouch(req, existing.value())) return (void)fuse_reply_err(req, err);
-    if (existing.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
+    if ((fi->flags & O_EXCL) != 0) return (void)reply::Err(req, EEXIST);
+    if (int err = MayTouch(req, existing.value())) return (void)reply::Err(req, err);
+    if (existing.value().is_dir) return (void)reply::Err(req, EISDIR);
   }
   const bool trunc = (fi->flags & O_TRUNC) != 0;
-  if (int err = budget_.Open(c->uid)) return (void)fuse_reply_err(req, err);
+  if (int err = budget_.Open(c->uid)) return (void)reply::Err(req, err);
   auto file = store_.OpenFile(path, true, (fi->flags & O_EXCL) != 0, trunc,
                               S_IFREG | (mode & kOwnerBits), c->uid, c->gid);
   auto a = file.ok() ? store_.Stat(path) : Result<spill::SpillAttr>(file.status());
   if (!a.ok()) {
     budget_.Close(c->uid, 0);
-    return (void)fuse_reply_err(req, ToErrno(a.status()));
+    return (void)reply::Err(req, ToErrno(a.status()));
   }
   auto of = std::make_shared<OpenFile>();
   of->kind = OpenFile::Kind::kSpill;
@@ -258,7 +258,7 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
   fi->fh = files_.Add(std::move(of));
   fi->direct_io = 1;
   fi->keep_cache = 0;
-  if (fuse_reply_create(req, &e, fi) != 0) {
+  if (reply::Create(req, &e, fi) != 0) {
     // The caller went away: undo the handle and the lookup.
     files_.Remove(fi->fh);
     budget_.Close(c->uid, 0);
@@ -270,89 +270,89 @@ void SpillFs::Read(fuse_req_t req, OpenFile& f, size_t size, off_t off) {
   thread_local std::vector<uint8_t> buf;
   if (buf.size() < size) buf.resize(size);
   auto n = f.spill->Read(static_cast<uint64_t>(off), std::span<uint8_t>(buf.data(), size));
-  if (!n.ok()) return (void)fuse_reply_err(req, ToErrno(n.status()));
-  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), n.value());
+  if (!n.ok()) return (void)reply::Err(req, ToErrno(n.status()));
+  reply::Buf(req, reinterpret_cast<const char*>(buf.data()), n.value());
 }
 
 void SpillFs::Write(fuse_req_t req, OpenFile& f, const char* buf, size_t size, off_t off) {
   uint64_t at = static_cast<uint64_t>(off);
   if (f.append) at = f.spill->size();
   auto n = f.spill->Write(at, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(buf), size));
-  if (!n.ok()) return (void)fuse_reply_err(req, ToErrno(n.status()));
-  fuse_reply_write(req, n.value());
+  if (!n.ok()) return (void)reply::Err(req, ToErrno(n.status()));
+  reply::Write(req, n.value());
 }
 
 void SpillFs::Fsync(fuse_req_t req, OpenFile& f) {
-  fuse_reply_err(req, ToErrno(f.spill->Sync()));
+  reply::Err(req, ToErrno(f.spill->Sync()));
 }
 
 void SpillFs::Mkdir(fuse_req_t req, const NodeView& parent, const char* name, mode_t mode) {
-  if (!ValidSpillName(name)) return (void)fuse_reply_err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : EINVAL);
-  if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
+  if (!ValidSpillName(name)) return (void)reply::Err(req, std::strlen(name) > NAME_MAX ? ENAMETOOLONG : EINVAL);
+  if (int err = MayChangeDir(req, parent)) return (void)reply::Err(req, err);
   const std::string path = Join(parent.path, name, CallerUid(req));
   const fuse_ctx* c = fuse_req_ctx(req);
   if (Status s = store_.Mkdir(path, S_IFDIR | (mode & kOwnerBits), c->uid, c->gid); !s.ok()) {
-    return (void)fuse_reply_err(req, ToErrno(s));
+    return (void)reply::Err(req, ToErrno(s));
   }
   auto a = store_.Stat(path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
   ReplyEntry(req, path, a.value());
 }
 
 void SpillFs::Rmdir(fuse_req_t req, const NodeView& parent, const char* name) {
-  if (!ValidSpillName(name)) return (void)fuse_reply_err(req, EINVAL);
-  if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
+  if (!ValidSpillName(name)) return (void)reply::Err(req, EINVAL);
+  if (int err = MayChangeDir(req, parent)) return (void)reply::Err(req, err);
   const std::string path = Join(parent.path, name, CallerUid(req));
   auto a = store_.Stat(path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
-  if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
-  if (!a.value().is_dir) return (void)fuse_reply_err(req, ENOTDIR);
-  if (Status s = store_.Rmdir(path); !s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
+  if (int err = MayTouch(req, a.value())) return (void)reply::Err(req, err);
+  if (!a.value().is_dir) return (void)reply::Err(req, ENOTDIR);
+  if (Status s = store_.Rmdir(path); !s.ok()) return (void)reply::Err(req, ToErrno(s));
   inodes_.Detach(NodeKind::kSpill, path);
-  fuse_reply_err(req, 0);
+  reply::Err(req, 0);
 }
 
 void SpillFs::Unlink(fuse_req_t req, const NodeView& parent, const char* name) {
-  if (!ValidSpillName(name)) return (void)fuse_reply_err(req, EINVAL);
-  if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
+  if (!ValidSpillName(name)) return (void)reply::Err(req, EINVAL);
+  if (int err = MayChangeDir(req, parent)) return (void)reply::Err(req, err);
   const std::string path = Join(parent.path, name, CallerUid(req));
   auto a = store_.Stat(path);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
-  if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
-  if (a.value().is_dir) return (void)fuse_reply_err(req, EISDIR);
-  if (Status s = store_.Unlink(path); !s.ok()) return (void)fuse_reply_err(req, ToErrno(s));
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
+  if (int err = MayTouch(req, a.value())) return (void)reply::Err(req, err);
+  if (a.value().is_dir) return (void)reply::Err(req, EISDIR);
+  if (Status s = store_.Unlink(path); !s.ok()) return (void)reply::Err(req, ToErrno(s));
   inodes_.Detach(NodeKind::kSpill, path);
-  fuse_reply_err(req, 0);
+  reply::Err(req, 0);
 }
 
 void SpillFs::Rename(fuse_req_t req, const NodeView& parent, const char* name,
                      const NodeView& newparent, const char* newname, unsigned int flags) {
-  if (!ValidSpillName(name) || !ValidSpillName(newname)) return (void)fuse_reply_err(req, EINVAL);
-  if ((flags & ~static_cast<unsigned>(RENAME_NOREPLACE)) != 0) return (void)fuse_reply_err(req, EINVAL);
-  if (int err = MayChangeDir(req, parent)) return (void)fuse_reply_err(req, err);
-  if (int err = MayChangeDir(req, newparent)) return (void)fuse_reply_err(req, err);
+  if (!ValidSpillName(name) || !ValidSpillName(newname)) return (void)reply::Err(req, EINVAL);
+  if ((flags & ~static_cast<unsigned>(RENAME_NOREPLACE)) != 0) return (void)reply::Err(req, EINVAL);
+  if (int err = MayChangeDir(req, parent)) return (void)reply::Err(req, err);
+  if (int err = MayChangeDir(req, newparent)) return (void)reply::Err(req, err);
   const std::string from = Join(parent.path, name, CallerUid(req));
   const std::string to = Join(newparent.path, newname, CallerUid(req));
   auto a = store_.Stat(from);
-  if (!a.ok()) return (void)fuse_reply_err(req, ToErrno(a.status()));
-  if (int err = MayTouch(req, a.value())) return (void)fuse_reply_err(req, err);
-  if (from == to) return (void)fuse_reply_err(req, 0);
+  if (!a.ok()) return (void)reply::Err(req, ToErrno(a.status()));
+  if (int err = MayTouch(req, a.value())) return (void)reply::Err(req, err);
+  if (from == to) return (void)reply::Err(req, 0);
   // A directory cannot move below itself.
   if (a.value().is_dir && to.compare(0, from.size() + 1, from + "/") == 0) {
-    return (void)fuse_reply_err(req, EINVAL);
+    return (void)reply::Err(req, EINVAL);
   }
   if (auto target = store_.Stat(to); target.ok()) {
-    if (flags & RENAME_NOREPLACE) return (void)fuse_reply_err(req, EEXIST);
-    if (int err = MayTouch(req, target.value())) return (void)fuse_reply_err(req, err);
+    if (flags & RENAME_NOREPLACE) return (void)reply::Err(req, EEXIST);
+    if (int err = MayTouch(req, target.value())) return (void)reply::Err(req, err);
     if (target.value().is_dir != a.value().is_dir) {
-      return (void)fuse_reply_err(req, a.value().is_dir ? ENOTDIR : EISDIR);
+      return (void)reply::Err(req, a.value().is_dir ? ENOTDIR : EISDIR);
     }
   }
   if (Status s = store_.Rename(from, to, (flags & RENAME_NOREPLACE) != 0); !s.ok()) {
-    return (void)fuse_reply_err(req, ToErrno(s));
+    return (void)reply::Err(req, ToErrno(s));
   }
   inodes_.Rename(NodeKind::kSpill, from, to);
-  fuse_reply_err(req, 0);
+  reply::Err(req, 0);
 }
 
 }  // namespace epochfs::fs

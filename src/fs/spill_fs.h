@@ -25,11 +25,12 @@
 
 #include <fuse_lowlevel.h>
 
-#include "epochfs/fs/filesystem.h"
+#include "epochfs/fs/fs_types.h"
 #include "epochfs/spill/spill_store.h"
 #include "handle_table.h"
 #include "inode_table.h"
 #include "open_file.h"
+#include "reply.h"
 #include "user_budget.h"
 
 namespace epochfs::fs {

@@ -1,8 +1,10 @@
 // Filesystem: the FUSE low-level adapter. It owns the inode table and turns
 // kernel requests into calls on the lower tree, the cache front and the
-// control plane. Nothing outside src/fs sees a FUSE type.
+// control plane (src/fs/router.h routes each request to the view that serves
+// it). Nothing outside src/fs sees a FUSE type.
 //
-// Contract of every op: it never throws and ends in exactly one fuse_reply_*.
+// Contract of every op: it never throws and its request gets exactly one
+// answer (src/fs/reply.h, callback_guard.h).
 // The dataset view is read-only: every modifying op outside `.epochfs/` and
 // the spill area `.spill/` (when configured; src/fs/spill_fs.h) replies EROFS.
 // Thread safety: ops run concurrently on the session's worker threads.
@@ -13,6 +15,7 @@
 
 #include "epochfs/config/config.h"
 #include "epochfs/control/control_plane.h"
+#include "epochfs/fs/fs_types.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 
@@ -24,38 +27,6 @@ struct fuse_lowlevel_ops;
 struct fuse_session;
 
 namespace epochfs::fs {
-
-// Resolves which job an access belongs to (control protocol); the default
-// attributes nothing.
-class Attributor {
- public:
-  virtual ~Attributor() = default;
-  struct Attribution {
-    cache::JobId job = cache::kNoJob;
-    int64_t sample = -1;
-  };
-  // Called once per read-open of a cacheable dataset file by process `pid`
-  // (0 when FUSE cannot tell) of user `uid`. Thread-safe.
-  virtual Attribution Attribute(pid_t pid, uid_t uid, cache::ObjectId object) {
-    (void)pid, (void)uid, (void)object;
-    return {};
-  }
-};
-
-// What a Filesystem serves. One session serves everything (kWhole) unless
-// fuse.no_open splits the mount in two (docs/architecture.md, "Hot reads
-// without OPEN"): the dataset session answers OPEN and FLUSH with ENOSYS, so
-// that the kernel sends neither again on that connection and a hot read costs
-// no request; the control directory, whose files need both (a control write is
-// taken at close), is a second session mounted on MOUNTPOINT/.epochfs, and
-// the spill area, whose files need them too, a third on MOUNTPOINT/.spill.
-enum class Role : uint8_t {
-  kWhole,    // the dataset, .epochfs/ and .spill/
-  kDataset,  // the dataset without OPEN: READs come by inode; .epochfs and
-             // .spill are empty directories, the other sessions' mountpoints
-  kControl,  // .epochfs/ alone, as the session's root
-  kSpill,    // .spill/ alone, as the session's root
-};
 
 struct FsParts {
   const Config* config = nullptr;
@@ -100,10 +71,5 @@ class Filesystem {
   // a request handler, nor with the control plane's locks held.
   virtual void ControlEntryRemoved(const std::string& control_path) = 0;
 };
-
-// The name of the virtual control directory at the mount root.
-inline constexpr const char* kControlDirName = ".epochfs";
-// The name of the spill area at the mount root.
-inline constexpr const char* kSpillDirName = ".spill";
 
 }  // namespace epochfs::fs

@@ -113,7 +113,7 @@ class CancelScope {
 // LowerGate may run inline (see above). `answer` answers the caller's request
 // with an error: the gate's watchdog calls it, from its own thread, at most
 // once, while the caller is inside the operation. The FUSE edge makes one for
-// metadata requests (lookup, getattr, opendir), with fuse_reply_err as
+// metadata requests (lookup, getattr, opendir), with an error reply as
 // `answer`. After a Run that returned not ok, the caller checks answered():
 // true means the request has its answer and must not be answered again (nor
 // anything done that the answer did not report, such as counting a lookup).

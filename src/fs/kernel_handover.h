@@ -1,0 +1,106 @@
+// KernelHandover: the kernel's page cache as a tier of dataset bytes: what it
+// holds of each file, kept in step with the RAM tier, and the one-copy hand-
+// over (fuse.one_copy) of objects it holds whole (docs/architecture.md).
+//
+// With fuse.kernel_cache the kernel keeps the pages a READ is answered with.
+// This room remembers which inode holds which object's (or block's) bytes, so
+// that an object leaving the RAM tier drops them too (KernelCacheInvalidator),
+// and drops at once what the RAM tier does not hold. With fuse.one_copy, once
+// the kernel has been sent every byte of a resident object (KernelCoverage),
+// the store hands the object over (CacheFront::HandOver): the RAM tier keeps
+// a stub, the kernel the bytes. An open that finds the kernel holding its
+// file keeps its pages (ServedStub); a READ that still comes (the kernel
+// lost pages) refills the object from LOWER (ObjectFor), and bytes of
+// another version are never mixed with the kernel's: those fail with ESTALE.
+//
+// Owns the invalidator and the coverage; the inode table is the Filesystem's
+// (FsContext), and the passes of a session without OPEN are the DataView's
+// (KeptByKernel says when one may end).
+// Thread safety: thread-safe; called from request handlers and from the RAM
+// tier's drop listener.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "block_reader.h"
+#include "fs_common.h"
+#include "kernel_cache.h"
+#include "kernel_coverage.h"
+
+namespace epochfs::fs {
+
+// A session without OPEN (Role::kDataset): how many passes it keeps, and how
+// many bytes of objects outside the RAM tier they may hold (pass_table.h).
+constexpr size_t kMaxPasses = 256;
+constexpr uint64_t kMaxPassHeldBytes = 64u << 20;
+// fuse.no_open, one copy: a file of at most this size that the kernel lost
+// some pages of goes back to it as soon as they are refilled (OpenFile::
+// patch). A larger one stays in the RAM tier until the kernel has been sent
+// all of it again: each refill reads the whole file from LOWER, and a reader
+// that goes on reading what the kernel lost would refill it at every READ.
+constexpr uint64_t kMaxPatchBytes = 4u << 20;
+
+class KernelHandover {
+ public:
+  // REQUIRES: `ctx` outlives the KernelHandover.
+  explicit KernelHandover(const FsContext& ctx) : ctx_(ctx) {}
+
+  // Starts and stops the invalidator (Filesystem::Attach, Detach).
+  void Start(fuse_session* se) { kernel_cache_.Start(se); }
+  void Stop() { kernel_cache_.Stop(); }
+
+  // The RAM tier dropped `id`: drops the kernel's pages of it and returns
+  // their inode (0 when none was remembered).
+  fuse_ino_t Dropped(cache::ObjectId id) { return kernel_cache_.Dropped(id); }
+  // Role::kDataset: forgets what the kernel was sent of `id`.
+  void ForgetCoverage(cache::ObjectId id) { coverage_.Forget(id); }
+  // Drops the kernel's pages of `ino` now (of [off, off + len) when len > 0).
+  void Drop(fuse_ino_t ino, uint64_t off = 0, uint64_t len = 0) {
+    kernel_cache_.Drop(ino, off, len);
+  }
+
+  // At the open of a whole object (request `g`, inode `ino`): the stub of a
+  // version the kernel was sent whole and still holds (a hit it serves from
+  // its pages), or null.
+  store::ObjectRef ServedStub(fuse_ino_t ino, const store::GetRequest& g);
+  // At the open of a whole object: `object` (of `id`) is served to inode
+  // `ino`. Returns whether the kernel's pages of the inode may be kept.
+  bool Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object);
+  // The kernel now holds pages of block `index` of open file `f` (`ino`).
+  void RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t index,
+                     const store::ObjectRef& block);
+  // True when the RAM tier holds `o`, itself or handed over to the kernel.
+  bool Resident(const store::ObjectRef& o) const;
+
+  // A mount with OPEN: the object a READ of open file `f` is served from,
+  // and whether it was refilled for it.
+  std::pair<Result<store::ObjectRef>, bool> ObjectFor(fuse_ino_t ino, OpenFile& f);
+  // A mount with OPEN: `n` more bytes of `o` were sent to the kernel.
+  void SentToKernel(const store::ObjectRef& o, size_t n, bool refilled);
+  // A mount with OPEN: open file `f` of `ino` is released.
+  void LeftByOpen(fuse_ino_t ino, OpenFile& f);
+
+  // Without OPEN: `n` more bytes of pass `f`'s object were sent to the
+  // kernel. True when the object was handed over (the pass may end).
+  bool KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, size_t n);
+  // Without OPEN: the kernel was sent `piece` of a file in blocks.
+  void BlockKeptByKernel(const BlockSlice& piece);
+  // Without OPEN: the stub of `path`'s object when a READ at `off` may ask
+  // for pages the kernel lost of a file it was handed whole; else null.
+  store::ObjectRef HandedBefore(const std::string& path, off_t off) const;
+  // Without OPEN: whether new pass `f` refills what the kernel lost of
+  // `before` (HandedBefore), so that the object goes back at once.
+  static bool Patches(const store::ObjectRef& before, const OpenFile& f);
+
+ private:
+  const FsContext& ctx_;
+  KernelCacheInvalidator kernel_cache_;
+  KernelCoverage coverage_;  // what the kernel holds of each object
+};
+
+}  // namespace epochfs::fs
