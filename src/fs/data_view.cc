@@ -12,6 +12,16 @@
 #include "block_reader.h"
 
 namespace epochfs::fs {
+namespace {
+
+// How long a GETATTR of the root waits for LOWER before the root's last
+// known attributes answer: min(lower.timeout, 2 s) (no timeout: 2 s).
+std::chrono::milliseconds RootGrace(const Config& cfg) {
+  const double s = cfg.lower.timeout > 0 ? std::min(cfg.lower.timeout, 2.0) : 2.0;
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+}  // namespace
 
 DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover& handover,
                    DescriptorPool& descriptors)
@@ -19,7 +29,8 @@ DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover&
       attributor_(attributor),
       handover_(handover),
       lower_budget_(ctx.cfg.limits.lower_files_per_user, UINT64_MAX, &descriptors),
-      passes_(kMaxPasses, kMaxPassHeldBytes, [this](fuse_ino_t ino) { handover_.Drop(ino); }) {}
+      passes_(kMaxPasses, kMaxPassHeldBytes, [this](fuse_ino_t ino) { handover_.Drop(ino); }),
+      root_(ctx.lower, RootGrace(ctx.cfg)) {}
 
 Result<NodeView> DataView::LookupChild(const NodeView& parent, const char* name) {
   std::string path = Join(parent.path, name);
@@ -33,7 +44,8 @@ Result<NodeView> DataView::LookupChild(const NodeView& parent, const char* name)
 // inode table keeps only what an open checks, not whole attributes.
 void DataView::GetAttr(fuse_req_t req, fuse_ino_t ino, const NodeView& v,
                        const store::AnswerScope& answerable) {
-  auto fresh = ctx_.lower.Stat(v.path);
+  // Every path walk passes the root: it answers while LOWER hangs.
+  auto fresh = ino == FUSE_ROOT_ID ? root_.Get() : ctx_.lower.Stat(v.path);
   if (!fresh.ok()) {
     if (answerable.answered()) return;
     return (void)reply::Err(req, ToErrno(fresh.status()));

@@ -26,6 +26,7 @@
 #include "fs_common.h"
 #include "kernel_handover.h"
 #include "pass_table.h"
+#include "root_attr.h"
 #include "user_budget.h"
 
 namespace epochfs::fs {
@@ -73,6 +74,8 @@ class DataView {
   UserBudget lower_budget_;  // files open in blocks or streamed, per user
   // Role::kDataset. A pass pushed out drops the pages of what it held.
   PassTable passes_;
+  // The root's attributes, answered from the last known ones while LOWER hangs.
+  RootAttr root_;
 };
 
 }  // namespace epochfs::fs

@@ -12,7 +12,8 @@
 // holds a number N, every read of a regular file at offset 0 first sleeps N ms
 // (a high-latency store: an object store's time to first byte). A stat
 // (getattr by path) of a file whose name contains "STATHANG" blocks while
-// SOURCE/.hang exists, as a lookup on a hung NFS server. Everything else
+// SOURCE/.hang exists, as a lookup on a hung NFS server; so does a stat of
+// the root while SOURCE/.hang_root exists. Everything else
 // is a plain passthrough. Modifying operations are not implemented (ENOSYS /
 // EROFS from the kernel); tests change SOURCE directly instead.
 //
@@ -87,6 +88,10 @@ void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
 
 int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
   if (fi == nullptr && NameHas(path, "STATHANG")) HangWhileAsked(path);
+  if (fi == nullptr && std::strcmp(path, "/") == 0) {
+    const std::string flag = g_source + "/.hang_root";
+    while (access(flag.c_str(), F_OK) == 0) usleep(20000);
+  }
   int rc = fi ? fstat(static_cast<int>(fi->fh), st) : lstat(Real(path).c_str(), st);
   return rc == -1 ? -errno : 0;
 }

@@ -105,6 +105,30 @@ class EioTest(et.MountTestCase):
         self.assertGreaterEqual(d.stats()["lower_errors"], 1)
 
 
+def run_with_bound(fn, seconds):
+    """fn() in a forked child, waited for at most `seconds` (a liveness
+    bound): its errno (0: done), or -1 when it did not finish."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            fn()
+        except OSError as e:
+            code = e.errno or 255
+        except BaseException:
+            code = 254
+        os._exit(code)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return -1
+
+
 class HangTest(et.MountTestCase):
     """A LOWER that stops answering (faultfs: reads of *HANG* files block while
     SOURCE/.hang exists). Every LOWER call has a bound (lower.timeout): the
@@ -176,6 +200,38 @@ class HangTest(et.MountTestCase):
         self.assertTrue(et.wait_for(lambda: d.stats()["lower_stuck"] == 0, 30), d.stats())
         self.assertEqual(et.read_file_raw(d.path("a_HANG.bin")), self.hung)
         self.assertTrue(d.alive())
+
+    def test_the_root_and_the_control_tree_answer_while_lower_hangs(self):
+        # Once the kernel's attributes of the root expire, every path walk
+        # asks for them; with LOWER's root hung (faultfs: .hang_root), the
+        # daemon answers with the root's last known attributes, so the control
+        # tree and the mount's root keep answering, long before lower.timeout.
+        d = self.mount(self.faultmnt, opts=["lower.timeout=60", "fuse.attr_timeout=0.2",
+                                            "fuse.entry_timeout=0.2", "cache.policy=lru"])
+        name, data = sorted(self.good.items())[0]
+        self.assertEqual(et.read_file_raw(d.path(name)), data)
+        before = os.stat(d.mnt)
+        hang_root = os.path.join(self.src, ".hang_root")
+        et.write_file(hang_root, b"")
+        self.addCleanup(lambda: os.path.exists(hang_root) and os.unlink(hang_root))
+        time.sleep(0.5)  # past the kernel's attribute timeout of the root
+        jobs = d.path(".epochfs", "jobs")
+
+        def walk():
+            with open(d.path(".epochfs", "version")) as f:
+                f.read()
+            os.mkdir(os.path.join(jobs, "during"))
+            os.rmdir(os.path.join(jobs, "during"))
+            st = os.stat(d.mnt)
+            if (st.st_mode, st.st_uid) != (before.st_mode, before.st_uid):
+                raise OSError(errno.EPROTO, "root attributes changed")
+        for _ in range(3):  # the first waits briefly for LOWER, then none do
+            done = run_with_bound(walk, 30)
+            self.assertEqual(done, 0, "a walk through the root while LOWER's root hangs")
+            time.sleep(0.3)
+        self.assertTrue(d.alive())
+        os.unlink(hang_root)
+        self.assertEqual(et.read_file_raw(d.path(name)), data)
 
     def test_a_hung_lookup_is_answered_by_the_watchdog(self):
         # faultfs blocks a stat of *STATHANG* names while .hang exists: a
