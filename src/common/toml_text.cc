@@ -1,5 +1,6 @@
 #include "epochfs/common/toml_text.h"
 
+#include "epochfs/common/message_text.h"
 #include "epochfs/common/toml_depth.h"
 
 namespace epochfs {
@@ -44,6 +45,25 @@ const char* TomlTypeName(toml::node_type type) {
     case toml::node_type::none: break;
   }
   return "a value";
+}
+
+std::string TomlValueText(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::integer:
+      return std::to_string(n.as_integer()->get());
+    case toml::node_type::floating_point:
+      return DoubleText(n.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return n.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::string:
+      return QuoteText(n.as_string()->get());
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    default:
+      return "a date/time";
+  }
 }
 
 }  // namespace epochfs

@@ -8,6 +8,8 @@
 // The text is parsed by ParseTomlText (common/toml_text.h), as are the
 // planner's model files, the simulator's workloads and the job `config`.
 #include "epochfs/config/config.h"
+#include "epochfs/common/bytes_text.h"
+#include "epochfs/common/message_text.h"
 #include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
 #include "epochfs/common/toml_text.h"
@@ -381,50 +383,7 @@ std::string Suggestion(std::string_view name) {
   return best ? " (did you mean " + std::string(best->name) + "?)" : "";
 }
 
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(ch));
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-// Shortest text that reads back as `d` ("0.99", not "0.98999999999999999").
-std::string DoubleText(double d) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  return ec == std::errc() ? std::string(buf, end) : "?";
-}
-
 // ---- TOML side --------------------------------------------------------------
-
-std::string Describe(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::integer:
-      return std::to_string(n.as_integer()->get());
-    case toml::node_type::floating_point:
-      return DoubleText(n.as_floating_point()->get());
-    case toml::node_type::boolean:
-      return n.as_boolean()->get() ? "true" : "false";
-    case toml::node_type::string:
-      return Quote(n.as_string()->get());
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    default:
-      return "a date/time";
-  }
-}
 
 Raw ToRaw(const toml::node& n) {
   switch (n.type()) {
@@ -453,7 +412,7 @@ class Walker {
     const toml::table* t = node.as_table();
     if (t == nullptr) {
       Add(node, std::string(name) + ": expected a table [" + std::string(name) + "], got " +
-                    Describe(node));
+                    TomlValueText(node));
       return;
     }
     for (auto&& [k, v] : *t) {
@@ -462,7 +421,7 @@ class Walker {
       if (desc == nullptr) {
         Add(v, dotted + ": unknown key" + Suggestion(dotted));
       } else if (!desc->set(c, ToRaw(v))) {
-        Add(v, dotted + ": expected " + std::string(desc->expected) + ", got " + Describe(v));
+        Add(v, dotted + ": expected " + std::string(desc->expected) + ", got " + TomlValueText(v));
       }
     }
   }
@@ -530,104 +489,7 @@ bool FromOption(OptKind kind, std::string_view s, Raw* out) {
   return false;
 }
 
-// ---- bytes ------------------------------------------------------------------
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char ch) { return (ch >= 'A' && ch <= 'Z') ? char(ch - 'A' + 'a') : ch; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-bool IsBlank(char ch) { return ch == ' ' || ch == '\t'; }
-
-struct Unit {
-  std::string_view name;
-  uint64_t factor;
-};
-
-constexpr uint64_t kKi = 1024;
-constexpr Unit kUnits[] = {
-    {"", 1},
-    {"b", 1},
-    {"k", kKi},
-    {"kib", kKi},
-    {"kb", 1000},
-    {"m", kKi* kKi},
-    {"mib", kKi* kKi},
-    {"mb", 1000 * 1000},
-    {"g", kKi* kKi* kKi},
-    {"gib", kKi* kKi* kKi},
-    {"gb", 1000ull * 1000 * 1000},
-    {"t", kKi* kKi* kKi* kKi},
-    {"tib", kKi* kKi* kKi* kKi},
-    {"tb", 1000ull * 1000 * 1000 * 1000},
-};
-
 }  // namespace
-
-Result<uint64_t> ParseBytes(std::string_view text) {
-  auto bad = [&](const char* why) {
-    return InvalidArgument("bad size " + Quote(text) + ": " + why);
-  };
-  std::string_view s = text;
-  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
-
-  size_t i = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-  std::string_view whole = s.substr(0, i);
-  std::string_view frac;
-  if (i < s.size() && s[i] == '.') {
-    size_t start = ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    frac = s.substr(start, i - start);
-    if (frac.empty()) return bad("expected digits after '.'");
-  }
-  if (whole.empty()) {
-    return bad(
-        "expected a non-negative integer with an optional unit (k, KiB, M, MiB, G, GiB, "
-        "T, TiB, KB, MB, GB, TB)");
-  }
-  std::string_view unit_text = s.substr(i);
-  while (!unit_text.empty() && IsBlank(unit_text.front())) unit_text.remove_prefix(1);
-
-  const Unit* unit = nullptr;
-  for (const Unit& u : kUnits) {
-    if (EqualsNoCase(unit_text, u.name)) unit = &u;
-  }
-  if (unit == nullptr) {
-    return bad("unknown unit (use k, KiB, M, MiB, G, GiB, T, TiB, KB, MB, GB or TB)");
-  }
-  if (!frac.empty() && unit->factor == 1) return bad("a fraction needs a unit");
-  if (frac.size() > 9) return bad("too many fractional digits");
-
-  uint64_t value = 0;
-  for (char ch : whole) {
-    if (__builtin_mul_overflow(value, 10u, &value) ||
-        __builtin_add_overflow(value, static_cast<uint64_t>(ch - '0'), &value)) {
-      return bad("too large");
-    }
-  }
-  uint64_t bytes = 0;
-  if (__builtin_mul_overflow(value, unit->factor, &bytes)) return bad("too large");
-  if (!frac.empty()) {
-    // frac has at most 9 digits: f < 10^9 and factor <= 2^40, so f*factor fits in 128 bits.
-    uint64_t f = 0;
-    uint64_t scale = 1;
-    for (char ch : frac) {
-      f = f * 10 + static_cast<uint64_t>(ch - '0');
-      scale *= 10;
-    }
-    unsigned __int128 part = static_cast<unsigned __int128>(f) * unit->factor / scale;
-    if (__builtin_add_overflow(bytes, static_cast<uint64_t>(part), &bytes)) {
-      return bad("too large");
-    }
-  }
-  return bytes;
-}
 
 Result<Config> ParseConfig(std::string_view toml_text, const std::string& origin) {
   Result<toml::table> parsed = ParseTomlText(toml_text, origin);
@@ -663,7 +525,7 @@ Status ApplyOverride(Config* config, std::string_view key, std::string_view valu
   Config updated = *config;
   if (!FromOption(desc->opt_kind, value, &raw) || !desc->set(&updated, raw)) {
     return InvalidArgument("-o " + std::string(key) + ": expected " + std::string(desc->expected) +
-                           ", got " + Quote(value));
+                           ", got " + QuoteText(value));
   }
   *config = std::move(updated);
   return Status::Ok();

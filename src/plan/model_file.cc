@@ -4,6 +4,7 @@
 // Syntax errors come from ParseTomlText (FILE:LINE:COLUMN).
 #include "epochfs/plan/model_file.h"
 
+#include "epochfs/common/bytes_text.h"
 #include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
 #include "epochfs/common/toml_text.h"
@@ -17,38 +18,11 @@
 #include <limits>
 #include <map>
 
-#include "epochfs/config/config.h"
-
 namespace epochfs::plan {
 namespace {
 
 constexpr int64_t kMaxCopies = 1000;
 constexpr int64_t kMaxGpus = 1 << 20;
-
-std::string DoubleText(double d) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  return ec == std::errc() ? std::string(buf, end) : "?";
-}
-
-std::string Describe(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::integer:
-      return std::to_string(n.as_integer()->get());
-    case toml::node_type::floating_point:
-      return DoubleText(n.as_floating_point()->get());
-    case toml::node_type::boolean:
-      return n.as_boolean()->get() ? "true" : "false";
-    case toml::node_type::string:
-      return "\"" + n.as_string()->get() + "\"";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    default:
-      return "a date/time";
-  }
-}
 
 // Reads the document into a PlanInput, collecting problems.
 class Reader {
@@ -94,7 +68,7 @@ class Reader {
     const toml::table* t = node.as_table();
     if (t == nullptr) {
       Add(node, std::string(section) + ": expected a table [" + std::string(section) + "], got " +
-                    Describe(node));
+                    TomlValueText(node));
       return;
     }
     for (auto&& [k, v] : *t) {
@@ -103,7 +77,7 @@ class Reader {
       if (expected == "?") {
         Add(v, dotted + ": unknown key");
       } else if (!expected.empty()) {
-        Add(v, dotted + ": expected " + expected + ", got " + Describe(v));
+        Add(v, dotted + ": expected " + expected + ", got " + TomlValueText(v));
       }
     }
   }
@@ -111,7 +85,7 @@ class Reader {
   void Layers(const toml::node& node, PlanInput* out) {
     const toml::array* arr = node.as_array();
     if (arr == nullptr || !arr->is_array_of_tables()) {
-      Add(node, "layer: expected [[layer]] tables, got " + Describe(node));
+      Add(node, "layer: expected [[layer]] tables, got " + TomlValueText(node));
       return;
     }
     std::map<std::string, size_t, std::less<>> seen;  // name → layer number
@@ -131,7 +105,7 @@ class Reader {
           const auto* s = v.as_string();
           has_name = true;  // if bad, reported here, not as missing too
           if (s == nullptr || s->get().empty()) {
-            Add(v, dotted + ": expected a non-empty string, got " + Describe(v));
+            Add(v, dotted + ": expected a non-empty string, got " + TomlValueText(v));
             continue;
           }
           layer.name = s->get();
@@ -145,13 +119,13 @@ class Reader {
             has_act = true;
           } else {
             Add(v, dotted + ": expected bytes per sample > 0 (integer or \"12KiB\"), got " +
-                       Describe(v));
+                       TomlValueText(v));
             has_act = true;  // reported already; not "missing" as well
           }
         } else if (key == "parameter_bytes") {
           has_param = true;
           if (!Bytes(v, 0, &layer.parameter_bytes)) {
-            Add(v, dotted + ": expected bytes >= 0 (integer or \"12KiB\"), got " + Describe(v));
+            Add(v, dotted + ": expected bytes >= 0 (integer or \"12KiB\"), got " + TomlValueText(v));
           }
         } else {
           Add(v, dotted + ": unknown key (known: name, activation_bytes, parameter_bytes)");

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "epochfs/common/bytes_text.h"
-#include "epochfs/config/config.h"
 #include "epochfs/plan/model_file.h"
 #include "epochfs/plan/planner.h"
 

@@ -2,6 +2,7 @@
 // (FILE:LINE:COLUMN), the workload's own errors name file and line.
 #include "epochfs/sim/workload.h"
 
+#include "epochfs/common/bytes_text.h"
 #include "epochfs/common/text_file.h"
 #include "epochfs/common/toml_text.h"
 
@@ -10,8 +11,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-
-#include "epochfs/config/config.h"
 
 namespace epochfs::sim {
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "epochfs/common/bytes_text.h"
 #include "epochfs/config/config.h"
 #include "fuzz_check.h"
 

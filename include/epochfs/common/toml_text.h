@@ -27,4 +27,8 @@ inline size_t TomlLine(const toml::source_region& where) { return where.begin.li
 // "an integer", "a string", ... for messages.
 const char* TomlTypeName(toml::node_type type);
 
+// A value as an error message shows what it got: "12", "0.5", "true", a
+// string quoted by QuoteText, or "a table", "an array", "a date/time".
+std::string TomlValueText(const toml::node& n);
+
 }  // namespace epochfs

@@ -187,12 +187,4 @@ bool IsConfigKey(std::string_view key);
 // Every config key, dotted ("cache.memory", ...), in file order.
 std::vector<std::string> ConfigKeys();
 
-// "4GiB", "512MiB", "100k", "123" → bytes. Units are case-insensitive:
-// B; k, KiB, M, MiB, G, GiB, T, TiB (1024-based); KB, MB, GB, TB (1000-based).
-// A fraction is allowed with a unit ("1.5GiB") and rounds down to whole bytes.
-// Optional blanks around the number and before the unit. Rejects negatives,
-// overflow past 2^64-1, and anything else; 0 is a valid result here (callers
-// decide whether it is allowed).
-Result<uint64_t> ParseBytes(std::string_view text);
-
 }  // namespace epochfs

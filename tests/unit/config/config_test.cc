@@ -2,6 +2,7 @@
 // ParseBytes, and the tie between Config{}, conf/epochfs.toml and
 // man/epochfs.toml.5 (EPOCHFS_SOURCE_ROOT points at the source tree).
 #include "epochfs/config/config.h"
+#include "epochfs/common/bytes_text.h"
 
 #include <gtest/gtest.h>
 
