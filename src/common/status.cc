@@ -1,5 +1,8 @@
 #include "epochfs/common/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace epochfs {
 
 const char* CodeName(Code c) {
@@ -30,6 +33,31 @@ const char* CodeName(Code c) {
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(CodeName(code_)) + ": " + message_;
+}
+
+Status ErrnoStatus(Code code, int err, const std::string& what) {
+  return Status(code, what + ": " + std::strerror(err));
+}
+
+Status StatusFromErrno(int err, const std::string& what) {
+  switch (err) {
+    case ENOENT: return ErrnoStatus(Code::kNotFound, err, what);
+    case EEXIST: return ErrnoStatus(Code::kExists, err, what);
+    case EISDIR: return ErrnoStatus(Code::kIsDirectory, err, what);
+    case ENOTDIR: return ErrnoStatus(Code::kNotDirectory, err, what);
+    case ENOTEMPTY: return ErrnoStatus(Code::kNotEmpty, err, what);
+    case ENOSPC: case EDQUOT: return ErrnoStatus(Code::kNoSpace, err, what);
+    case EACCES: return ErrnoStatus(Code::kPermissionDenied, err, what);
+    case EPERM: return ErrnoStatus(Code::kNotPermitted, err, what);
+    case EINVAL: case ELOOP: case ENAMETOOLONG: return ErrnoStatus(Code::kInvalidArgument, err, what);
+    case EBUSY: return ErrnoStatus(Code::kBusy, err, what);
+    default: return ErrnoStatus(Code::kIoError, err, what);
+  }
+}
+
+Status IoStatusFromErrno(int err, const std::string& what) {
+  return err == ENOSPC || err == EDQUOT ? StatusFromErrno(err, what)
+                                        : ErrnoStatus(Code::kIoError, err, what);
 }
 
 }  // namespace epochfs

@@ -10,10 +10,11 @@ Result<std::string> ReadTextFile(const std::string& path, std::string_view what)
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     int err = errno;
-    std::string msg = "cannot open " + std::string(what) + " " + path + ": " + std::strerror(err);
-    if (err == ENOENT) return NotFound(std::move(msg));
-    if (err == EACCES || err == EPERM) return PermissionDenied(std::move(msg));
-    return IoError(std::move(msg));
+    // The contract (text_file.h): NotFound, PermissionDenied or IoError.
+    const Code code = err == ENOENT                   ? Code::kNotFound
+                      : err == EACCES || err == EPERM ? Code::kPermissionDenied
+                                                      : Code::kIoError;
+    return ErrnoStatus(code, err, "cannot open " + std::string(what) + " " + path);
   }
   std::string text;
   char buf[16384];
@@ -22,7 +23,7 @@ Result<std::string> ReadTextFile(const std::string& path, std::string_view what)
   bool failed = std::ferror(f) != 0;
   int err = errno;
   std::fclose(f);
-  if (failed) return IoError("cannot read " + std::string(what) + " " + path + ": " + std::strerror(err));
+  if (failed) return ErrnoStatus(Code::kIoError, err, "cannot read " + std::string(what) + " " + path);
   return text;
 }
 

@@ -22,7 +22,7 @@ Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* 
   if (!fd.valid()) {
     int e = errno;
     if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
-    return IoError(path + ": " + std::strerror(e));
+    return ErrnoStatus(Code::kIoError, e, path);
   }
   size_t len = 0;
   while (len < size - 1) {
@@ -31,7 +31,7 @@ Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* 
     if (n < 0) {
       int e = errno;
       if (e == ESRCH) return NotFound("no process " + std::to_string(pid));
-      return IoError(path + ": " + std::strerror(e));
+      return ErrnoStatus(Code::kIoError, e, path);
     }
     if (n == 0) break;
     len += static_cast<size_t>(n);

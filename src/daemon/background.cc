@@ -42,13 +42,13 @@ void ToDevNull() {
 
 Status Background::Start(Background* out) {
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(p, O_CLOEXEC) != 0) return ErrnoStatus(Code::kInternal, errno, "pipe");
   pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
     ::close(p[0]);
     ::close(p[1]);
-    return Internal(std::string("fork: ") + std::strerror(e));
+    return ErrnoStatus(Code::kInternal, e, "fork");
   }
   if (pid > 0) {
     ::close(p[1]);

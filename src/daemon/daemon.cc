@@ -235,7 +235,7 @@ Result<unsigned> MaxReadOption(const std::vector<std::string>& fuse_opts) {
 Status ProbeMount(const std::string& mountpoint) {
   const std::string path = mountpoint + "/.epochfs/version";
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("mount at " + mountpoint + " does not answer: " + std::strerror(errno));
+  if (fd < 0) return ErrnoStatus(Code::kIoError, errno, "mount at " + mountpoint + " does not answer");
   char buf[64];
   ssize_t n = ::read(fd, buf, sizeof(buf));
   const int e = errno;
@@ -292,7 +292,7 @@ Status RunDaemon(const DaemonArgs& in) {
   if (Status s = CanonicalPaths(&args.lower, &args.mountpoint); !s.ok()) return s;
   struct stat mst;
   if (::stat(args.mountpoint.c_str(), &mst) != 0) {
-    return NotFound("mountpoint " + args.mountpoint + ": " + std::strerror(errno));
+    return ErrnoStatus(Code::kNotFound, errno, "mountpoint " + args.mountpoint);
   }
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;

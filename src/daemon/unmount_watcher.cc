@@ -50,13 +50,13 @@ Status StartUnmountWatcher(const std::string& mountpoint) {
   if (id.empty()) return IoError("auto_unmount: " + mountpoint + " is not in mountinfo");
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) {
-    return IoError(std::string("auto_unmount: pipe: ") + std::strerror(errno));
+    return ErrnoStatus(Code::kIoError, errno, "auto_unmount: pipe");
   }
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(p[0]);
     ::close(p[1]);
-    return IoError(std::string("auto_unmount: fork: ") + std::strerror(errno));
+    return ErrnoStatus(Code::kIoError, errno, "auto_unmount: fork");
   }
   if (pid == 0) {
     // A grandchild, so that the daemon never has to reap it.

@@ -23,11 +23,6 @@ struct AlignedBlock {
   uint8_t* p;
 };
 
-Status Errno(const std::string& what) {
-  const int err = errno;
-  if (err == ENOSPC || err == EDQUOT) return NoSpace(what + ": " + std::strerror(err));
-  return IoError(what + ": " + std::strerror(err));
-}
 
 }  // namespace
 
@@ -42,7 +37,7 @@ Status WriteHeaderBlock(int fd, const FileHeader& h) {
   if (!b.p) return Internal("out of memory");
   EncodeFileHeader(h, {b.p, kBlock});
   ssize_t n = ::pwrite(fd, b.p, kBlock, 0);
-  if (n < 0) return Errno("spill header write");
+  if (n < 0) return IoStatusFromErrno(errno, "spill header write");
   if (n != kBlock) return IoError("spill header write: short write");
   return Status::Ok();
 }
@@ -52,7 +47,7 @@ Status ReadHeaderBlock(int fd, FileHeader* h, bool* empty) {
   if (!b.p) return Internal("out of memory");
   *empty = false;
   ssize_t n = ::pread(fd, b.p, kBlock, 0);
-  if (n < 0) return Errno("spill header read");
+  if (n < 0) return IoStatusFromErrno(errno, "spill header read");
   if (n < static_cast<ssize_t>(kBlock)) {
     *empty = true;
     return Status::Ok();
@@ -250,7 +245,7 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     alloc_end_ = SlotOffset(keep, cb);
     lock.lock();
     if (rc != 0) {
-      Status s = Errno("spill truncate " + rel_);
+      Status s = IoStatusFromErrno(errno, "spill truncate " + rel_);
       mtime_ = MtimeNow();
       header_dirty_ = true;
       return s;
@@ -304,7 +299,7 @@ Status SpillFileImpl::SyncLocked(bool fsync) {
     rel = rel_;
   }
   if (unl) return Status::Ok();
-  if (::fdatasync(fd_.get()) != 0) return Errno("spill fdatasync " + rel);
+  if (::fdatasync(fd_.get()) != 0) return IoStatusFromErrno(errno, "spill fdatasync " + rel);
   if (dir_sync_needed_.exchange(false)) {
     // A new or renamed file: make its directory entries durable too.
     std::string dir = rel;
@@ -314,13 +309,13 @@ Status SpillFileImpl::SyncLocked(bool fsync) {
       int dfd = ::openat(c_.root_fd(), dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (dfd < 0) {
         dir_sync_needed_.store(true);
-        return Errno("spill open directory " + dir);
+        return IoStatusFromErrno(errno, "spill open directory " + dir);
       }
       const int rc = ::fsync(dfd);
       ::close(dfd);
       if (rc != 0) {
         dir_sync_needed_.store(true);
-        return Errno("spill fsync directory " + dir);
+        return IoStatusFromErrno(errno, "spill fsync directory " + dir);
       }
       if (dir == ".") break;
     }
@@ -376,13 +371,13 @@ Status SpillFileImpl::SetMode(uint32_t mode) {
     mode_ = S_IFREG | (mode & 07777);
     header_dirty_ = true;
   }
-  if (c_.is_root() && ::fchmod(fd_.get(), mode & 0777) != 0) return Errno("spill chmod");
+  if (c_.is_root() && ::fchmod(fd_.get(), mode & 0777) != 0) return IoStatusFromErrno(errno, "spill chmod");
   return WriteHeader();
 }
 
 Status SpillFileImpl::SetOwner(uid_t uid, gid_t gid) {
   std::lock_guard op(op_mu_);
-  if (c_.is_root() && ::fchown(fd_.get(), uid, gid) != 0) return Errno("spill chown");
+  if (c_.is_root() && ::fchown(fd_.get(), uid, gid) != 0) return IoStatusFromErrno(errno, "spill chown");
   {
     std::lock_guard lock(c_.mu);
     if (uid != static_cast<uid_t>(-1)) {
@@ -397,7 +392,7 @@ Status SpillFileImpl::SetOwner(uid_t uid, gid_t gid) {
 
 Result<SpillAttr> SpillFileImpl::Attr() {
   struct stat st {};
-  if (::fstat(fd_.get(), &st) != 0) return Errno("spill fstat");
+  if (::fstat(fd_.get(), &st) != 0) return IoStatusFromErrno(errno, "spill fstat");
   SpillAttr a;
   std::lock_guard lock(c_.mu);
   a.is_dir = false;

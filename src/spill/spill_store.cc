@@ -24,23 +24,6 @@ constexpr size_t kMaxOpenFiles = 1024;  // idle files past this are closed
 constexpr const char* kDirAttr = "user.epochfs.attr";
 constexpr int kFileFlags = O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW;
 
-Status FromErrno(int err, const std::string& what) {
-  std::string m = what + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT: return NotFound(m);
-    case EEXIST: return Status(Code::kExists, m);
-    case EISDIR: return IsDirectory(m);
-    case ENOTDIR: return NotDirectory(m);
-    case ENOTEMPTY: return Status(Code::kNotEmpty, m);
-    case ENOSPC: case EDQUOT: return NoSpace(m);
-    case EACCES: return PermissionDenied(m);
-    case EPERM: return NotPermitted(m);
-    case EINVAL: case ELOOP: case ENAMETOOLONG: return InvalidArgument(m);
-    case EBUSY: return Status(Code::kBusy, m);
-    default: return IoError(m);
-  }
-}
-
 std::string PathOf(const std::string& rel) { return rel.empty() ? std::string(".") : rel; }
 
 struct DirAttr {
@@ -120,12 +103,12 @@ Result<std::unique_ptr<SpillStore>> SpillStore::Open(const SpillOptions& options
     pos = options.dir.find('/', pos);
     const std::string prefix = options.dir.substr(0, pos);
     if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return FromErrno(errno, "spill.path: mkdir " + prefix);
+      return StatusFromErrno(errno, "spill.path: mkdir " + prefix);
     }
     if (pos == std::string::npos) break;
   }
   UniqueFd root(::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root.valid()) return FromErrno(errno, "spill.path: open " + options.dir);
+  if (!root.valid()) return StatusFromErrno(errno, "spill.path: open " + options.dir);
   // O_DIRECT probe (tmpfs and some FUSE filesystems refuse it).
   const char* probe = ".epochfs-direct-probe";
   int pfd = ::openat(root.get(), probe, O_CREAT | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
@@ -135,7 +118,7 @@ Result<std::unique_ptr<SpillStore>> SpillStore::Open(const SpillOptions& options
       return Status(Code::kUnsupported,
                     "spill.path " + options.dir + " does not support O_DIRECT (tmpfs?)");
     }
-    return FromErrno(err, "spill.path: create a file in " + options.dir);
+    return StatusFromErrno(err, "spill.path: create a file in " + options.dir);
   }
   ::close(pfd);
   ::unlinkat(root.get(), probe, 0);
@@ -150,11 +133,11 @@ Result<std::unique_ptr<SpillStore>> SpillStore::Open(const SpillOptions& options
 // Rebuilds the file count and the quota's byte sum from the headers.
 Status SpillStoreImpl::Scan(const std::string& dir) {
   int dfd = ::openat(root(), PathOf(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return FromErrno(errno, "spill scan " + PathOf(dir));
+  if (dfd < 0) return StatusFromErrno(errno, "spill scan " + PathOf(dir));
   DIR* d = ::fdopendir(dfd);
   if (!d) {
     ::close(dfd);
-    return FromErrno(errno, "spill scan " + PathOf(dir));
+    return StatusFromErrno(errno, "spill scan " + PathOf(dir));
   }
   std::vector<std::string> subdirs;
   while (struct dirent* de = ::readdir(d)) {
@@ -208,11 +191,11 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
   if (create) {
     fd = ::openat(root(), rel.c_str(), kFileFlags | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) created = true;
-    else if (errno != EEXIST || exclusive) return FromErrno(errno, "spill create " + rel);
+    else if (errno != EEXIST || exclusive) return StatusFromErrno(errno, "spill create " + rel);
   }
   if (fd < 0) {
     fd = ::openat(root(), rel.c_str(), kFileFlags);
-    if (fd < 0) return FromErrno(errno, "spill open " + rel);
+    if (fd < 0) return StatusFromErrno(errno, "spill open " + rel);
   }
   UniqueFd ufd(fd);
   FileHeader h;
@@ -225,7 +208,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
     h.mtime = MtimeNow();
     Status s;
     if (core_->is_root() && (::fchown(fd, uid, gid) != 0 || ::fchmod(fd, mode & 0777) != 0)) {
-      s = FromErrno(errno, "spill chown " + rel);
+      s = StatusFromErrno(errno, "spill chown " + rel);
     }
     if (s.ok()) s = WriteHeaderBlock(fd, h);
     if (!s.ok()) {
@@ -236,7 +219,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
     core_->AddFile(uid, 0);
   } else {
     struct stat st {};
-    if (::fstat(fd, &st) != 0) return FromErrno(errno, "spill fstat " + rel);
+    if (::fstat(fd, &st) != 0) return StatusFromErrno(errno, "spill fstat " + rel);
     if (!S_ISREG(st.st_mode)) return InvalidArgument("spill: " + rel + " is not a regular file");
     bool empty = false;
     Status s = ReadHeaderBlock(fd, &h, &empty);
@@ -261,7 +244,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
     if (backing > end) {
       // Slots past the logical end (writes never synced): cut them so that
       // their bytes never reappear.
-      if (::ftruncate(fd, static_cast<off_t>(end)) != 0) return FromErrno(errno, "spill truncate " + rel);
+      if (::ftruncate(fd, static_cast<off_t>(end)) != 0) return StatusFromErrno(errno, "spill truncate " + rel);
       backing = end;
     }
   }
@@ -311,7 +294,7 @@ Status SpillStoreImpl::WriteDirAttr(const std::string& rel, const DirAttr& a) {
   const uint32_t v[3] = {a.mode, a.uid, a.gid};
   const std::string p = std::string("/proc/self/fd/") + std::to_string(root()) + "/" + PathOf(rel);
   if (::lsetxattr(p.c_str(), kDirAttr, v, sizeof v, 0) != 0 && errno != ENOTSUP) {
-    return FromErrno(errno, "spill setxattr " + PathOf(rel));
+    return StatusFromErrno(errno, "spill setxattr " + PathOf(rel));
   }
   return Status::Ok();
 }
@@ -326,7 +309,7 @@ Result<SpillAttr> SpillStoreImpl::Stat(const std::string& rel) {
   if (f) return f->Attr();
   struct stat st {};
   if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return FromErrno(errno, "spill stat " + PathOf(rel));
+    return StatusFromErrno(errno, "spill stat " + PathOf(rel));
   }
   SpillAttr a;
   a.blocks = static_cast<uint64_t>(st.st_blocks);
@@ -347,7 +330,7 @@ Result<SpillAttr> SpillStoreImpl::Stat(const std::string& rel) {
   }
   if (!S_ISREG(st.st_mode)) return InvalidArgument("spill: " + rel + " is not a file");
   UniqueFd fd(::openat(root(), rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return FromErrno(errno, "spill open " + rel);
+  if (!fd.valid()) return StatusFromErrno(errno, "spill open " + rel);
   FileHeader h;
   bool empty = false;
   Status s = ReadHeaderBlock(fd.get(), &h, &empty);
@@ -369,11 +352,11 @@ Result<SpillAttr> SpillStoreImpl::Stat(const std::string& rel) {
 Status SpillStoreImpl::Mkdir(const std::string& rel, uint32_t mode, uid_t uid, gid_t gid) {
   if (rel.empty()) return Status(Code::kExists, "spill: the root exists");
   std::lock_guard ns(ns_mu_);
-  if (::mkdirat(root(), rel.c_str(), 0700) != 0) return FromErrno(errno, "spill mkdir " + rel);
+  if (::mkdirat(root(), rel.c_str(), 0700) != 0) return StatusFromErrno(errno, "spill mkdir " + rel);
   Status s;
   if (core_->is_root() && (::fchownat(root(), rel.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
                            ::fchmodat(root(), rel.c_str(), mode & 0777, 0) != 0)) {
-    s = FromErrno(errno, "spill chown " + rel);
+    s = StatusFromErrno(errno, "spill chown " + rel);
   }
   if (s.ok()) s = WriteDirAttr(rel, DirAttr{S_IFDIR | (mode & 07777), uid, gid});
   if (!s.ok()) ::unlinkat(root(), rel.c_str(), AT_REMOVEDIR);
@@ -385,7 +368,7 @@ Status SpillStoreImpl::Rmdir(const std::string& rel) {
   std::lock_guard ns(ns_mu_);
   if (::unlinkat(root(), rel.c_str(), AT_REMOVEDIR) != 0) {
     const int err = errno == EEXIST ? ENOTEMPTY : errno;
-    return FromErrno(err, "spill rmdir " + rel);
+    return StatusFromErrno(err, "spill rmdir " + rel);
   }
   return Status::Ok();
 }
@@ -397,12 +380,12 @@ Status SpillStoreImpl::Unlink(const std::string& rel) {
     std::lock_guard ns(ns_mu_);
     struct stat st {};
     if (::fstatat(root(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return FromErrno(errno, "spill unlink " + rel);
+      return StatusFromErrno(errno, "spill unlink " + rel);
     }
     if (S_ISDIR(st.st_mode)) return IsDirectory("spill unlink " + rel + ": is a directory");
     auto it = files_.find(rel);
     const Owned o = it == files_.end() ? HeaderOwned(rel) : Owned{};
-    if (::unlinkat(root(), rel.c_str(), 0) != 0) return FromErrno(errno, "spill unlink " + rel);
+    if (::unlinkat(root(), rel.c_str(), 0) != 0) return StatusFromErrno(errno, "spill unlink " + rel);
     if (it != files_.end()) {
       f = std::move(it->second);
       files_.erase(it);
@@ -424,7 +407,7 @@ Status SpillStoreImpl::Rename(const std::string& from, const std::string& to, bo
     std::lock_guard ns(ns_mu_);
     struct stat sf {}, stt {};
     if (::fstatat(root(), from.c_str(), &sf, AT_SYMLINK_NOFOLLOW) != 0) {
-      return FromErrno(errno, "spill rename " + from);
+      return StatusFromErrno(errno, "spill rename " + from);
     }
     const bool to_exists = ::fstatat(root(), to.c_str(), &stt, AT_SYMLINK_NOFOLLOW) == 0;
     if (to_exists && sf.st_ino == stt.st_ino && sf.st_dev == stt.st_dev) {
@@ -434,7 +417,7 @@ Status SpillStoreImpl::Rename(const std::string& from, const std::string& to, bo
     auto to_it = files_.find(to);
     const Owned to_old = replaces_file && to_it == files_.end() ? HeaderOwned(to) : Owned{};
     if (::renameat2(root(), from.c_str(), root(), to.c_str(), noreplace ? RENAME_NOREPLACE : 0) != 0) {
-      return FromErrno(errno, "spill rename " + from + " -> " + to);
+      return StatusFromErrno(errno, "spill rename " + from + " -> " + to);
     }
     std::lock_guard lock(core_->mu);
     if (replaces_file) {
@@ -472,7 +455,7 @@ Status SpillStoreImpl::Chmod(const std::string& rel, uint32_t mode) {
     std::lock_guard ns(ns_mu_);
     struct stat st {};
     if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return FromErrno(errno, "spill chmod " + PathOf(rel));
+      return StatusFromErrno(errno, "spill chmod " + PathOf(rel));
     }
     if (S_ISDIR(st.st_mode)) {
       auto d = ReadDirAttr(rel, st);
@@ -480,7 +463,7 @@ Status SpillStoreImpl::Chmod(const std::string& rel, uint32_t mode) {
       DirAttr a = d.value();
       a.mode = S_IFDIR | (mode & 07777);
       if (core_->is_root() && ::fchmodat(root(), PathOf(rel).c_str(), mode & 0777, 0) != 0) {
-        return FromErrno(errno, "spill chmod " + PathOf(rel));
+        return StatusFromErrno(errno, "spill chmod " + PathOf(rel));
       }
       return WriteDirAttr(rel, a);
     }
@@ -497,7 +480,7 @@ Status SpillStoreImpl::Chown(const std::string& rel, uid_t uid, gid_t gid) {
     std::lock_guard ns(ns_mu_);
     struct stat st {};
     if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return FromErrno(errno, "spill chown " + PathOf(rel));
+      return StatusFromErrno(errno, "spill chown " + PathOf(rel));
     }
     if (S_ISDIR(st.st_mode)) {
       auto d = ReadDirAttr(rel, st);
@@ -507,7 +490,7 @@ Status SpillStoreImpl::Chown(const std::string& rel, uid_t uid, gid_t gid) {
       if (gid != static_cast<gid_t>(-1)) a.gid = gid;
       if (core_->is_root() &&
           ::fchownat(root(), PathOf(rel).c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
-        return FromErrno(errno, "spill chown " + PathOf(rel));
+        return StatusFromErrno(errno, "spill chown " + PathOf(rel));
       }
       return WriteDirAttr(rel, a);
     }
@@ -520,11 +503,11 @@ Status SpillStoreImpl::Chown(const std::string& rel, uid_t uid, gid_t gid) {
 
 Result<std::vector<SpillDirEntry>> SpillStoreImpl::List(const std::string& rel) {
   int dfd = ::openat(root(), PathOf(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return FromErrno(errno, "spill list " + PathOf(rel));
+  if (dfd < 0) return StatusFromErrno(errno, "spill list " + PathOf(rel));
   DIR* d = ::fdopendir(dfd);
   if (!d) {
     ::close(dfd);
-    return FromErrno(errno, "spill list " + PathOf(rel));
+    return StatusFromErrno(errno, "spill list " + PathOf(rel));
   }
   std::vector<SpillDirEntry> out;
   while (struct dirent* de = ::readdir(d)) {
@@ -564,7 +547,7 @@ Status SpillStoreImpl::WriteOut(const std::string& rel) {
       // Not open: nothing staged; only say whether it exists.
       struct stat st {};
       if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        return FromErrno(errno, "spill writeout " + PathOf(rel));
+        return StatusFromErrno(errno, "spill writeout " + PathOf(rel));
       }
       return S_ISDIR(st.st_mode) ? IsDirectory("spill writeout " + PathOf(rel)) : Status::Ok();
     }

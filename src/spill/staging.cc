@@ -17,8 +17,8 @@ Result<std::unique_ptr<Staging>> Staging::Create(uint32_t chunk_bytes, size_t bu
   void* p = ::mmap(nullptr, s->map_bytes_, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
-    return IoError(std::string("spill staging: mmap of ") + std::to_string(s->map_bytes_) +
-                   " bytes: " + std::strerror(errno));
+    return ErrnoStatus(Code::kIoError, errno,
+                       "spill staging: mmap of " + std::to_string(s->map_bytes_) + " bytes");
   }
   s->base_ = static_cast<uint8_t*>(p);
   s->capacity_ = capacity;

@@ -12,10 +12,6 @@
 namespace epochfs::spill {
 namespace {
 
-Status ErrnoStatus(int err, const std::string& what) {
-  if (err == ENOSPC || err == EDQUOT) return NoSpace(what + ": " + std::strerror(err));
-  return IoError(what + ": " + std::strerror(err));
-}
 
 }  // namespace
 
@@ -247,7 +243,7 @@ void StoreCore::ReadDone(Entry* e, int res) {
   uint32_t stored = 0;
   ZvcMode mode = ZvcMode::kRaw;
   if (res < 0) {
-    st = IoError(std::string("spill read: ") + std::strerror(-res));
+    st = ErrnoStatus(Code::kIoError, -res, "spill read");
   } else if (static_cast<size_t>(res) < kChunkHeaderBytes) {
     std::memset(out, 0, opt_.chunk_bytes);  // past the backing file's end: never written
   } else {
@@ -423,7 +419,7 @@ void StoreCore::WriteDone(Entry* e, int res) {
       }
       SetState(e, Entry::State::kClean);
     } else {
-      Status s = res < 0 ? ErrnoStatus(-res, "spill write-back")
+      Status s = res < 0 ? IoStatusFromErrno(-res, "spill write-back")
                          : IoError("spill write-back: short write");
       err = "spill: file " + f->RelLocked() + " chunk " + std::to_string(e->chunk) + ": " + s.message();
       if (f->write_error.ok()) f->write_error = s;

@@ -22,7 +22,7 @@ Result<std::unique_ptr<UringEngine>> UringEngine::Create(uint32_t queue_depth,
   if (queue_depth == 0) return InvalidArgument("spill queue depth must be at least 1");
   std::unique_ptr<UringEngine> e(new UringEngine(queue_depth));
   int efd = ::eventfd(0, EFD_CLOEXEC);
-  if (efd < 0) return IoError(std::string("eventfd: ") + std::strerror(errno));
+  if (efd < 0) return ErrnoStatus(Code::kIoError, errno, "eventfd");
   e->event_fd_.reset(efd);
   e->thread_ = std::thread([raw = e.get(), f = std::move(fixed)]() mutable { raw->Run(std::move(f)); });
   std::unique_lock lock(e->mu_);
@@ -82,8 +82,7 @@ void UringEngine::Run(std::vector<iovec> fixed) {
   {
     std::lock_guard lock(mu_);
     if (rc < 0) {
-      setup_status_ = Status(Code::kUnsupported,
-                             std::string("io_uring is not available: ") + std::strerror(-rc));
+      setup_status_ = ErrnoStatus(Code::kUnsupported, -rc, "io_uring is not available");
     } else if (!fixed.empty()) {
       int r = io_uring_register_buffers(ring_.get(), fixed.data(), static_cast<unsigned>(fixed.size()));
       if (r == 0) {

@@ -21,6 +21,26 @@ constexpr size_t kStatPiece = 1024;
 
 using RootFd = std::shared_ptr<UniqueFd>;
 
+// The dataset's errno rule: a path that does not resolve beneath the root
+// (missing, a file used as a directory, a symlink, an escape RESOLVE_BENEATH
+// refused) is NotFound; refusals and a too-long name keep their own codes;
+// anything else is an I/O error of the dataset.
+Status LowerStatus(int err, const std::string& what) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ELOOP:
+    case EXDEV:
+      return ErrnoStatus(Code::kNotFound, err, what);
+    case EACCES:
+    case EPERM:
+    case ENAMETOOLONG:
+      return StatusFromErrno(err, what);
+    default:
+      return ErrnoStatus(Code::kIoError, err, what);
+  }
+}
+
 Result<UniqueFd> OpenBeneath(int root, const std::string& rel, int flags) {
   struct open_how how {};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
@@ -30,7 +50,7 @@ Result<UniqueFd> OpenBeneath(int root, const std::string& rel, int flags) {
   if (fd < 0 && errno == EAGAIN) {  // a concurrent rename raced the lookup
     fd = ::syscall(SYS_openat2, root, p, &how, sizeof(how));
   }
-  if (fd < 0) return StatusFromErrno(errno, rel.empty() ? "." : rel);
+  if (fd < 0) return LowerStatus(errno, rel.empty() ? "." : rel);
   return UniqueFd(static_cast<int>(fd));
 }
 
@@ -38,7 +58,7 @@ Result<struct stat> StatBeneath(int root, const std::string& rel) {
   auto fd = OpenBeneath(root, rel, O_PATH);
   if (!fd.ok()) return fd.status();
   struct stat st;
-  if (::fstat(fd.value().get(), &st) != 0) return StatusFromErrno(errno, rel);
+  if (::fstat(fd.value().get(), &st) != 0) return LowerStatus(errno, rel);
   return st;
 }
 
@@ -49,7 +69,7 @@ Result<size_t> PreadAll(int fd, char* buf, size_t len, uint64_t off) {
     ssize_t n = ::pread(fd, buf + done, len - done, static_cast<off_t>(off + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return StatusFromErrno(errno, "read");
+      return LowerStatus(errno, "read");
     }
     if (n == 0) break;
     done += static_cast<size_t>(n);
@@ -62,30 +82,11 @@ Result<size_t> PreadAll(int fd, char* buf, size_t len, uint64_t off) {
 // duplicate it owns (LowerGate: operations own what they touch).
 Result<std::shared_ptr<const UniqueFd>> OwnedCopy(int fd) {
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return StatusFromErrno(errno, "dup");
+  if (copy < 0) return LowerStatus(errno, "dup");
   return std::make_shared<const UniqueFd>(copy);
 }
 
 }  // namespace
-
-Status StatusFromErrno(int err, const std::string& what) {
-  std::string msg = what + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-    case ELOOP:
-    case EXDEV:  // RESOLVE_BENEATH refused an escape
-      return NotFound(std::move(msg));
-    case EACCES:
-      return PermissionDenied(std::move(msg));
-    case EPERM:
-      return NotPermitted(std::move(msg));
-    case ENAMETOOLONG:
-      return InvalidArgument(std::move(msg));
-    default:
-      return IoError(std::move(msg));
-  }
-}
 
 template <class T, class F>
 Result<T> Lower::Gated(const std::string& what, F fn) const {
@@ -99,7 +100,7 @@ Result<T> Lower::Gated(const std::string& what, F fn) const {
 
 Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOptions gate) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return StatusFromErrno(errno, root);
+  if (fd < 0) return LowerStatus(errno, root);
   std::unique_ptr<Lower> l(new Lower(root, UniqueFd(fd)));
   if (gate.timeout.count() > 0) l->gate_ = std::make_unique<LowerGate>(gate);
   return l;
@@ -144,14 +145,14 @@ std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>&
 Result<struct stat> Lower::FStat(int fd) const {
   if (!gate_) {
     struct stat st;
-    if (::fstat(fd, &st) != 0) return StatusFromErrno(errno, "fstat");
+    if (::fstat(fd, &st) != 0) return LowerStatus(errno, "fstat");
     return st;
   }
   auto own = OwnedCopy(fd);
   if (!own.ok()) return own.status();
   return Gated<struct stat>("fstat", [f = own.value()]() -> Result<struct stat> {
     struct stat st;
-    if (::fstat(f->get(), &st) != 0) return StatusFromErrno(errno, "fstat");
+    if (::fstat(f->get(), &st) != 0) return LowerStatus(errno, "fstat");
     return st;
   });
 }
@@ -175,7 +176,7 @@ Result<std::vector<DirEntry>> Lower::List(const std::string& rel) const {
         auto fd = OpenBeneath(root->get(), rel, O_RDONLY | O_DIRECTORY);
         if (!fd.ok()) return fd.status();
         DIR* dir = ::fdopendir(fd.value().get());
-        if (dir == nullptr) return StatusFromErrno(errno, rel);
+        if (dir == nullptr) return LowerStatus(errno, rel);
         (void)fd.value().release();  // the DIR owns it now
         std::vector<DirEntry> out;
         errno = 0;
@@ -187,7 +188,7 @@ Result<std::vector<DirEntry>> Lower::List(const std::string& rel) const {
         }
         const int err = errno;
         ::closedir(dir);
-        if (err != 0) return StatusFromErrno(err, rel);
+        if (err != 0) return LowerStatus(err, rel);
         return out;
       });
 }
@@ -234,7 +235,7 @@ Result<std::string> Lower::ReadLink(const std::string& rel) const {
     if (!fd.ok()) return fd.status();
     char buf[PATH_MAX];
     ssize_t n = ::readlinkat(fd.value().get(), "", buf, sizeof(buf));
-    if (n < 0) return StatusFromErrno(errno, rel);
+    if (n < 0) return LowerStatus(errno, rel);
     return std::string(buf, static_cast<size_t>(n));
   });
 }
@@ -242,7 +243,7 @@ Result<std::string> Lower::ReadLink(const std::string& rel) const {
 Result<struct statvfs> Lower::StatFs() const {
   return Gated<struct statvfs>("statfs", [root = root_fd_, path = root_path_]() -> Result<struct statvfs> {
     struct statvfs sv;
-    if (::fstatvfs(root->get(), &sv) != 0) return StatusFromErrno(errno, path);
+    if (::fstatvfs(root->get(), &sv) != 0) return LowerStatus(errno, path);
     return sv;
   });
 }

@@ -12,7 +12,7 @@ namespace epochfs::tools {
 Result<std::string> FindMountRoot(const std::string& path) {
   char buf[PATH_MAX];
   if (::realpath(path.c_str(), buf) == nullptr) {
-    return NotFound(path + ": " + std::strerror(errno));
+    return ErrnoStatus(Code::kNotFound, errno, path);
   }
   std::string dir = buf;
   while (true) {

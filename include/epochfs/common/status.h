@@ -66,6 +66,22 @@ inline Status IsDirectory(std::string m) { return {Code::kIsDirectory, std::move
 inline Status NotDirectory(std::string m) { return {Code::kNotDirectory, std::move(m)}; }
 inline Status Stale(std::string m) { return {Code::kStale, std::move(m)}; }
 
+// errno to Status, for the system calls below the FUSE edge (the one rule;
+// the edge maps codes back in src/fs/errno_map.cc). The message is
+// "WHAT: <strerror(err)>".
+// StatusFromErrno gives the code that names `err`: ENOENT NotFound, EEXIST
+// Exists, EISDIR IsDirectory, ENOTDIR NotDirectory, ENOTEMPTY NotEmpty, ENOSPC
+// and EDQUOT NoSpace, EACCES PermissionDenied, EPERM NotPermitted, EINVAL,
+// ELOOP and ENAMETOOLONG InvalidArgument, EBUSY Busy, anything else IoError.
+Status StatusFromErrno(int err, const std::string& what);
+// For reads and writes of data: NoSpace when the device or the quota is full
+// (ENOSPC, EDQUOT), else IoError.
+Status IoStatusFromErrno(int err, const std::string& what);
+// The same message with a code the caller chose, for a layer that promises
+// its callers fewer codes than errno has (the dataset: NotFound for any path
+// that does not resolve beneath its root).
+Status ErrnoStatus(Code code, int err, const std::string& what);
+
 // Result<T> holds either a T or a non-OK Status.
 // REQUIRES: value() only when ok(); status() is OK when a value is held.
 template <class T>

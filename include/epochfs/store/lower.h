@@ -91,7 +91,4 @@ class Lower {
   std::unique_ptr<LowerGate> gate_;
 };
 
-// errno from a failed lower syscall → Status (NotFound, PermissionDenied, IoError).
-Status StatusFromErrno(int err, const std::string& what);
-
 }  // namespace epochfs::store
