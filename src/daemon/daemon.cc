@@ -10,9 +10,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "epochfs/cache/cache_need.h"
@@ -23,6 +20,7 @@
 #include "epochfs/control/control_tree.h"
 #include "epochfs/fs/filesystem.h"
 #include "epochfs/fs/session.h"
+#include "epochfs/governor/sampler.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "background.h"
@@ -34,36 +32,11 @@
 #include "policy_trace.h"
 #include "prefetcher.h"
 #include "spill_area.h"
+#include "stats_json.h"
 #include "unmount_watcher.h"
 
 namespace epochfs {
 namespace {
-
-// A "Key: N kB" line of /proc/meminfo, in bytes; 0 when absent.
-uint64_t ReadMemInfo(const char* format) {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    unsigned long long kb = 0;
-    if (std::sscanf(line.c_str(), format, &kb) == 1) return kb * 1024;
-  }
-  return 0;
-}
-uint64_t ReadMemAvailable() { return ReadMemInfo("MemAvailable: %llu kB"); }
-
-uint64_t ReadCgroupLimit() {
-  for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::ifstream in(p);
-    std::string v;
-    if (in >> v && v != "max") {
-      try {
-        return std::stoull(v);
-      } catch (...) {
-      }
-    }
-  }
-  return 0;
-}
 
 std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   if (cfg.cache.policy == PolicyKind::kLru) return cache::MakeLruPolicy(budget);
@@ -82,107 +55,6 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   p.warmup_batches = cfg.warmup.batches;
   p.seed = static_cast<uint64_t>(::getpid());
   return cache::MakeEpochPolicy(p);
-}
-
-std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const SpillArea* spill,
-                      const MemoryGovernor* governor, const std::vector<std::string>& fixed) {
-  const store::CacheCounters c = cf.counters();
-  nlohmann::json j;
-  j["version"] = EPOCHFS_VERSION;
-  j["policy"] = cf.policy_name();
-  j["budget"] = cf.ram().budget();
-  j["used"] = cf.ram().used();
-  j["objects"] = cf.ram().objects();
-  j["hits"] = c.hits;
-  j["misses"] = c.misses;
-  j["coalesced"] = c.coalesced;
-  j["bytes_read_lower"] = c.bytes_read_lower;
-  j["admissions"] = c.admissions;
-  j["evictions"] = c.evictions;
-  j["refused"] = c.refused;
-  j["invalidations"] = c.invalidations;
-  j["lower_errors"] = c.lower_errors;
-  j["streamed_opens"] = c.streamed_opens;
-  j["streamed_bytes"] = c.streamed_bytes;
-  j["prefetched"] = c.prefetched;
-  j["prefetch_bytes"] = c.prefetch_bytes;
-  j["prefetch_hits"] = c.prefetch_hits;
-  j["prefetch_wasted"] = c.prefetch_wasted;
-  j["handovers"] = c.handovers;
-  j["refills"] = c.refills;
-  const store::LowerGateCounters g = lower.gate_counters();
-  j["lower_timeouts"] = g.timeouts;
-  j["lower_interrupts"] = g.interrupts;
-  j["lower_stuck"] = g.stuck;
-  j["lower_in_flight"] = g.in_flight;
-  j["lower_calls"] = g.calls;
-  j["lower_inline_calls"] = g.inline_calls;
-  const store::ReadSlotsCounters rs = cf.read_slots_counters();
-  j["read_waits"] = rs.waits;
-  j["read_wait_ms"] = rs.wait_ns / 1'000'000;
-  j["read_aged"] = rs.aged;
-  j["read_waiting"] = rs.waiting;
-  j["max_object_bytes"] = cf.max_object_bytes();
-  j["request_bytes"] = cf.request_bytes();
-  // The cached objects by where their bytes are: the daemon's RAM, or the
-  // kernel's page cache (handed over, fuse.one_copy); `objects` and `used`
-  // count both.
-  const uint64_t k_objects = cf.ram().handed_objects(), k_bytes = cf.ram().handed_bytes();
-  const uint64_t objects = cf.ram().objects(), used = cf.ram().used();
-  j["tiers"]["ram"] = {{"objects", objects - std::min(objects, k_objects)},
-                       {"bytes", used - std::min(used, k_bytes)}};
-  j["tiers"]["kernel"] = {{"objects", k_objects}, {"bytes", k_bytes}};
-  nlohmann::json jobs = nlohmann::json::array();
-  nlohmann::json warnings = nlohmann::json::array();
-  for (const std::string& w : fixed) warnings.push_back(w);
-  if (c.streamed_opens != 0) {
-    warnings.push_back(std::to_string(c.streamed_opens) +
-                       " open(s) of files larger than max_object_bytes (" +
-                       std::to_string(cf.max_object_bytes()) +
-                       ": a quarter of cache.memory, at most 1 GiB) read them from LOWER "
-                       "uncached (streamed_bytes): cache.block_size = 0; a block size "
-                       "caches them in blocks");
-  }
-  cf.ReadPolicy([&](const cache::Policy& p) {
-    j["pool"] = p.pool_bytes();
-    j["shared"] = p.shared_bytes();
-    j["resident"] = p.resident_bytes();
-    const cache::CacheNeed need = cache::SumCacheNeed(p);
-    j["need_total_bytes"] = need.total_bytes;
-    if (need.over) warnings.push_back(need.Warning());
-    for (const cache::JobSnapshot& s : p.Jobs()) {
-      jobs.push_back({{"name", s.name},
-                      {"id", s.id},
-                      {"state", s.started ? cache::JobStateName(s.state) : "configured"},
-                      {"epoch", s.epoch},
-                      {"batch", s.batch},
-                      {"cur_bytes", s.cur_bytes},
-                      {"next_bytes", s.next_bytes},
-                      {"tail_bytes", s.tail_bytes},
-                      {"granted_unused_bytes", s.granted_unused_bytes},
-                      {"hits", s.current.hits},
-                      {"misses", s.current.misses},
-                      {"cache_need_bytes", s.need_measured ? nlohmann::json(s.need_bytes)
-                                                           : nlohmann::json(nullptr)}});
-    }
-  });
-  j["jobs"] = jobs;
-  if (spill != nullptr && spill->store() != nullptr) {
-    const spill::SpillStats st = spill->store()->stats();
-    j["tiers"]["spill"] = {{"files", st.files},
-                           {"logical_bytes", st.logical_bytes},
-                           {"stored_bytes", st.stored_bytes},
-                           {"staging_bytes", st.staging_bytes},
-                           {"dirty_bytes", st.dirty_bytes},
-                           {"chunks_compressed", st.chunks_compressed},
-                           {"chunks_raw", st.chunks_raw},
-                           {"ssd_read_bytes", st.ssd_read_bytes},
-                           {"ssd_write_bytes", st.ssd_write_bytes},
-                           {"checksum_errors", st.checksum_errors}};
-  }
-  j["warnings"] = warnings;
-  if (governor != nullptr) j["governor"] = governor->StatsJson();
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Logs one warning each time Σ jobs' cache need goes over the budget (and a
@@ -208,9 +80,8 @@ class NeedWatch {
 }  // namespace
 
 uint64_t AutoBudget() {
-  uint64_t avail = ReadMemAvailable();
-  uint64_t limit = ReadCgroupLimit();
-  if (limit != 0 && (avail == 0 || limit < avail)) avail = limit;
+  const Result<governor::MemoryReading> r = governor::Sampler().Read();
+  const uint64_t avail = r.ok() ? r.value().available : 0;
   return std::max<uint64_t>(avail / 2, 64ull << 20);
 }
 
@@ -285,251 +156,356 @@ static Status CheckNoOpen(const Config& cfg) {
   return Status::Ok();
 }
 
-Status RunDaemon(const DaemonArgs& in) {
-  RaiseDescriptorLimit();
-  DaemonArgs args = in;
-  const Config& cfg = args.config;
-  if (Status s = CanonicalPaths(&args.lower, &args.mountpoint); !s.ok()) return s;
+namespace {
+
+// One mount: every part the daemon builds, in the order it builds them.
+// Members are destroyed in reverse, so each part goes after the parts that
+// use it (the session before the filesystems it serves, the cache before
+// the lower it reads). Not movable: the parts hold references to each other.
+class Mount {
+ public:
+  explicit Mount(const DaemonArgs& in) : args_(in) {}
+  Mount(const Mount&) = delete;
+  Mount& operator=(const Mount&) = delete;
+
+  Status Check();
+  Status Build();
+  Status MountSessions();
+  Status Start();
+  Status Serve();
+
+ private:
+  const Config& cfg() const { return args_.config; }
+  Status OpenLower();
+  void ChooseBudget();
+  Status MakeCache();
+  void MakePrefetcher();
+  Status MakeFilesystems();
+  void StartProbe();
+
+  DaemonArgs args_;
+  unsigned max_read_ = 0;
+  std::unique_ptr<store::Lower> lower_;
+  uint64_t budget_ = 0;
+  std::unique_ptr<MemoryGovernor> governor_;  // cache.memory = "auto"
+  std::vector<std::string> fixed_warnings_;
+  std::unique_ptr<store::CacheFront> cache_;
+  std::unique_ptr<SpillArea> spill_;
+  std::unique_ptr<PolicyJobSink> sink_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+  std::unique_ptr<control::JobRegistry> registry_;
+  std::unique_ptr<control::ControlTree> control_;
+  std::unique_ptr<RegistryAttributor> attributor_;
+  std::unique_ptr<fs::Filesystem> filesystem_;
+  std::unique_ptr<fs::Filesystem> control_fs_;
+  std::unique_ptr<fs::Filesystem> spill_fs_;
+  fs::MountOptions mo_;
+  std::unique_ptr<fs::Session> session_;
+  bool background_ = false;
+  // In the background, the command's exit status waits for ProbeMount.
+  Background bg_;
+  std::unique_ptr<NeedWatch> need_watch_;
+  std::unique_ptr<OrphanReaper> reaper_;
+  std::thread probe_;
+  // Set by `probe_`, read after joining it: the nested sessions, and why one
+  // could not be mounted. The control session is mounted last, so a readable
+  // `.epochfs/version` means every session serves (what a foreground mount's
+  // caller, the tests among them, waits for).
+  std::vector<std::unique_ptr<NestedMount>> nested_;
+  Status nested_status_ = Status::Ok();
+};
+
+// The paths, the mountpoint and the options, before anything is built.
+Status Mount::Check() {
+  if (Status s = CanonicalPaths(&args_.lower, &args_.mountpoint); !s.ok()) return s;
   struct stat mst;
-  if (::stat(args.mountpoint.c_str(), &mst) != 0) {
-    return ErrnoStatus(Code::kNotFound, errno, "mountpoint " + args.mountpoint);
+  if (::stat(args_.mountpoint.c_str(), &mst) != 0) {
+    return ErrnoStatus(Code::kNotFound, errno, "mountpoint " + args_.mountpoint);
   }
-  if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args.mountpoint + ": not a directory");
-  if (Status s = CheckMountPoint(args.lower, args.mountpoint, ReadMountInfo()); !s.ok()) return s;
-  if (Status s = CheckNoOpen(cfg); !s.ok()) return s;
+  if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args_.mountpoint + ": not a directory");
+  if (Status s = CheckMountPoint(args_.lower, args_.mountpoint, ReadMountInfo()); !s.ok()) return s;
+  if (Status s = CheckNoOpen(cfg()); !s.ok()) return s;
   // fuse.one_copy hands cached objects over to the kernel's page cache and
   // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
   // get pages of their own (mmap), which go back to the system when freed
   // (from the heap, freed memory mostly stays in the process).
-  if (cfg.fuse.one_copy && cfg.fuse.kernel_cache) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
-  Result<unsigned> max_read = MaxReadOption(args.fuse_opts);
+  if (cfg().fuse.one_copy && cfg().fuse.kernel_cache) ::mallopt(M_MMAP_THRESHOLD, 32 * 1024);
+  Result<unsigned> max_read = MaxReadOption(args_.fuse_opts);
   if (!max_read.ok()) return max_read.status();
+  max_read_ = max_read.value();
+  return Status::Ok();
+}
+
+// The parts, from the lower reader to the filesystems; nothing runs yet.
+Status Mount::Build() {
+  if (Status s = OpenLower(); !s.ok()) return s;
+  ChooseBudget();
+  if (Status s = MakeCache(); !s.ok()) return s;
+  // The spill area: checked now (a bad spill.path fails the mount), opened
+  // after daemonizing (its threads would not survive the fork).
+  if (!cfg().spill.path.empty()) {
+    spill_ = std::make_unique<SpillArea>(cfg().spill, cfg().limits.spill_bytes_per_user);
+    if (Status s = spill_->Check(); !s.ok()) return s;
+  }
+  sink_ = std::make_unique<PolicyJobSink>(*lower_, *cache_);
+  MakePrefetcher();
+  control::JobRegistryOptions registry_opts;
+  registry_opts.max_jobs_per_user = cfg().limits.jobs_per_user;
+  registry_opts.max_samples_per_user = cfg().limits.samples_per_user;
+  registry_ = std::make_unique<control::JobRegistry>(*sink_, control::MakeProcReader(),
+                                                     registry_opts);
+  control_ = std::make_unique<control::ControlTree>(
+      *registry_, *sink_,
+      [this] {
+        return StatsJson(*cache_, *lower_, spill_.get(), governor_.get(), fixed_warnings_);
+      },
+      spill_.get(), cfg().limits.spill_schedule_steps);
+  attributor_ = std::make_unique<RegistryAttributor>(*registry_);
+  return MakeFilesystems();
+}
+
+Status Mount::OpenLower() {
   store::LowerGateOptions gate;
-  gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.lower.timeout * 1000.0));
-  gate.workers = cfg.lower.workers;
+  gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg().lower.timeout * 1000.0));
+  gate.workers = cfg().lower.workers;
   // Metadata calls run on the FUSE thread itself (no hand-off) for at most
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
-  gate.max_inline = FuseThreads(cfg) / 2;
-  auto lower = store::Lower::Open(args.lower, gate);
+  gate.max_inline = FuseThreads(cfg()) / 2;
+  auto lower = store::Lower::Open(args_.lower, gate);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
+  lower_ = std::move(lower).value();
+  return Status::Ok();
+}
 
-  uint64_t budget = cfg.cache.memory_bytes;
-  std::unique_ptr<MemoryGovernor> governor;  // cache.memory = "auto"
-  if (cfg.cache.memory_auto) {
-    governor = std::make_unique<MemoryGovernor>(cfg);
-    Result<uint64_t> first = governor->Initial();
+// cache.memory: the governor's first budget ("auto"), else the fixed one.
+void Mount::ChooseBudget() {
+  budget_ = cfg().cache.memory_bytes;
+  if (cfg().cache.memory_auto) {
+    governor_ = std::make_unique<MemoryGovernor>(cfg());
+    Result<uint64_t> first = governor_->Initial();
     if (first.ok()) {
-      budget = first.value();
+      budget_ = first.value();
     } else {
       log::Warn("memory governor off: " + first.status().message());
-      governor.reset();
-      budget = AutoBudget();
+      governor_.reset();
+      budget_ = AutoBudget();
     }
+    return;
   }
   // A fixed budget the machine cannot hold is allowed (memory may be added
   // to a VM, a cgroup limit raised) but said, once in the log and always in
   // stats.
-  std::vector<std::string> fixed_warnings;
-  if (!cfg.cache.memory_auto) {
-    const uint64_t total = ReadMemInfo("MemTotal: %llu kB");
-    const uint64_t limit = ReadCgroupLimit();
-    const uint64_t room = limit != 0 && (total == 0 || limit < total) ? limit : total;
-    if (room != 0 && budget > room) {
-      fixed_warnings.push_back(
-          "cache.memory (" + std::to_string(budget) + " bytes) is more than the " +
-          (room == limit ? "memory cgroup's limit" : "machine's memory") + " (" +
-          std::to_string(room) +
-          " bytes): the cache will be swapped out or OOM-killed; use a smaller budget or "
-          "cache.memory = \"auto\"");
-      log::Warn(fixed_warnings.back());
-    }
+  const Result<governor::MemoryReading> r = governor::Sampler().Read();
+  const uint64_t room = r.ok() ? r.value().total : 0;
+  if (room != 0 && budget_ > room) {
+    fixed_warnings_.push_back(
+        "cache.memory (" + std::to_string(budget_) + " bytes) is more than the " +
+        (r.value().cgroup_limited ? "memory cgroup's limit" : "machine's memory") + " (" +
+        std::to_string(room) +
+        " bytes): the cache will be swapped out or OOM-killed; use a smaller budget or "
+        "cache.memory = \"auto\"");
+    log::Warn(fixed_warnings_.back());
   }
-  std::unique_ptr<cache::Policy> policy = MakePolicy(cfg, budget);
-  if (!cfg.trace.file.empty()) {  // before daemonizing: a bad path fails the mount
-    auto recorded = RecordPolicyTrace(cfg.trace.file, cfg.trace.max_bytes, std::move(policy),
-                                      {cfg.cache.request_bytes, cfg.cache.weigh_hits});
+}
+
+Status Mount::MakeCache() {
+  std::unique_ptr<cache::Policy> policy = MakePolicy(cfg(), budget_);
+  if (!cfg().trace.file.empty()) {  // before daemonizing: a bad path fails the mount
+    auto recorded = RecordPolicyTrace(cfg().trace.file, cfg().trace.max_bytes, std::move(policy),
+                                      {cfg().cache.request_bytes, cfg().cache.weigh_hits});
     if (!recorded.ok()) return recorded.status();
     policy = std::move(recorded).value();
   }
-  store::CacheFront cache(*lower.value(), std::move(policy), budget);
+  cache_ = std::make_unique<store::CacheFront>(*lower_, std::move(policy), budget_);
   store::ReadSlotsOptions slots;
-  slots.slots = cfg.lower.read_slots;
-  slots.max_waiting = FuseThreads(cfg) > 2 ? FuseThreads(cfg) - 2 : 0;
-  cache.SetReadSlots(slots);
-  cache.SetRequestBytes(cfg.cache.request_bytes, cfg.cache.request_bytes_auto);
-  // The spill area: checked now (a bad spill.path fails the mount), opened
-  // after daemonizing (its threads would not survive the fork).
-  std::unique_ptr<SpillArea> spill;
-  if (!cfg.spill.path.empty()) {
-    spill = std::make_unique<SpillArea>(cfg.spill, cfg.limits.spill_bytes_per_user);
-    if (Status s = spill->Check(); !s.ok()) return s;
-  }
-  PolicyJobSink sink(*lower.value(), cache);
-  // Prefetch: only a policy with a declared future gives hints. Readers keep
-  // at least one LOWER worker of their own (lower.workers; 0 timeout: no
-  // workers, the calls run on the caller's thread).
-  uint32_t prefetch = cfg.cache.policy == PolicyKind::kFuture ? cfg.cache.prefetch : 0;
-  if (prefetch != 0 && cfg.lower.timeout > 0 && prefetch >= cfg.lower.workers) {
-    prefetch = cfg.lower.workers - 1;
-    log::Warn("cache.prefetch " + std::to_string(cfg.cache.prefetch) + " lowered to " +
+  slots.slots = cfg().lower.read_slots;
+  slots.max_waiting = FuseThreads(cfg()) > 2 ? FuseThreads(cfg()) - 2 : 0;
+  cache_->SetReadSlots(slots);
+  cache_->SetRequestBytes(cfg().cache.request_bytes, cfg().cache.request_bytes_auto);
+  return Status::Ok();
+}
+
+// Prefetch: only a policy with a declared future gives hints. Readers keep
+// at least one LOWER worker of their own (lower.workers; 0 timeout: no
+// workers, the calls run on the caller's thread).
+void Mount::MakePrefetcher() {
+  uint32_t prefetch = cfg().cache.policy == PolicyKind::kFuture ? cfg().cache.prefetch : 0;
+  if (prefetch != 0 && cfg().lower.timeout > 0 && prefetch >= cfg().lower.workers) {
+    prefetch = cfg().lower.workers - 1;
+    log::Warn("cache.prefetch " + std::to_string(cfg().cache.prefetch) + " lowered to " +
               std::to_string(prefetch) + ": readers keep one of the " +
-              std::to_string(cfg.lower.workers) + " lower.workers");
+              std::to_string(cfg().lower.workers) + " lower.workers");
   }
-  std::unique_ptr<Prefetcher> prefetcher;
-  if (prefetch != 0) {
-    prefetcher = std::make_unique<Prefetcher>(
-        cache, prefetch, [&sink](cache::JobId job, uint32_t sample) { return sink.PathOf(job, sample); });
-    Prefetcher* pf = prefetcher.get();
-    sink.SetSamplesListener([pf] { pf->Arm(); });
-    pf->SetUnreadableListener(
-        [&sink](const cache::PrefetchHint& h, const std::string& rel, const Status& why) {
-          sink.SampleUnreadable(h.job, h.sample, rel, why);
-        });
-    cache.SetActivityListener([pf] { pf->Kick(); });
-  }
-  control::JobRegistryOptions registry_opts;
-  registry_opts.max_jobs_per_user = cfg.limits.jobs_per_user;
-  registry_opts.max_samples_per_user = cfg.limits.samples_per_user;
-  control::JobRegistry registry(sink, control::MakeProcReader(), registry_opts);
-  control::ControlTree control(
-      registry, sink,
-      [&cache, &spill, &governor, &fixed_warnings, &lower] {
-        return StatsJson(cache, *lower.value(), spill.get(), governor.get(), fixed_warnings);
-      },
-      spill.get(), cfg.limits.spill_schedule_steps);
-  RegistryAttributor attributor(registry);
-  fs::FsParts parts{&cfg, lower.value().get(), &cache, &control, &attributor, spill != nullptr,
-                    max_read.value()};
-  if (cfg.fuse.no_open) parts.role = fs::Role::kDataset;
+  if (prefetch == 0) return;
+  PolicyJobSink& sink = *sink_;
+  prefetcher_ = std::make_unique<Prefetcher>(
+      *cache_, prefetch,
+      [&sink](cache::JobId job, uint32_t sample) { return sink.PathOf(job, sample); });
+  Prefetcher* pf = prefetcher_.get();
+  sink.SetSamplesListener([pf] { pf->Arm(); });
+  pf->SetUnreadableListener(
+      [&sink](const cache::PrefetchHint& h, const std::string& rel, const Status& why) {
+        sink.SampleUnreadable(h.job, h.sample, rel, why);
+      });
+  cache_->SetActivityListener([pf] { pf->Kick(); });
+}
+
+Status Mount::MakeFilesystems() {
+  fs::FsParts parts{&cfg(), lower_.get(), cache_.get(), control_.get(), attributor_.get(),
+                    spill_ != nullptr, max_read_};
+  if (cfg().fuse.no_open) parts.role = fs::Role::kDataset;
   auto filesystem = fs::Filesystem::Create(parts);
   if (!filesystem.ok()) return filesystem.status();
+  filesystem_ = std::move(filesystem).value();
   // fuse.no_open: the control directory and the spill area are sessions of
   // their own, mounted on the dataset session's `.epochfs` and `.spill` once
   // that one serves (nested_mount.h).
-  std::unique_ptr<fs::Filesystem> control_fs;
-  std::unique_ptr<fs::Filesystem> spill_fs;
   for (fs::Role role : {fs::Role::kControl, fs::Role::kSpill}) {
-    if (!cfg.fuse.no_open || (role == fs::Role::kSpill && !spill)) continue;
+    if (!cfg().fuse.no_open || (role == fs::Role::kSpill && !spill_)) continue;
     fs::FsParts nparts = parts;
     nparts.role = role;
     nparts.max_read = 0;
     auto made = fs::Filesystem::Create(nparts);
     if (!made.ok()) return made.status();
-    (role == fs::Role::kControl ? control_fs : spill_fs) = std::move(made).value();
+    (role == fs::Role::kControl ? control_fs_ : spill_fs_) = std::move(made).value();
   }
+  return Status::Ok();
+}
 
-  fs::MountOptions mo;
-  mo.mountpoint = args.mountpoint;
-  mo.fsname = args.lower;
+// The dataset's session (the nested ones follow in StartProbe).
+Status Mount::MountSessions() {
+  mo_.mountpoint = args_.mountpoint;
+  mo_.fsname = args_.lower;
   // auto_unmount is epochfs' own (unmount_watcher.h), not libfuse's.
   bool auto_unmount = false;
-  for (const std::string& o : args.fuse_opts) {
+  for (const std::string& o : args_.fuse_opts) {
     if (o == "auto_unmount") {
       auto_unmount = true;
     } else {
-      mo.fuse_opts.push_back(o);
+      mo_.fuse_opts.push_back(o);
     }
   }
-  if (cfg.fuse.allow_other) mo.fuse_opts.push_back("allow_other");
-  mo.debug = args.debug;
-  mo.threads = FuseThreads(cfg);
-  auto session = fs::Session::Mount(*filesystem.value(), mo);
+  if (cfg().fuse.allow_other) mo_.fuse_opts.push_back("allow_other");
+  mo_.debug = args_.debug;
+  mo_.threads = FuseThreads(cfg());
+  auto session = fs::Session::Mount(*filesystem_, mo_);
   if (!session.ok()) return session.status();
+  session_ = std::move(session).value();
   if (auto_unmount) {
-    if (Status s = StartUnmountWatcher(args.mountpoint); !s.ok()) return s;
+    if (Status s = StartUnmountWatcher(args_.mountpoint); !s.ok()) return s;
   }
-  const bool background = !args.foreground && !args.debug;
-  // In the background, the command's exit status waits for ProbeMount.
-  Background bg;
-  if (background) {
-    if (Status s = Background::Start(&bg); !s.ok()) return s;
+  return Status::Ok();
+}
+
+// Daemonizes (unless in the foreground), then opens the spill area and starts
+// the threads: they start after Background::Start's fork.
+Status Mount::Start() {
+  background_ = !args_.foreground && !args_.debug;
+  if (background_) {
+    if (Status s = Background::Start(&bg_); !s.ok()) return s;
     log::UseSyslog("epochfs");
   }
-  log::Info("mounted " + args.lower + " at " + args.mountpoint + " (budget " +
-            std::to_string(budget) + " bytes, policy " + cache.policy_name() + ")");
-  if (spill) {
-    if (Status s = spill->Open(); !s.ok()) {
+  log::Info("mounted " + args_.lower + " at " + args_.mountpoint + " (budget " +
+            std::to_string(budget_) + " bytes, policy " + cache_->policy_name() + ")");
+  if (spill_) {
+    if (Status s = spill_->Open(); !s.ok()) {
       log::Error(s.message());
-      bg.Failed(s.message());
+      bg_.Failed(s.message());
       return s;
     }
-    (spill_fs ? *spill_fs : *filesystem.value()).SetSpillStore(spill->store());
+    (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
   }
-  NeedWatch need_watch(cache);
+  need_watch_ = std::make_unique<NeedWatch>(*cache_);
   // A removed job directory is the control session's entry when there is one.
-  fs::Filesystem& fsys = control_fs ? *control_fs : *filesystem.value();
-  OrphanReaper reaper(
-      registry, uint64_t{cfg.jobs.orphan_grace} * 1'000'000'000,
-      [&fsys, &spill](const std::string& name) {
+  fs::Filesystem& fsys = control_fs_ ? *control_fs_ : *filesystem_;
+  NeedWatch& need_watch = *need_watch_;
+  reaper_ = std::make_unique<OrphanReaper>(
+      *registry_, uint64_t{cfg().jobs.orphan_grace} * 1'000'000'000,
+      [&fsys, this](const std::string& name) {
         fsys.ControlEntryRemoved("jobs/" + name);
-        if (spill) spill->DropJob(name);
+        if (spill_) spill_->DropJob(name);
       },
       [&need_watch] { need_watch.Tick(); });
-  reaper.Start();  // threads start after Daemonize's fork
-  lower.value()->StartGate();
-  if (prefetcher) prefetcher->Start();
-  if (governor) {
-    governor->Attach(&cache);
-    governor->Start();
+  reaper_->Start();
+  lower_->StartGate();
+  if (prefetcher_) prefetcher_->Start();
+  if (governor_) {
+    governor_->Attach(cache_.get());
+    governor_->Start();
   }
-  std::thread probe;
-  // Set by `probe`, read after joining it: the nested sessions, and why one
-  // could not be mounted. The control session is mounted last, so a readable
-  // `.epochfs/version` means every session serves (what a foreground mount's
-  // caller, the tests among them, waits for).
-  std::vector<std::unique_ptr<NestedMount>> nested;
-  Status nested_status = Status::Ok();
-  if (background || control_fs) {
-    fs::MountOptions nmo = mo;
-    nmo.threads = std::max(2u, mo.threads / 2);
-    std::erase_if(nmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
-    probe = std::thread([&bg, &control_fs, &spill_fs, &nested, &nested_status, nmo, background,
-                         mnt = args.mountpoint] {
-      Status p = Status::Ok();
-      const struct {
-        fs::Filesystem* fs;
-        const char* dir;
-        const char* name;
-        const char* what;
-      } sessions[] = {{spill_fs.get(), fs::kSpillDirName, "spill", "spill area"},
-                      {control_fs.get(), fs::kControlDirName, "control", "control directory"}};
-      for (const auto& n : sessions) {
-        if (n.fs == nullptr || !p.ok()) continue;
-        fs::MountOptions o = nmo;
-        o.mountpoint = mnt + "/" + n.dir;
-        auto m = NestedMount::Start(*n.fs, o, n.name);
-        if (m.ok()) {
-          nested.push_back(std::move(m).value());
-        } else {
-          p = Status(m.status().code(), std::string(n.what) + ": " + m.status().message());
-          nested_status = p;
-        }
-      }
-      if (p.ok() && background) p = ProbeMount(mnt);
-      if (p.ok()) {
-        bg.Ready();
+  StartProbe();
+  return Status::Ok();
+}
+
+// Beside the session loop: mounts the nested sessions, then (in the
+// background) reads the version file through the kernel and reports.
+void Mount::StartProbe() {
+  if (!background_ && !control_fs_) return;
+  fs::MountOptions nmo = mo_;
+  nmo.threads = std::max(2u, mo_.threads / 2);
+  std::erase_if(nmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
+  probe_ = std::thread([this, nmo, background = background_, mnt = args_.mountpoint] {
+    Status p = Status::Ok();
+    const struct {
+      fs::Filesystem* fs;
+      const char* dir;
+      const char* name;
+      const char* what;
+    } sessions[] = {{spill_fs_.get(), fs::kSpillDirName, "spill", "spill area"},
+                    {control_fs_.get(), fs::kControlDirName, "control", "control directory"}};
+    for (const auto& n : sessions) {
+      if (n.fs == nullptr || !p.ok()) continue;
+      fs::MountOptions o = nmo;
+      o.mountpoint = mnt + "/" + n.dir;
+      auto m = NestedMount::Start(*n.fs, o, n.name);
+      if (m.ok()) {
+        nested_.push_back(std::move(m).value());
       } else {
-        bg.Failed(p.message());
-        log::Error(p.message());
-        if (control_fs) ::kill(::getpid(), SIGTERM);  // a session missing: end the dataset's loop
+        p = Status(m.status().code(), std::string(n.what) + ": " + m.status().message());
+        nested_status_ = p;
       }
-    });
-  }
-  Status s = session.value()->Run();
-  if (!s.ok()) bg.Failed("cannot mount " + args.mountpoint + ": " + s.message());
-  if (governor) governor->Stop();
-  if (prefetcher) prefetcher->Stop();
-  reaper.Stop();
-  session.value().reset();  // unmount before the parts it serves go away
-  if (probe.joinable()) probe.join();
-  if (!nested_status.ok()) s = nested_status;
+    }
+    if (p.ok() && background) p = ProbeMount(mnt);
+    if (p.ok()) {
+      bg_.Ready();
+    } else {
+      bg_.Failed(p.message());
+      log::Error(p.message());
+      if (control_fs_) ::kill(::getpid(), SIGTERM);  // a session missing: end the dataset's loop
+    }
+  });
+}
+
+// Runs the session loop until unmounted or signalled, then stops the parts
+// in reverse: the threads, the sessions, the spill area last.
+Status Mount::Serve() {
+  Status s = session_->Run();
+  if (!s.ok()) bg_.Failed("cannot mount " + args_.mountpoint + ": " + s.message());
+  if (governor_) governor_->Stop();
+  if (prefetcher_) prefetcher_->Stop();
+  reaper_->Stop();
+  session_.reset();  // unmount before the parts it serves go away
+  if (probe_.joinable()) probe_.join();
+  if (!nested_status_.ok()) s = nested_status_;
   // After the dataset session: its unmount detached these too. The spill
   // session's last requests are served before the store closes.
-  while (!nested.empty()) nested.pop_back();
-  if (spill) spill->Close();  // writes staged spill data back
-  log::Info("unmounted " + args.mountpoint);
+  while (!nested_.empty()) nested_.pop_back();
+  if (spill_) spill_->Close();  // writes staged spill data back
+  log::Info("unmounted " + args_.mountpoint);
   return s;
+}
+
+}  // namespace
+
+Status RunDaemon(const DaemonArgs& in) {
+  RaiseDescriptorLimit();
+  Mount mount(in);
+  if (Status s = mount.Check(); !s.ok()) return s;
+  if (Status s = mount.Build(); !s.ok()) return s;
+  if (Status s = mount.MountSessions(); !s.ok()) return s;
+  if (Status s = mount.Start(); !s.ok()) return s;
+  return mount.Serve();
 }
 
 }  // namespace epochfs

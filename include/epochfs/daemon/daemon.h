@@ -25,8 +25,9 @@ struct DaemonArgs {
 // up are returned; the caller prints them as one line.
 Status RunDaemon(const DaemonArgs& args);
 
-// The budget "auto" falls back to when the memory governor cannot read the
-// memory figures: half of MemAvailable (or of the cgroup limit).
+// The budget "auto" falls back to when the memory governor is off: half of
+// the available memory as governor::Sampler reads it (MemAvailable, or less
+// in a memory cgroup), at least 64 MiB (the floor when nothing can be read).
 uint64_t AutoBudget();
 
 }  // namespace epochfs

@@ -1,0 +1,112 @@
+#include "stats_json.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "epochfs/cache/cache_need.h"
+#include "epochfs/cache/policy.h"
+
+namespace epochfs {
+
+std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const SpillArea* spill,
+                      const MemoryGovernor* governor, const std::vector<std::string>& fixed) {
+  const store::CacheCounters c = cf.counters();
+  nlohmann::json j;
+  j["version"] = EPOCHFS_VERSION;
+  j["policy"] = cf.policy_name();
+  j["budget"] = cf.ram().budget();
+  j["used"] = cf.ram().used();
+  j["objects"] = cf.ram().objects();
+  j["hits"] = c.hits;
+  j["misses"] = c.misses;
+  j["coalesced"] = c.coalesced;
+  j["bytes_read_lower"] = c.bytes_read_lower;
+  j["admissions"] = c.admissions;
+  j["evictions"] = c.evictions;
+  j["refused"] = c.refused;
+  j["invalidations"] = c.invalidations;
+  j["lower_errors"] = c.lower_errors;
+  j["streamed_opens"] = c.streamed_opens;
+  j["streamed_bytes"] = c.streamed_bytes;
+  j["prefetched"] = c.prefetched;
+  j["prefetch_bytes"] = c.prefetch_bytes;
+  j["prefetch_hits"] = c.prefetch_hits;
+  j["prefetch_wasted"] = c.prefetch_wasted;
+  j["handovers"] = c.handovers;
+  j["refills"] = c.refills;
+  const store::LowerGateCounters g = lower.gate_counters();
+  j["lower_timeouts"] = g.timeouts;
+  j["lower_interrupts"] = g.interrupts;
+  j["lower_stuck"] = g.stuck;
+  j["lower_in_flight"] = g.in_flight;
+  j["lower_calls"] = g.calls;
+  j["lower_inline_calls"] = g.inline_calls;
+  const store::ReadSlotsCounters rs = cf.read_slots_counters();
+  j["read_waits"] = rs.waits;
+  j["read_wait_ms"] = rs.wait_ns / 1'000'000;
+  j["read_aged"] = rs.aged;
+  j["read_waiting"] = rs.waiting;
+  j["max_object_bytes"] = cf.max_object_bytes();
+  j["request_bytes"] = cf.request_bytes();
+  // The cached objects by where their bytes are: the daemon's RAM, or the
+  // kernel's page cache (handed over, fuse.one_copy); `objects` and `used`
+  // count both.
+  const uint64_t k_objects = cf.ram().handed_objects(), k_bytes = cf.ram().handed_bytes();
+  const uint64_t objects = cf.ram().objects(), used = cf.ram().used();
+  j["tiers"]["ram"] = {{"objects", objects - std::min(objects, k_objects)},
+                       {"bytes", used - std::min(used, k_bytes)}};
+  j["tiers"]["kernel"] = {{"objects", k_objects}, {"bytes", k_bytes}};
+  nlohmann::json jobs = nlohmann::json::array();
+  nlohmann::json warnings = nlohmann::json::array();
+  for (const std::string& w : fixed) warnings.push_back(w);
+  if (c.streamed_opens != 0) {
+    warnings.push_back(std::to_string(c.streamed_opens) +
+                       " open(s) of files larger than max_object_bytes (" +
+                       std::to_string(cf.max_object_bytes()) +
+                       ": a quarter of cache.memory, at most 1 GiB) read them from LOWER "
+                       "uncached (streamed_bytes): cache.block_size = 0; a block size "
+                       "caches them in blocks");
+  }
+  cf.ReadPolicy([&](const cache::Policy& p) {
+    j["pool"] = p.pool_bytes();
+    j["shared"] = p.shared_bytes();
+    j["resident"] = p.resident_bytes();
+    const cache::CacheNeed need = cache::SumCacheNeed(p);
+    j["need_total_bytes"] = need.total_bytes;
+    if (need.over) warnings.push_back(need.Warning());
+    for (const cache::JobSnapshot& s : p.Jobs()) {
+      jobs.push_back({{"name", s.name},
+                      {"id", s.id},
+                      {"state", s.started ? cache::JobStateName(s.state) : "configured"},
+                      {"epoch", s.epoch},
+                      {"batch", s.batch},
+                      {"cur_bytes", s.cur_bytes},
+                      {"next_bytes", s.next_bytes},
+                      {"tail_bytes", s.tail_bytes},
+                      {"granted_unused_bytes", s.granted_unused_bytes},
+                      {"hits", s.current.hits},
+                      {"misses", s.current.misses},
+                      {"cache_need_bytes", s.need_measured ? nlohmann::json(s.need_bytes)
+                                                           : nlohmann::json(nullptr)}});
+    }
+  });
+  j["jobs"] = jobs;
+  if (spill != nullptr && spill->store() != nullptr) {
+    const spill::SpillStats st = spill->store()->stats();
+    j["tiers"]["spill"] = {{"files", st.files},
+                           {"logical_bytes", st.logical_bytes},
+                           {"stored_bytes", st.stored_bytes},
+                           {"staging_bytes", st.staging_bytes},
+                           {"dirty_bytes", st.dirty_bytes},
+                           {"chunks_compressed", st.chunks_compressed},
+                           {"chunks_raw", st.chunks_raw},
+                           {"ssd_read_bytes", st.ssd_read_bytes},
+                           {"ssd_write_bytes", st.ssd_write_bytes},
+                           {"checksum_errors", st.checksum_errors}};
+  }
+  j["warnings"] = warnings;
+  if (governor != nullptr) j["governor"] = governor->StatsJson();
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace epochfs
