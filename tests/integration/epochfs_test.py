@@ -19,10 +19,12 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -441,3 +443,81 @@ def as_user(uid, gid, fn):
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+# --------------------------------------------------------------------------
+# Forked loaders: a job's data-loader workers
+# --------------------------------------------------------------------------
+
+def fork_loaders(workers, loader, in_child=None):
+    """Forks `workers` loader processes, children of the caller (the daemon
+    counts their reads as the caller's job's). Loader w runs
+    loader(w, cmd_fd, rep_fd), reading commands from cmd_fd and writing one
+    JSON reply line per command to rep_fd; it exits 0, or 1 with the traceback
+    on stderr. in_child(), when given, runs first in each child (to close what
+    the loader must not hold). Returns [(pid, cmd_w, rep_file)]: the write end
+    of each command pipe and each reply pipe as a text file."""
+    loaders = []
+    try:
+        for w in range(workers):
+            cr, cw = os.pipe()
+            rr, rw = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    os.close(cw)
+                    os.close(rr)
+                    if in_child is not None:
+                        in_child()
+                    loader(w, cr, rw)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                os._exit(code)
+            os.close(cr)
+            os.close(rw)
+            loaders.append((pid, cw, os.fdopen(rr, "r")))
+    except BaseException:
+        kill_loaders(loaders)  # the ones forked before the failure
+        raise
+    return loaders
+
+
+def loader_epoch(loaders, k):
+    """Tells every loader to read epoch k ("K\n"), then returns their replies
+    (parsed JSON) in loader order. RuntimeError when a loader died."""
+    for _, cw, _ in loaders:
+        os.write(cw, b"%d\n" % k)
+    replies = []
+    for _, _, rf in loaders:
+        line = rf.readline()
+        if not line:
+            raise RuntimeError("a loader died in epoch %d" % k)
+        replies.append(json.loads(line))
+    return replies
+
+
+def stop_loaders(loaders):
+    """Tells every loader to quit ("q"), closes its pipes and reaps it.
+    Returns [(pid, wait status)] of the loaders that did not exit 0."""
+    failed = []
+    for pid, cw, rf in loaders:
+        os.write(cw, b"q\n")
+        os.close(cw)
+        rf.close()
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            failed.append((pid, status))
+    return failed
+
+
+def kill_loaders(loaders):
+    """SIGKILLs and reaps loaders left behind by a failure (errors ignored)."""
+    for pid, _, rf in loaders:
+        rf.close()
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass

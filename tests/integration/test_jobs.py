@@ -196,23 +196,8 @@ def job_main(spec, mnt, samples, result_path, ready_fd=None, go_fd=None):
             if os.read(go_fd, 1) != b"g":
                 raise RuntimeError("the test did not say go")
 
-        for w in range(spec.workers):
-            cr, cw = os.pipe()
-            rr, rw = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                code = 0
-                try:
-                    os.close(cw)
-                    os.close(rr)
-                    loader_main(spec, mnt, samples, orders, w, cr, rw)
-                except BaseException:
-                    traceback.print_exc()
-                    code = 1
-                os._exit(code)
-            os.close(cr)
-            os.close(rw)
-            loaders.append((pid, cw, os.fdopen(rr, "r")))
+        loaders = et.fork_loaders(
+            spec.workers, lambda w, cr, rw: loader_main(spec, mnt, samples, orders, w, cr, rw))
 
         for k in range(spec.epochs):
             if spec.epoch_file:
@@ -220,14 +205,8 @@ def job_main(spec, mnt, samples, result_path, ready_fd=None, go_fd=None):
             if k + 1 < spec.epochs:  # declared during K (inferred epochs: just before K's reads)
                 ctl_write(os.path.join(jd, "order", str(k + 1)),
                           " ".join(map(str, orders[k + 1])) + "\n")
-            for _, cw, _ in loaders:
-                os.write(cw, b"%d\n" % k)
             opens = 0
-            for _, _, rf in loaders:
-                line = rf.readline()
-                if not line:
-                    raise RuntimeError("a loader died in epoch %d" % k)
-                rep = json.loads(line)
+            for rep in et.loader_epoch(loaders, k):
                 opens += rep["opens"]
                 res["bad"] += rep["bad"]
             res["opens"] += opens
@@ -235,13 +214,8 @@ def job_main(spec, mnt, samples, result_path, ready_fd=None, go_fd=None):
             res["epochs"].append({"epoch": k, "read": opens, "status": st,
                                   "order_files": sorted(os.listdir(os.path.join(jd, "order")),
                                                         key=int)})
-        for pid, cw, rf in loaders:
-            os.write(cw, b"q\n")
-            os.close(cw)
-            rf.close()
-            _, status = os.waitpid(pid, 0)
-            if os.waitstatus_to_exitcode(status) != 0:
-                res["errors"].append("loader %d exited with %s" % (pid, status))
+        for pid, status in et.stop_loaders(loaders):
+            res["errors"].append("loader %d exited with %s" % (pid, status))
         loaders = []
         res["final_status"] = read_json(os.path.join(jd, "status"))
         res["pids_final"] = read_text(os.path.join(jd, "pids")).split()
@@ -251,13 +225,7 @@ def job_main(spec, mnt, samples, result_path, ready_fd=None, go_fd=None):
     except BaseException:
         res["errors"].append(traceback.format_exc())
     finally:
-        for pid, cw, rf in loaders:
-            rf.close()
-            try:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        et.kill_loaders(loaders)
     with open(result_path, "w") as f:
         json.dump(res, f)
 

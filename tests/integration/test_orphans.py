@@ -105,24 +105,9 @@ def job_child(mnt, spec, samples, orders, first_epoch, cmd_fd, rep_fd):
             if k < spec.epochs:
                 tj.ctl_write(os.path.join(jd, "order", str(k)),
                              " ".join(map(str, orders[k])) + "\n")
-        for w in range(spec.workers):
-            cr, cw = os.pipe()
-            rr, rw = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                code = 0
-                try:
-                    os.close(cw)
-                    os.close(rr)
-                    out.close()
-                    tj.loader_main(spec, mnt, samples, orders, w, cr, rw)
-                except BaseException:
-                    traceback.print_exc()
-                    code = 1
-                os._exit(code)
-            os.close(cr)
-            os.close(rw)
-            loaders.append((pid, cw, os.fdopen(rr, "r")))
+        loaders = et.fork_loaders(
+            spec.workers, lambda w, cr, rw: tj.loader_main(spec, mnt, samples, orders, w, cr, rw),
+            in_child=out.close)
         reply({"pid": os.getpid(), "loaders": [p for p, _, _ in loaders], "existed": existed,
                "status": tj.read_json(os.path.join(jd, "status"))})
         for line in cmds:
@@ -135,31 +120,20 @@ def job_child(mnt, spec, samples, orders, first_epoch, cmd_fd, rep_fd):
             if k + 1 < spec.epochs:
                 tj.ctl_write(os.path.join(jd, "order", str(k + 1)),
                              " ".join(map(str, orders[k + 1])) + "\n")
-            for _, cw, _ in loaders:
-                os.write(cw, b"%d\n" % k)
             opens, bad = 0, []
-            for _, _, rf in loaders:
-                rep = json.loads(rf.readline())
+            for rep in et.loader_epoch(loaders, k):
                 opens += rep["opens"]
                 bad += rep["bad"]
             reply({"epoch": k, "opens": opens, "bad": bad,
                    "status": tj.read_json(os.path.join(jd, "status"))})
-        for pid, cw, rf in loaders:
-            os.write(cw, b"q\n")
-            os.close(cw)
-            rf.close()
-            os.waitpid(pid, 0)
+        et.stop_loaders(loaders)
         reply({"quit": True})
     except BaseException:
         try:
             reply({"error": traceback.format_exc()})
         except BaseException:
             pass  # the test is gone
-        for pid, _, _ in loaders:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        et.kill_loaders(loaders)
         os._exit(2)
     os._exit(0)
 
