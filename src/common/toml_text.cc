@@ -66,4 +66,12 @@ std::string TomlValueText(const toml::node& n) {
   }
 }
 
+void AddTomlProblem(ProblemList& problems, const std::string& origin, const toml::node& at,
+                    const std::string& what) {
+  const toml::source_position& pos = at.source().begin;
+  std::string where = origin;
+  if (pos.line > 0) where += ":" + std::to_string(pos.line);
+  problems.Add(pos.line, pos.column, where + ": " + what);
+}
+
 }  // namespace epochfs

@@ -445,11 +445,8 @@ class Walker {
   Status Finish() { return problems_.Finish(); }
 
  private:
-  void Add(const toml::node& at, std::string what) {
-    const toml::source_position& pos = at.source().begin;
-    std::string where = origin_;
-    if (pos.line > 0) where += ":" + std::to_string(pos.line);
-    problems_.Add(pos.line, pos.column, where + ": " + what);
+  void Add(const toml::node& at, const std::string& what) {
+    AddTomlProblem(problems_, origin_, at, what);
   }
 
   const std::string& origin_;

@@ -349,7 +349,10 @@ Result<std::vector<std::string>> ParseSpillSchedule(std::string_view text) {
   return parsed.value().ToStrings();
 }
 
-Result<uint64_t> ParseProgress(std::string_view text) {
+namespace {
+
+// The one token of `text` (blanks around it dropped), all digits.
+Result<std::string_view> DigitsToken(std::string_view text) {
   size_t b = 0, e = text.size();
   while (b < e && IsSpace(text[b])) ++b;
   while (e > b && IsSpace(text[e - 1])) --e;
@@ -360,6 +363,15 @@ Result<uint64_t> ParseProgress(std::string_view text) {
       return InvalidArgument("expected one non-negative integer, got " + QuoteForMessage(tok, 32));
     }
   }
+  return tok;
+}
+
+}  // namespace
+
+Result<uint64_t> ParseProgress(std::string_view text) {
+  Result<std::string_view> digits = DigitsToken(text);
+  if (!digits.ok()) return digits.status();
+  const std::string_view tok = digits.value();
   uint64_t v;
   if (tok.size() > 10 || !ParseU64(tok, &v) || v >= std::numeric_limits<uint32_t>::max()) {
     return InvalidArgument(QuoteForMessage(tok, 32) + " is out of range");
@@ -368,17 +380,9 @@ Result<uint64_t> ParseProgress(std::string_view text) {
 }
 
 Result<uint32_t> ParseEpochMarker(std::string_view text) {
-  size_t b = 0, e = text.size();
-  while (b < e && IsSpace(text[b])) ++b;
-  while (e > b && IsSpace(text[e - 1])) --e;
-  std::string_view tok = text.substr(b, e - b);
-  if (tok.empty()) return InvalidArgument("expected one integer, got nothing");
-  for (char c : tok) {
-    if (!IsDigit(c)) {
-      return InvalidArgument("expected one non-negative integer, got " +
-                             QuoteForMessage(tok, 32));
-    }
-  }
+  Result<std::string_view> digits = DigitsToken(text);
+  if (!digits.ok()) return digits.status();
+  const std::string_view tok = digits.value();
   uint64_t v;
   if (tok.size() > 10 || !ParseU64(tok, &v) || v >= kMaxEpochs) {
     return InvalidArgument(QuoteForMessage(tok, 32) + " is out of range (0.." +

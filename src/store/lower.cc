@@ -86,6 +86,16 @@ Result<std::shared_ptr<const UniqueFd>> OwnedCopy(int fd) {
   return std::make_shared<const UniqueFd>(copy);
 }
 
+// The descriptor a read works on: `fd` itself, or when the reads are gated a
+// duplicate the operations own (kept alive by *owned).
+Result<int> UsableFd(int fd, bool gated, std::shared_ptr<const UniqueFd>* owned) {
+  if (!gated) return fd;
+  auto own = OwnedCopy(fd);
+  if (!own.ok()) return own.status();
+  *owned = own.value();
+  return (*owned)->get();
+}
+
 }  // namespace
 
 template <class T, class F>
@@ -258,14 +268,10 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   // given up on may still write into it, so it is handed out only when every
   // piece has finished.
   auto data = std::make_shared<std::vector<char>>(size);
-  int use = fd;
   std::shared_ptr<const UniqueFd> f;
-  if (gate_) {
-    auto own = OwnedCopy(fd);
-    if (!own.ok()) return own.status();
-    f = own.value();
-    use = f->get();
-  }
+  auto usable = UsableFd(fd, gate_ != nullptr, &f);
+  if (!usable.ok()) return usable.status();
+  const int use = usable.value();
   uint64_t done = 0;
   while (done < size) {
     const uint64_t len = std::min(size - done, kReadPiece);
@@ -289,14 +295,10 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
 }
 
 Result<std::vector<char>> Lower::ReadAt(int fd, size_t len, uint64_t off) const {
-  int use = fd;
   std::shared_ptr<const UniqueFd> f;
-  if (gate_) {
-    auto own = OwnedCopy(fd);
-    if (!own.ok()) return own.status();
-    f = own.value();
-    use = f->get();
-  }
+  auto usable = UsableFd(fd, gate_ != nullptr, &f);
+  if (!usable.ok()) return usable.status();
+  const int use = usable.value();
   return Gated<std::vector<char>>("read", [f, use, len, off]() -> Result<std::vector<char>> {
     std::vector<char> buf(len);
     auto n = PreadAll(use, buf.data(), len, off);

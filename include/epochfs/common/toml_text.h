@@ -15,6 +15,7 @@
 
 #include <toml++/toml.h>
 
+#include "epochfs/common/problem_list.h"
 #include "epochfs/common/status.h"
 
 namespace epochfs {
@@ -30,5 +31,10 @@ const char* TomlTypeName(toml::node_type type);
 // A value as an error message shows what it got: "12", "0.5", "true", a
 // string quoted by QuoteText, or "a table", "an array", "a date/time".
 std::string TomlValueText(const toml::node& n);
+
+// Adds "ORIGIN:LINE: WHAT" to `problems` at the node's position ("ORIGIN:
+// WHAT" when the node has none).
+void AddTomlProblem(ProblemList& problems, const std::string& origin, const toml::node& at,
+                    const std::string& what);
 
 }  // namespace epochfs
