@@ -121,27 +121,12 @@ void MemoryGovernor::Start() {
   // raise after frees): cached objects above it live in their own mappings
   // and go back to the kernel the moment they are freed.
   ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  stop_ = false;
   const auto interval = std::chrono::nanoseconds(
       static_cast<int64_t>(cfg_.cache.governor_interval * 1e9));
-  thread_ = std::thread([this, interval] {
-    std::unique_lock lock(run_mu_);
-    while (!cv_.wait_for(lock, interval, [this] { return stop_; })) {
-      lock.unlock();
-      Tick();
-      lock.lock();
-    }
-  });
+  ticker_.Start(interval, [this] { Tick(); });
 }
 
-void MemoryGovernor::Stop() {
-  {
-    std::lock_guard lock(run_mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void MemoryGovernor::Stop() { ticker_.Stop(); }
 
 nlohmann::json MemoryGovernor::StatsJson() const {
   std::lock_guard lock(mu_);

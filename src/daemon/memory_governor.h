@@ -15,17 +15,16 @@
 // StatsJson() from any thread; Start()/Stop() from one thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "epochfs/config/config.h"
 #include "epochfs/governor/memory_model.h"
 #include "epochfs/governor/sampler.h"
 #include "epochfs/store/cache_front.h"
+#include "ticker.h"
 
 namespace epochfs {
 
@@ -78,10 +77,7 @@ class MemoryGovernor {
   uint64_t evicted_ = 0;
   uint64_t applied_budget_ = 0;
 
-  std::mutex run_mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by run_mu_
-  std::thread thread_;
+  Ticker ticker_;  // last: stopped before the members Tick uses
 };
 
 }  // namespace epochfs

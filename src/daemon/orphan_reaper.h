@@ -5,15 +5,13 @@
 // from one thread; the callbacks run on the reaper thread only.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "epochfs/control/job_registry.h"
+#include "ticker.h"
 
 namespace epochfs {
 
@@ -38,10 +36,7 @@ class OrphanReaper {
   const uint64_t grace_ns_;
   const std::function<void(const std::string&)> removed_;  // job name
   const std::function<void()> tick_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  Ticker ticker_;  // last: stopped before the members it calls
 };
 
 }  // namespace epochfs
