@@ -1,6 +1,5 @@
 #include "epochfs/daemon/daemon.h"
 
-#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -8,8 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cstring>
+#include <cerrno>
 #include <thread>
 
 #include "epochfs/cache/cache_need.h"
@@ -83,39 +81,6 @@ uint64_t AutoBudget() {
   const Result<governor::MemoryReading> r = governor::Sampler().Read();
   const uint64_t avail = r.ok() ? r.value().available : 0;
   return std::max<uint64_t>(avail / 2, 64ull << 20);
-}
-
-// The value of `-o max_read=BYTES` among the FUSE options (0 when absent).
-Result<unsigned> MaxReadOption(const std::vector<std::string>& fuse_opts) {
-  unsigned value = 0;
-  for (const std::string& o : fuse_opts) {
-    if (o.rfind("max_read=", 0) != 0) continue;
-    const std::string v = o.substr(9);
-    unsigned long long n = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || end != v.data() + v.size() || n < 4096 || n > (1u << 30)) {
-      return InvalidArgument("-o " + o + ": max_read is a byte count from 4096 to 1073741824");
-    }
-    value = static_cast<unsigned>(n);
-  }
-  return value;
-}
-
-// Reads MOUNTPOINT/.epochfs/version through the kernel: the mount is in place
-// and INIT was accepted. Runs beside the session loop.
-Status ProbeMount(const std::string& mountpoint) {
-  const std::string path = mountpoint + "/.epochfs/version";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(Code::kIoError, errno, "mount at " + mountpoint + " does not answer");
-  char buf[64];
-  ssize_t n = ::read(fd, buf, sizeof(buf));
-  const int e = errno;
-  ::close(fd);
-  if (n <= 0) {
-    return IoError("mount at " + mountpoint + " does not answer: " +
-                   (n < 0 ? std::strerror(e) : "empty version file"));
-  }
-  return Status::Ok();
 }
 
 // Descriptors: the daemon holds one per open spill file and per streamed

@@ -13,6 +13,8 @@
 // .epochfs and .spill sessions there, and fusermount3 -u fails with EBUSY).
 // Errors: NotFound / InvalidArgument with one line that names
 // the path and the remedy.
+// MaxReadOption reads `-o max_read=` before the mount; ProbeMount asks the
+// mount, once made, whether it answers.
 #pragma once
 
 #include <string>
@@ -29,5 +31,14 @@ Status CanonicalPaths(std::string* lower, std::string* mountpoint);
 // REQUIRES: both canonical (CanonicalPaths).
 Status CheckMountPoint(const std::string& lower, const std::string& mountpoint,
                        const std::vector<MountEntry>& mounts);
+
+// The value of `-o max_read=BYTES` among the FUSE options (0 when absent);
+// InvalidArgument outside 4096..1 GiB.
+Result<unsigned> MaxReadOption(const std::vector<std::string>& fuse_opts);
+
+// Reads MOUNTPOINT/.epochfs/version through the kernel: the mount is in place
+// and INIT was accepted (IoError "mount at ... does not answer: why" if not).
+// Runs beside the session loop.
+Status ProbeMount(const std::string& mountpoint);
 
 }  // namespace epochfs
