@@ -83,6 +83,9 @@ class SpillStoreImpl final : public SpillStore {
   void TrimLocked();
   Result<DirAttr> ReadDirAttr(const std::string& rel, const struct stat& st);
   Status WriteDirAttr(const std::string& rel, const DirAttr& a);
+  template <class OnDir, class OnFile>
+  Status ChangeAttr(const std::string& rel, const std::string& what, OnDir on_dir,
+                    OnFile on_file);
 
   std::shared_ptr<StoreCore> core_;
   mutable std::mutex ns_mu_;  // lock order: before SpillFileImpl::op_mu_ and StoreCore::mu
@@ -449,56 +452,61 @@ Status SpillStoreImpl::Rename(const std::string& from, const std::string& to, bo
   return Status::Ok();
 }
 
-Status SpillStoreImpl::Chmod(const std::string& rel, uint32_t mode) {
+// Chmod and Chown: a directory's attributes are in its xattr (`on_dir`
+// changes them, and as root the directory's own), a file's in its header
+// (`on_file`). `what` names the operation in errors ("spill chmod REL").
+template <class OnDir, class OnFile>
+Status SpillStoreImpl::ChangeAttr(const std::string& rel, const std::string& what, OnDir on_dir,
+                                  OnFile on_file) {
   std::shared_ptr<SpillFileImpl> f;
   {
     std::lock_guard ns(ns_mu_);
     struct stat st {};
     if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return StatusFromErrno(errno, "spill chmod " + PathOf(rel));
+      return StatusFromErrno(errno, what);
     }
     if (S_ISDIR(st.st_mode)) {
       auto d = ReadDirAttr(rel, st);
       if (!d.ok()) return d.status();
       DirAttr a = d.value();
-      a.mode = S_IFDIR | (mode & 07777);
-      if (core_->is_root() && ::fchmodat(root(), PathOf(rel).c_str(), mode & 0777, 0) != 0) {
-        return StatusFromErrno(errno, "spill chmod " + PathOf(rel));
-      }
+      if (Status s = on_dir(&a); !s.ok()) return s;
       return WriteDirAttr(rel, a);
     }
     auto r = OpenLocked(rel, false, false, 0, 0, 0);
     if (!r.ok()) return r.status();
     f = std::move(r).value();
   }
-  return f->SetMode(mode);
+  return on_file(*f);
+}
+
+Status SpillStoreImpl::Chmod(const std::string& rel, uint32_t mode) {
+  const std::string what = "spill chmod " + PathOf(rel);
+  return ChangeAttr(
+      rel, what,
+      [&](DirAttr* a) {
+        a->mode = S_IFDIR | (mode & 07777);
+        if (core_->is_root() && ::fchmodat(root(), PathOf(rel).c_str(), mode & 0777, 0) != 0) {
+          return StatusFromErrno(errno, what);
+        }
+        return Status::Ok();
+      },
+      [&](SpillFileImpl& f) { return f.SetMode(mode); });
 }
 
 Status SpillStoreImpl::Chown(const std::string& rel, uid_t uid, gid_t gid) {
-  std::shared_ptr<SpillFileImpl> f;
-  {
-    std::lock_guard ns(ns_mu_);
-    struct stat st {};
-    if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return StatusFromErrno(errno, "spill chown " + PathOf(rel));
-    }
-    if (S_ISDIR(st.st_mode)) {
-      auto d = ReadDirAttr(rel, st);
-      if (!d.ok()) return d.status();
-      DirAttr a = d.value();
-      if (uid != static_cast<uid_t>(-1)) a.uid = uid;
-      if (gid != static_cast<gid_t>(-1)) a.gid = gid;
-      if (core_->is_root() &&
-          ::fchownat(root(), PathOf(rel).c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
-        return StatusFromErrno(errno, "spill chown " + PathOf(rel));
-      }
-      return WriteDirAttr(rel, a);
-    }
-    auto r = OpenLocked(rel, false, false, 0, 0, 0);
-    if (!r.ok()) return r.status();
-    f = std::move(r).value();
-  }
-  return f->SetOwner(uid, gid);
+  const std::string what = "spill chown " + PathOf(rel);
+  return ChangeAttr(
+      rel, what,
+      [&](DirAttr* a) {
+        if (uid != static_cast<uid_t>(-1)) a->uid = uid;
+        if (gid != static_cast<gid_t>(-1)) a->gid = gid;
+        if (core_->is_root() &&
+            ::fchownat(root(), PathOf(rel).c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+          return StatusFromErrno(errno, what);
+        }
+        return Status::Ok();
+      },
+      [&](SpillFileImpl& f) { return f.SetOwner(uid, gid); });
 }
 
 Result<std::vector<SpillDirEntry>> SpillStoreImpl::List(const std::string& rel) {
