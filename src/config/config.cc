@@ -15,11 +15,8 @@
 #include "epochfs/common/toml_text.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 #include <variant>
 

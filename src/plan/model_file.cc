@@ -10,12 +10,7 @@
 #include "epochfs/common/toml_text.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <limits>
 #include <map>
 
 namespace epochfs::plan {
