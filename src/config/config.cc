@@ -243,8 +243,12 @@ const KeyDesc kKeys[] = {
        return SetU32(v, 1, 65536, &c->limits.spill_files_per_user);
      }},
     {"limits.spill_bytes_per_user", OptKind::kString,
-     R"(bytes ("16GiB", integer; 0 = no bound) or a share of the spill area ("50%"))",
+     R"(bytes ("16GiB", integer; 0 = no bound) or a share of the spill area ("33%"))",
      [](Config* c, const Raw& v) { return SetAmount(v, &c->limits.spill_bytes_per_user); }},
+    {"limits.spill_entries_per_user", OptKind::kInteger, "integer 0..4294967295 (0 = no bound)",
+     [](Config* c, const Raw& v) {
+       return SetU32(v, 0, UINT32_MAX, &c->limits.spill_entries_per_user);
+     }},
     {"limits.spill_schedule_steps", OptKind::kInteger, "integer 1..16777216",
      [](Config* c, const Raw& v) {
        return SetU32(v, 1, 1u << 24, &c->limits.spill_schedule_steps);

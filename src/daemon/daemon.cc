@@ -209,7 +209,8 @@ Status Mount::Build() {
   // The spill area: checked now (a bad spill.path fails the mount), opened
   // after daemonizing (its threads would not survive the fork).
   if (!cfg().spill.path.empty()) {
-    spill_ = std::make_unique<SpillArea>(cfg().spill, cfg().limits.spill_bytes_per_user);
+    spill_ = std::make_unique<SpillArea>(cfg().spill, cfg().limits.spill_bytes_per_user,
+                                         cfg().limits.spill_entries_per_user);
     if (Status s = spill_->Check(); !s.ok()) return s;
   }
   sink_ = std::make_unique<PolicyJobSink>(*lower_, *cache_);

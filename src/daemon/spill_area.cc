@@ -24,8 +24,8 @@ uint64_t FilesystemBytes(const std::string& dir) {
 
 }  // namespace
 
-SpillArea::SpillArea(const Config::Spill& cfg, MemoryAmount per_user)
-    : cfg_(cfg), per_user_(per_user) {}
+SpillArea::SpillArea(const Config::Spill& cfg, MemoryAmount per_user, uint32_t entries)
+    : cfg_(cfg), per_user_(per_user), entries_(entries) {}
 
 SpillArea::~SpillArea() { Close(); }
 
@@ -42,6 +42,7 @@ spill::SpillOptions SpillArea::Options() const {
   if (o.max_bytes_per_user != 0 && area > o.max_bytes_per_user) {
     o.max_bytes_all_users = area - o.max_bytes_per_user;
   }
+  o.max_entries_per_user = entries_;
   o.compress = cfg_.compress;
   o.staging_bytes = cfg_.staging;
   o.queue_depth = cfg_.queue_depth;

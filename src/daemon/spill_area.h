@@ -25,7 +25,8 @@ class SpillArea final : public control::SpillControl {
  public:
   // `per_user`: limits.spill_bytes_per_user; a percentage is of spill.max_bytes,
   // or of the size of the filesystem holding spill.path when there is no quota.
-  SpillArea(const Config::Spill& cfg, MemoryAmount per_user);
+  // `entries`: limits.spill_entries_per_user.
+  SpillArea(const Config::Spill& cfg, MemoryAmount per_user, uint32_t entries);
   ~SpillArea() override;
 
   Status Check();
@@ -46,6 +47,7 @@ class SpillArea final : public control::SpillControl {
 
   const Config::Spill cfg_;
   const MemoryAmount per_user_;
+  const uint32_t entries_;
   std::unique_ptr<spill::SpillStore> store_;
   std::unique_ptr<spill::SpillScheduler> scheduler_;
 };

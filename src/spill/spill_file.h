@@ -94,17 +94,32 @@ class StoreCore {
     ++files_;
     logical_ += size;
     if (size != 0) user_bytes_[uid] += size;
+    AddEntry(uid);
   }
   void RemoveFile(uint32_t uid, uint64_t size) {
     --files_;
     logical_ -= size;
     Unown(uid, size);
+    RemoveEntry(uid);
   }
   // A file of `size` bytes changed owner (chown: no check).
   void MoveBytes(uint32_t from, uint32_t to, uint64_t size) {
-    if (from == to || size == 0) return;
+    if (from == to) return;
+    RemoveEntry(from);
+    AddEntry(to);
+    if (size == 0) return;
     Unown(from, size);
     user_bytes_[to] += size;
+  }
+  // Entries (files and directories) per owner: NoSpace when `uid`, not 0,
+  // holds max_entries_per_user already (an empty file costs no bytes, but an
+  // inode on the disk and the daemon's memory for its node).
+  Status RoomForEntry(uint32_t uid) const;
+  void AddEntry(uint32_t uid) { ++user_entries_[uid]; }
+  void RemoveEntry(uint32_t uid) {
+    auto it = user_entries_.find(uid);
+    if (it == user_entries_.end()) return;
+    if (--it->second == 0) user_entries_.erase(it);
   }
   // Logical bytes of the files `uid` owns.
   uint64_t UserBytes(uint32_t uid) const {
@@ -155,6 +170,7 @@ class StoreCore {
 
   uint64_t logical_ = 0;                  // guarded by mu
   std::unordered_map<uint32_t, uint64_t> user_bytes_;  // guarded by mu: logical bytes per owner
+  std::unordered_map<uint32_t, uint64_t> user_entries_;  // guarded by mu: files and dirs per owner
   uint64_t files_ = 0;                    // guarded by mu
   SpillStats stats_;                      // guarded by mu (counters part)
 };

@@ -82,6 +82,8 @@ class SpillStoreImpl final : public SpillStore {
   Owned HeaderOwned(const std::string& rel);
   void TrimLocked();
   Result<DirAttr> ReadDirAttr(const std::string& rel, const struct stat& st);
+  // The owner of directory `rel` (its attributes; 0 when it cannot be read).
+  uint32_t DirOwner(const std::string& rel);
   Status WriteDirAttr(const std::string& rel, const DirAttr& a);
   template <class OnDir, class OnFile>
   Status ChangeAttr(const std::string& rel, const std::string& what, OnDir on_dir,
@@ -133,7 +135,8 @@ Result<std::unique_ptr<SpillStore>> SpillStore::Open(const SpillOptions& options
   return std::unique_ptr<SpillStore>(std::move(store));
 }
 
-// Rebuilds the file count and the quota's byte sum from the headers.
+// Rebuilds the file count, the quota's byte sums and the entries per owner
+// from the headers and the directories' attributes.
 Status SpillStoreImpl::Scan(const std::string& dir) {
   int dfd = ::openat(root(), PathOf(dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return StatusFromErrno(errno, "spill scan " + PathOf(dir));
@@ -151,6 +154,9 @@ Status SpillStoreImpl::Scan(const std::string& dir) {
     if (::fstatat(dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       subdirs.push_back(rel);
+      const uint32_t owner = DirOwner(rel);
+      std::lock_guard lock(core_->mu);
+      core_->AddEntry(owner);
     } else if (S_ISREG(st.st_mode)) {
       const Owned o = HeaderOwned(rel);
       std::lock_guard lock(core_->mu);
@@ -192,6 +198,13 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
   int fd = -1;
   bool created = false;
   if (create) {
+    {
+      std::lock_guard lock(core_->mu);
+      if (Status room = core_->RoomForEntry(uid); !room.ok()) {
+        struct stat st {};  // an existing file opens; only a new one needs room
+        if (exclusive || ::fstatat(root(), rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return room;
+      }
+    }
     fd = ::openat(root(), rel.c_str(), kFileFlags | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) created = true;
     else if (errno != EEXIST || exclusive) return StatusFromErrno(errno, "spill create " + rel);
@@ -293,6 +306,13 @@ Result<DirAttr> SpillStoreImpl::ReadDirAttr(const std::string& rel, const struct
   return a;
 }
 
+uint32_t SpillStoreImpl::DirOwner(const std::string& rel) {
+  struct stat st {};
+  if (::fstatat(root(), PathOf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  Result<DirAttr> a = ReadDirAttr(rel, st);
+  return a.ok() ? a.value().uid : st.st_uid;
+}
+
 Status SpillStoreImpl::WriteDirAttr(const std::string& rel, const DirAttr& a) {
   const uint32_t v[3] = {a.mode, a.uid, a.gid};
   const std::string p = std::string("/proc/self/fd/") + std::to_string(root()) + "/" + PathOf(rel);
@@ -355,6 +375,10 @@ Result<SpillAttr> SpillStoreImpl::Stat(const std::string& rel) {
 Status SpillStoreImpl::Mkdir(const std::string& rel, uint32_t mode, uid_t uid, gid_t gid) {
   if (rel.empty()) return Status(Code::kExists, "spill: the root exists");
   std::lock_guard ns(ns_mu_);
+  {
+    std::lock_guard lock(core_->mu);
+    if (Status room = core_->RoomForEntry(uid); !room.ok()) return room;
+  }
   if (::mkdirat(root(), rel.c_str(), 0700) != 0) return StatusFromErrno(errno, "spill mkdir " + rel);
   Status s;
   if (core_->is_root() && (::fchownat(root(), rel.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
@@ -362,17 +386,25 @@ Status SpillStoreImpl::Mkdir(const std::string& rel, uint32_t mode, uid_t uid, g
     s = StatusFromErrno(errno, "spill chown " + rel);
   }
   if (s.ok()) s = WriteDirAttr(rel, DirAttr{S_IFDIR | (mode & 07777), uid, gid});
-  if (!s.ok()) ::unlinkat(root(), rel.c_str(), AT_REMOVEDIR);
+  if (!s.ok()) {
+    ::unlinkat(root(), rel.c_str(), AT_REMOVEDIR);
+    return s;
+  }
+  std::lock_guard lock(core_->mu);
+  core_->AddEntry(uid);
   return s;
 }
 
 Status SpillStoreImpl::Rmdir(const std::string& rel) {
   if (rel.empty()) return Status(Code::kBusy, "spill: cannot remove the root");
   std::lock_guard ns(ns_mu_);
+  const uint32_t owner = DirOwner(rel);
   if (::unlinkat(root(), rel.c_str(), AT_REMOVEDIR) != 0) {
     const int err = errno == EEXIST ? ENOTEMPTY : errno;
     return StatusFromErrno(err, "spill rmdir " + rel);
   }
+  std::lock_guard lock(core_->mu);
+  core_->RemoveEntry(owner);
   return Status::Ok();
 }
 
@@ -417,12 +449,16 @@ Status SpillStoreImpl::Rename(const std::string& from, const std::string& to, bo
       return noreplace ? Status(Code::kExists, "spill rename: " + to + " exists") : Status::Ok();
     }
     const bool replaces_file = to_exists && S_ISREG(stt.st_mode);
+    // An empty directory replaced by a directory goes with the rename.
+    const bool replaces_dir = to_exists && S_ISDIR(stt.st_mode);
+    const uint32_t replaced_dir_owner = replaces_dir ? DirOwner(to) : 0;
     auto to_it = files_.find(to);
     const Owned to_old = replaces_file && to_it == files_.end() ? HeaderOwned(to) : Owned{};
     if (::renameat2(root(), from.c_str(), root(), to.c_str(), noreplace ? RENAME_NOREPLACE : 0) != 0) {
       return StatusFromErrno(errno, "spill rename " + from + " -> " + to);
     }
     std::lock_guard lock(core_->mu);
+    if (replaces_dir) core_->RemoveEntry(replaced_dir_owner);
     if (replaces_file) {
       if (to_it != files_.end()) {
         replaced = std::move(to_it->second);
@@ -498,6 +534,11 @@ Status SpillStoreImpl::Chown(const std::string& rel, uid_t uid, gid_t gid) {
   return ChangeAttr(
       rel, what,
       [&](DirAttr* a) {
+        if (uid != static_cast<uid_t>(-1) && uid != a->uid) {
+          std::lock_guard lock(core_->mu);
+          core_->RemoveEntry(a->uid);
+          core_->AddEntry(uid);
+        }
         if (uid != static_cast<uid_t>(-1)) a->uid = uid;
         if (gid != static_cast<gid_t>(-1)) a->gid = gid;
         if (core_->is_root() &&

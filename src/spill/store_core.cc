@@ -73,6 +73,15 @@ Status StoreCore::Reserve(uint32_t uid, uint64_t delta) {
   return Status::Ok();
 }
 
+Status StoreCore::RoomForEntry(uint32_t uid) const {
+  const uint64_t cap = opt_.max_entries_per_user;
+  if (uid == 0 || cap == 0) return Status::Ok();
+  auto it = user_entries_.find(uid);
+  if (it == user_entries_.end() || it->second < cap) return Status::Ok();
+  return NoSpace("spill bound of " + std::to_string(cap) +
+                 " files and directories per user reached by uid " + std::to_string(uid));
+}
+
 SpillStats StoreCore::Stats() const {
   SpillStats s = stats_;
   s.files = files_;

@@ -573,6 +573,47 @@ class SpillLimitsTest(et.MountTestCase):
             f.write(b"r" * (share - 4096))
         self.assertTrue(d.alive())
 
+    def test_spill_entries_per_user(self):
+        # Empty files and directories cost no bytes, but an inode and the
+        # daemon's memory each: one user holds at most
+        # limits.spill_entries_per_user of them, counted again at the next mount.
+        lower = self.make_dir("lower3")
+        spill = self.make_dir("spill3")
+        opts = ["allow_other", "spill.path=" + spill, "limits.spill_entries_per_user=5"]
+        d = self.mount(lower, opts=opts)
+
+        def fill():
+            sp = d.path(".spill")
+            out = []
+            os.mkdir(os.path.join(sp, "d1"))
+            os.mkdir(os.path.join(sp, "d1", "d2"))
+            for name in ("a", "d1/b", "d1/d2/c"):
+                open(os.path.join(sp, name), "wb").close()
+            for make in (lambda: open(os.path.join(sp, "x"), "wb").close(),
+                         lambda: os.mkdir(os.path.join(sp, "d3"))):
+                try:
+                    make()
+                    out.append(0)
+                except OSError as e:
+                    out.append(e.errno)
+            open(os.path.join(sp, "a"), "wb").close()  # not a new entry: opens
+            os.unlink(os.path.join(sp, "a"))
+            open(os.path.join(sp, "y"), "wb").close()  # room again
+            return out
+        self.assertEqual(in_child_as(NOBODY, fill), [errno.ENOSPC, errno.ENOSPC])
+        for i in range(8):  # root is bounded by none of this
+            open(os.path.join(d.path(".spill"), "r%d" % i), "wb").close()
+        self.assertEqual(d.unmount(), 0)
+        d = self.mount(lower, opts=opts)
+
+        def again():
+            try:
+                open(os.path.join(d.path(".spill"), "z"), "wb").close()
+                return 0
+            except OSError as e:
+                return e.errno
+        self.assertEqual(in_child_as(NOBODY, again), errno.ENOSPC)
+
     def test_open_spill_files_per_user(self):
         sp = self.d.path(".spill")
 

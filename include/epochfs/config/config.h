@@ -102,6 +102,9 @@ struct Config {
     // Logical bytes of one user's spill files together: bytes, or a share of
     // spill.max_bytes (of the spill filesystem's size when that is 0).
     MemoryAmount spill_bytes_per_user = MemoryAmount::Percent(33.0);
+    // Files and directories one user other than root may hold in the spill
+    // area (0: no bound).
+    uint32_t spill_entries_per_user = 65536;
     bool operator==(const Limits&) const = default;
   } limits;
   // Bounds on LOWER operations (a hung NFS server or s3 mount): each is

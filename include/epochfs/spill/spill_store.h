@@ -31,7 +31,9 @@
 // (0: no quota), and the sum over the files owned by one uid other than 0 may
 // not exceed max_bytes_per_user (0: no per-user quota), and the sum over all
 // such files not max_bytes_all_users (0: no bound; what is left is root's); a
-// write or truncate that would exceed any is NoSpace and changes nothing. Both sums are
+// write or truncate that would exceed any is NoSpace and changes nothing. A
+// uid other than 0 holds at most max_entries_per_user files and directories
+// (0: no bound): a create or mkdir past it is NoSpace. Both sums are
 // rebuilt from the headers at Open. A chown moves a file's bytes to its new
 // owner's sum without a check (only root may chown).
 //
@@ -60,6 +62,7 @@ struct SpillOptions {
   uint64_t max_bytes = 0;                  // spill.max_bytes; 0: unlimited
   uint64_t max_bytes_per_user = 0;         // limits.spill_bytes_per_user, resolved; 0: unlimited
   uint64_t max_bytes_all_users = 0;        // users other than root together; 0: unlimited
+  uint64_t max_entries_per_user = 0;       // limits.spill_entries_per_user; 0: unlimited
   bool compress = true;                    // spill.compress (zero-value compression)
   uint64_t staging_bytes = 256ull << 20;   // spill.staging (RAM staging buffer)
   uint32_t chunk_bytes = 256u << 10;       // logical bytes per chunk (power of two, >= 4 KiB)
