@@ -7,6 +7,7 @@
 
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
+#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::control {
 
@@ -444,14 +445,13 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
     if (!r.ok()) return r.status();
     Job* job = r.value();
     ReattachIfOrphanedLocked(job, writer_pid);
-    if (!job->tracker) {
-      return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+    if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                     declarations::NeedsSamples::kOrder);
+        !s.ok()) {
+      return Fail(job, file.c_str(), s);
     }
-    if (epoch >= job->config->epochs) {
-      return Fail(job, file.c_str(),
-                  InvalidArgument("epoch " + std::to_string(epoch) +
-                                  " is beyond the job's last epoch " +
-                                  std::to_string(job->config->epochs - 1) + " (epochs are 0-based)"));
+    if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch); !s.ok()) {
+      return Fail(job, file.c_str(), s);
     }
     id = job->id;
     count = job->sample_count;
@@ -462,7 +462,11 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
   Job* job = it->second;
   if (!order.ok()) return Fail(job, file.c_str(), order.status());
-  if (!job->tracker) return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                   declarations::NeedsSamples::kOrder);
+      !s.ok()) {
+    return Fail(job, file.c_str(), s);
+  }
   if (job->tracker->SameOrder(epoch, order.value())) {
     job->reattach_pending = false;
     return Status::Ok();
@@ -487,12 +491,13 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
   ReattachIfOrphanedLocked(job, writer_pid);
   Result<uint32_t> epoch = ParseEpochMarker(text);
   if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
-  if (!job->tracker) return Fail(job, "epoch", InvalidArgument("write samples before the epoch"));
-  if (epoch.value() >= job->config->epochs) {
-    return Fail(job, "epoch",
-                InvalidArgument("epoch " + std::to_string(epoch.value()) +
-                                " is beyond the job's last epoch " +
-                                std::to_string(job->config->epochs - 1) + " (epochs are 0-based)"));
+  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                   declarations::NeedsSamples::kEpochMarker);
+      !s.ok()) {
+    return Fail(job, "epoch", s);
+  }
+  if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch.value()); !s.ok()) {
+    return Fail(job, "epoch", s);
   }
   Result<bool> began = job->tracker->MarkEpoch(epoch.value());
   if (!began.ok()) return Fail(job, "epoch", began.status());
@@ -513,26 +518,16 @@ Status JobRegistry::WritePosition(std::string_view name, uid_t caller, std::stri
   ReattachIfOrphanedLocked(job, writer_pid);
   Result<PositionReport> report = ParsePosition(text);
   if (!report.ok()) return Fail(job, "position", report.status());
-  if (!job->tracker) return Fail(job, "position", InvalidArgument("write samples first"));
+  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                   declarations::NeedsSamples::kPosition);
+      !s.ok()) {
+    return Fail(job, "position", s);
+  }
   const auto [epoch, position] = report.value();
-  const std::optional<uint32_t> current = job->tracker->current_epoch();
-  if (current && epoch < *current) return Status::Ok();  // late: that epoch is over
-  if (!current || epoch > *current) {
-    return Fail(job, "position",
-                InvalidArgument("epoch " + std::to_string(epoch) +
-                                " has not begun (write `epoch` first)"));
-  }
-  const uint64_t size = job->tracker->OrderSize(epoch);
-  if (size == 0) {
-    return Fail(job, "position",
-                InvalidArgument("epoch " + std::to_string(epoch) + " has no declared order"));
-  }
-  if (position > size) {
-    return Fail(job, "position",
-                InvalidArgument("position " + std::to_string(position) +
-                                " is past the end of epoch " + std::to_string(epoch) +
-                                "'s order (" + std::to_string(size) + " samples)"));
-  }
+  Result<declarations::PositionVerdict> verdict = declarations::CheckPosition(
+      job->tracker->current_epoch(), job->tracker->OrderSize(epoch), epoch, position);
+  if (!verdict.ok()) return Fail(job, "position", verdict.status());
+  if (verdict.value() == declarations::PositionVerdict::kLate) return Status::Ok();  // ignored
   job->position = report.value();
   job->reattach_pending = false;
   sink_.OnPosition(job->id, epoch, position);

@@ -22,7 +22,9 @@
 //
 // Files are write-once in substance: config and samples may be rewritten only
 // with identical content (a restarted job re-declares itself), an order only
-// until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
+// until its epoch begins. Epochs are 0-based: 0 .. epochs-1. What a job may
+// declare (orders, epoch markers, positions) follows the rules of
+// include/epochfs/declarations/, the same the cache policies apply.
 //
 // Re-attach: a job is orphaned when it has registered pids and
 // none of them runs any more (marked by ReapOrphans; a job that has begun an
