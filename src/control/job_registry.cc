@@ -11,12 +11,12 @@
 
 namespace epochfs::control {
 
-const char* JobStateName(JobState s) {
+const char* JobPhaseName(JobPhase s) {
   switch (s) {
-    case JobState::kRegistered: return "registered";
-    case JobState::kConfigured: return "configured";
-    case JobState::kRunning: return "running";
-    case JobState::kDone: return "done";
+    case JobPhase::kRegistered: return "registered";
+    case JobPhase::kConfigured: return "configured";
+    case JobPhase::kRunning: return "running";
+    case JobPhase::kDone: return "done";
   }
   return "unknown";
 }
@@ -52,7 +52,7 @@ struct JobRegistry::Job {
   std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
   std::string name;
   uid_t owner = 0;
-  JobState state = JobState::kRegistered;
+  JobPhase state = JobPhase::kRegistered;
   std::optional<JobConfig> config;
   // The sample list is kept as its fingerprint (identical rewrites are no-ops)
   // and as object → sample for attribution; the paths themselves live in the
@@ -245,7 +245,7 @@ void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
 void JobRegistry::StartFreshLocked(Job* job) {
   sink_.OnJobEnd(job->id);  // releases the old declarations' cache
   job->config.reset();
-  job->state = JobState::kRegistered;
+  job->state = JobPhase::kRegistered;
   job->sample_count = 0;
   job->samples_hash = 0;
   job->object_to_sample = SampleIndex();
@@ -317,7 +317,7 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
   spec.loaders = cfg.loaders;
   if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "config", s);
   job->config = cfg;
-  job->state = JobState::kConfigured;
+  job->state = JobPhase::kConfigured;
   return Status::Ok();
 }
 
@@ -414,7 +414,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     spec.loaders = cfg.loaders;
     if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "samples", s);
     job->config = cfg;
-    job->state = JobState::kConfigured;
+    job->state = JobPhase::kConfigured;
   }
   const size_t n = refs.value().size();
   auto list = std::make_shared<SampleList>();
@@ -555,16 +555,16 @@ Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_v
 
 void JobRegistry::BeginEpochLocked(Job* job, uint32_t epoch) {
   if (epoch >= job->config->epochs) {  // reads past the last epoch (evaluation, extra passes)
-    job->state = JobState::kDone;
+    job->state = JobPhase::kDone;
     return;
   }
-  if (job->state != JobState::kDone) job->state = JobState::kRunning;
+  if (job->state != JobPhase::kDone) job->state = JobPhase::kRunning;
   sink_.OnEpochBegin(job->id, epoch);
 }
 
 void JobRegistry::ApplyTracked(Job* job, const TrackedAccess& t) {
   if (t.began) BeginEpochLocked(job, *t.began);
-  if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobState::kDone;
+  if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobPhase::kDone;
 }
 
 AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader) {
@@ -581,7 +581,7 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader
   if (job == nullptr) {
     int matches = 0;
     for (auto& [name, j] : jobs_) {
-      if (j->state == JobState::kDone || !j->tracker) continue;
+      if (j->state == JobPhase::kDone || !j->tracker) continue;
       const std::optional<uint32_t> s = j->object_to_sample.Find(object);
       if (s && j->tracker->InPendingOrders(*s)) {
         if (reader != kAnyOwner && reader != j->owner) continue;  // another user
@@ -626,12 +626,12 @@ Result<JobId> JobRegistry::Find(std::string_view name) const {
   return it->second->id;
 }
 
-Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
+Result<JobRecord> JobRegistry::Snapshot(std::string_view name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(name);
   if (it == jobs_.end()) return NotFound("no job '" + std::string(name) + "'");
   const Job& j = *it->second;
-  JobSnapshot s;
+  JobRecord s;
   s.id = j.id;
   s.name = j.name;
   s.owner = j.owner;
