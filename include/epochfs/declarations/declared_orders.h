@@ -17,12 +17,15 @@
 //   - at most kMaxPendingOrders orders of the current and later epochs (all
 //     held orders before the first epoch begins) are held at once; the
 //     previous epoch's, kept while its late reads come, is not counted.
-// Messages are the ones a job reads in its `status` (last_error).
+// Messages are the ones a job reads in its `status` (last_error); the
+// registry's parser (control_parse.h) refuses a malformed order text first,
+// naming the token, so the messages on the order's content are seen only by
+// callers of a policy alone (the simulator, tests).
 //
-// The holder says what it knows of the job (JobView, declaration_rules.h) and drops the orders it
-// no longer needs (erase, DropBefore): holders keep different old orders.
-// Pointers and iterators to held orders stay valid until that order is
-// replaced or erased.
+// The holder says what it knows of the job (JobView, declaration_rules.h)
+// and drops the orders it no longer needs (erase, DropBefore): holders keep
+// different old orders. Pointers and iterators to a held order stay valid
+// until it is erased (a replaced order is replaced in place).
 //
 // Thread safety: not thread-safe; the holder serialises calls.
 // Memory: per held order, 4 bytes per sample of the job (positions) plus 4
