@@ -1,13 +1,14 @@
 #include "epochfs/cache/declared_future.h"
 
-#include "epochfs/cache/declaration_rules.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <set>
 #include <string>
 #include <utility>
+
+#include "epochfs/declarations/declaration_rules.h"
+#include "epochfs/declarations/declared_orders.h"
 
 namespace epochfs::cache {
 namespace {
@@ -29,10 +30,9 @@ uint64_t Spread(uint32_t sample, uint32_t epoch, uint64_t len) {
   return len ? z % len : 0;
 }
 
-std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, size_t n) {
-  std::vector<uint32_t> pos(n, kNotInOrder);
-  for (uint32_t p = 0; p < order.size(); ++p) pos[order[p]] = p;
-  return pos;
+// Sample `s`'s position in `o`, kNotInOrder when `o` leaves it out.
+uint32_t PosIn(const declarations::Order& o, uint32_t s) {
+  return o.pos[s] == declarations::kAbsent ? kNotInOrder : static_cast<uint32_t>(o.pos[s]);
 }
 
 }  // namespace
@@ -41,9 +41,10 @@ struct DeclaredFuture::Job {
   JobSpec spec;
   uint32_t index = 0;
   std::vector<SampleRef> samples;
-  std::map<uint32_t, std::vector<uint32_t>> orders;  // epoch → declared order
-  // Inverses of the current and next epoch's orders (empty when undeclared).
-  std::vector<uint32_t> pos_cur, pos_next;
+  declarations::DeclaredOrders orders{declarations::InUse::kCurrentAndNext};  // by epoch
+  // The current and next epoch's held orders (nullptr when undeclared).
+  const declarations::Order* cur_order = nullptr;
+  const declarations::Order* next_order = nullptr;
   uint64_t len_cur = 0, len_next = 0;  // their lengths (n when undeclared)
   bool started = false;
   uint32_t epoch = 0;
@@ -66,6 +67,11 @@ struct DeclaredFuture::Job {
   EpochCounters current, previous;
   size_t n() const { return samples.size(); }
 };
+
+// What the declaration rules need to know of the job.
+declarations::JobView DeclaredFuture::View(const Job& j) {
+  return {j.n(), j.spec.epochs, j.started ? std::optional(j.epoch) : std::nullopt};
+}
 
 DeclaredFuture::DeclaredFuture(uint64_t default_pace_ns) : default_pace_ns_(default_pace_ns) {}
 DeclaredFuture::~DeclaredFuture() = default;
@@ -115,7 +121,10 @@ uint32_t DeclaredFuture::IndexOf(JobId id) const {
 }
 
 Status DeclaredFuture::AddJob(const JobSpec& spec) {
-  if (Status s = CheckNewJob(spec, jobs_.count(spec.id) != 0); !s.ok()) return s;
+  if (Status s = declarations::CheckNewJob(spec.id, spec.batch_size, jobs_.count(spec.id) != 0);
+      !s.ok()) {
+    return s;
+  }
   auto job = std::make_unique<Job>();
   job->spec = spec;
   if (job->spec.loaders == 0) job->spec.loaders = 1;
@@ -134,7 +143,8 @@ Status DeclaredFuture::AddJob(const JobSpec& spec) {
 Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
   Job* j = Find(id);
   if (j == nullptr) return NotFound("no job " + std::to_string(id));
-  if (Status s = CheckSamples(samples.size(), !j->orders.empty() || j->started); !s.ok()) {
+  if (Status s = declarations::CheckSamples(samples.size(), !j->orders.empty() || j->started);
+      !s.ok()) {
     return s;
   }
   DropRefs(*j);
@@ -155,43 +165,16 @@ Status DeclaredFuture::SetSamples(JobId id, std::vector<SampleRef> samples) {
 Status DeclaredFuture::SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order) {
   Job* j = Find(id);
   if (j == nullptr) return NotFound("no job " + std::to_string(id));
-  const std::string what = "order " + std::to_string(epoch) + ": ";
-  if (Status s = CheckOrder({j->n(), j->spec.epochs, j->started, j->epoch}, epoch, order, nullptr);
-      !s.ok()) {
-    return s;
-  }
-  auto it = j->orders.find(epoch);
-  if (it != j->orders.end()) {
-    const bool in_use = j->started && (epoch == j->epoch || epoch == j->epoch + 1);
-    if (in_use) {
-      if (it->second == order) return Status::Ok();  // same content: idempotent
-      return InvalidArgument(what + "epoch " + std::to_string(epoch) +
-                             "'s order is in use and cannot be replaced");
-    }
-    it->second = std::move(order);
-  } else {
-    if (j->orders.size() >= kMaxDeclaredOrders) {
-      return InvalidArgument(what + "too many orders declared ahead (at most " +
-                             std::to_string(kMaxDeclaredOrders) + ")");
-    }
-    j->orders.emplace(epoch, std::move(order));
-  }
-  Refresh(*j);
+  Result<bool> stored = j->orders.Declare(View(*j), epoch, std::move(order));
+  if (!stored.ok()) return stored.status();
+  if (stored.value()) Refresh(*j);
   return Status::Ok();
 }
 
 Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   Job* j = Find(id);
   if (j == nullptr) return NotFound("no job " + std::to_string(id));
-  if (j->samples.empty()) return InvalidArgument("the sample list must be written first");
-  if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
-    return InvalidArgument("epoch " + std::to_string(epoch) + " is past the job's " +
-                           std::to_string(j->spec.epochs) + " epochs");
-  }
-  if (j->started && epoch < j->epoch) {
-    return InvalidArgument("epoch " + std::to_string(epoch) + " is before the current epoch " +
-                           std::to_string(j->epoch));
-  }
+  if (Status s = declarations::CheckEpochBegins(View(*j), epoch); !s.ok()) return s;
   now_ = std::max(now_, now_ns);
   if (j->started && epoch == j->epoch) return Status::Ok();
   if (j->started && implied_reads_) {
@@ -210,7 +193,7 @@ Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   j->consumed = 0;
   j->epoch_start_ns = now_ns;
   j->current = EpochCounters{epoch, 0, 0};
-  while (!j->orders.empty() && j->orders.begin()->first < epoch) j->orders.erase(j->orders.begin());
+  j->orders.DropBefore(epoch);
   Refresh(*j);
   return Status::Ok();
 }
@@ -312,12 +295,10 @@ void DeclaredFuture::DropRefs(Job& j) {
 
 void DeclaredFuture::Refresh(Job& j) {
   const size_t n = j.n();
-  auto cur = j.orders.find(j.epoch);
-  auto next = j.orders.find(j.epoch + 1);
-  j.pos_cur = cur != j.orders.end() ? Inverse(cur->second, n) : std::vector<uint32_t>{};
-  j.len_cur = cur != j.orders.end() ? cur->second.size() : n;
-  j.pos_next = next != j.orders.end() ? Inverse(next->second, n) : std::vector<uint32_t>{};
-  j.len_next = next != j.orders.end() ? next->second.size() : n;
+  j.cur_order = j.orders.Get(j.epoch);
+  j.next_order = j.orders.Get(j.epoch + 1);
+  j.len_cur = j.cur_order != nullptr ? j.cur_order->size() : n;
+  j.len_next = j.next_order != nullptr ? j.next_order->size() : n;
   j.scan = 0;
   j.ahead = 0;
   j.implied = 0;
@@ -330,27 +311,27 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
   const bool more1 = j.spec.epochs == 0 || e + 1 < j.spec.epochs;  // an epoch after this one
   const bool more2 = j.spec.epochs == 0 || e + 2 < j.spec.epochs;
   if (j.read[sample] != e + 1) {  // not read in the current epoch yet
-    if (j.pos_cur.empty()) {
+    if (j.cur_order == nullptr) {
       *pos = j.base + n / 2;
       return true;
     }
-    if (j.pos_cur[sample] != kNotInOrder) {
-      *pos = j.base + j.pos_cur[sample];
+    if (PosIn(*j.cur_order, sample) != kNotInOrder) {
+      *pos = j.base + PosIn(*j.cur_order, sample);
       return true;
     }
   }
   if (!more1) return false;
   const uint64_t next_base = j.base + j.len_cur;
-  if (j.pos_next.empty()) {
+  if (j.next_order == nullptr) {
     *pos = next_base + n / 2;
     return true;
   }
-  if (j.pos_next[sample] != kNotInOrder) {
+  if (PosIn(*j.next_order, sample) != kNotInOrder) {
     // Not its declared place: which samples of the next epoch are held does
     // not change how many hit, and a place spread uniformly spreads the hits
     // over the epoch's batches (the misses then overlap compute instead of
     // piling up at the epoch's end while storage idled at its start).
-    *pos = next_base + (spread ? Spread(sample, e + 1, j.len_next) : j.pos_next[sample]);
+    *pos = next_base + (spread ? Spread(sample, e + 1, j.len_next) : PosIn(*j.next_order, sample));
     return true;
   }
   if (!more2) return false;
@@ -372,7 +353,7 @@ bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
     int declaring = 0;
     auto next_holds = [&](const Ref& r) {
       const Job* j = by_index_[r.index];
-      if (j != nullptr && !j->pos_next.empty() && j->pos_next[r.sample] != kNotInOrder) ++declaring;
+      if (j != nullptr && j->next_order != nullptr && j->next_order->Holds(r.sample)) ++declaring;
     };
     next_holds(first_ref_[slot]);
     auto [b, e] = more_refs_.equal_range(slot);
@@ -521,9 +502,8 @@ uint64_t DeclaredFuture::WindowOf(const Job& j) const {
 // Counts the positions of j's current order before `limit` it has not read
 // as read, and hits; appends their objects to `out` (when given).
 void DeclaredFuture::ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* out) {
-  auto cur = j.orders.find(j.epoch);
-  if (cur == j.orders.end()) return;
-  const std::vector<uint32_t>& order = cur->second;
+  if (j.cur_order == nullptr) return;
+  const std::vector<uint32_t>& order = j.cur_order->idx;
   limit = std::min(limit, order.size());
   const uint32_t mark = j.epoch + 1;
   for (; j.implied < limit; ++j.implied) {
@@ -540,11 +520,11 @@ void DeclaredFuture::ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* ou
 void DeclaredFuture::ImplyReads(const Access& a, std::vector<ObjectId>* out) {
   if (!implied_reads_) return;
   Job* j = Find(a.job);
-  if (j == nullptr || j->samples.empty() || j->pos_cur.empty()) return;
+  if (j == nullptr || j->samples.empty() || j->cur_order == nullptr) return;
   const int64_t s = SampleOf(*j, a);
-  if (s < 0 || j->pos_cur[s] == kNotInOrder) return;
+  if (s < 0 || !j->cur_order->Holds(static_cast<uint32_t>(s))) return;
   const uint64_t window = WindowOf(*j);
-  const uint64_t p = j->pos_cur[s];
+  const uint64_t p = PosIn(*j->cur_order, static_cast<uint32_t>(s));
   if (p > window) ImplyBefore(*j, p - window, out);
 }
 
@@ -563,9 +543,8 @@ void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)
   for (Job* jp : by_index_) {
     if (jp == nullptr || jp->samples.empty()) continue;
     Job& j = *jp;
-    auto cur = j.orders.find(j.epoch);
-    if (cur == j.orders.end()) continue;  // nothing declared: nothing known ahead
-    const std::vector<uint32_t>& order = cur->second;
+    if (j.cur_order == nullptr) continue;  // nothing declared: nothing known ahead
+    const std::vector<uint32_t>& order = j.cur_order->idx;
     const uint32_t mark = j.epoch + 1;
     while (j.scan < order.size() && j.read[order[j.scan]] == mark) ++j.scan;
     j.ahead = std::max(j.ahead, j.scan);
@@ -589,11 +568,11 @@ void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)
       if (prefix) j.ahead = p + 1;
     }
     const bool more = j.spec.epochs == 0 || j.epoch + 1 < j.spec.epochs;
-    auto next = j.orders.find(j.epoch + 1);
-    if (p < order.size() || !more || next == j.orders.end()) continue;
+    const declarations::Order* next = j.next_order;
+    if (p < order.size() || !more || next == nullptr) continue;
     bool unused = true;
-    for (size_t q = 0; q < next->second.size() && found < per_job && q < kScanNext; ++q) {
-      if (j.read[next->second[q]] == mark) take(next->second[q], &unused);
+    for (size_t q = 0; q < next->idx.size() && found < per_job && q < kScanNext; ++q) {
+      if (j.read[next->idx[q]] == mark) take(next->idx[q], &unused);
     }
   }
 }
@@ -604,9 +583,9 @@ void DeclaredFuture::Evicted(const std::vector<ObjectId>& objects) {
     if (slot == SlotIndex::kNone) continue;
     auto back = [&](const Ref& r) {
       Job* j = r.index < by_index_.size() ? by_index_[r.index] : nullptr;
-      if (j == nullptr || j->pos_cur.empty() || j->pos_cur[r.sample] == kNotInOrder) return;
+      if (j == nullptr || j->cur_order == nullptr || !j->cur_order->Holds(r.sample)) return;
       if (j->read[r.sample] == j->epoch + 1) return;  // read already: not ahead
-      j->ahead = std::min<size_t>(j->ahead, j->pos_cur[r.sample]);
+      j->ahead = std::min<size_t>(j->ahead, PosIn(*j->cur_order, r.sample));
     };
     if (first_ref_[slot].index != 0) back(first_ref_[slot]);
     auto [b, e] = more_refs_.equal_range(slot);

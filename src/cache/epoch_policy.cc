@@ -27,7 +27,8 @@
 // when an order is declared, regions are vectors with swap-pop removal.
 #include "epochfs/cache/epoch_policy.h"
 
-#include "epochfs/cache/declaration_rules.h"
+#include "epochfs/declarations/declaration_rules.h"
+#include "epochfs/declarations/declared_orders.h"
 
 #include <algorithm>
 #include <cassert>
@@ -74,16 +75,11 @@ uint64_t ExpectedRemainingNs(const JobSnapshot& s) {
 
 namespace {
 
-constexpr int32_t kAbsent = -1;
+using declarations::kAbsent;
 constexpr int kRegions = 4;  // indexed by Region; kNone unused
 
 // An epoch's order: a permutation of a subset of the sample indices.
-struct Order {
-  std::vector<uint32_t> idx;
-  std::vector<int32_t> pos;  // sample -> position in idx, or kAbsent
-  int32_t PosOf(uint32_t sample) const { return pos[sample]; }
-  uint64_t size() const { return idx.size(); }
-};
+using declarations::Order;
 
 struct Job {
   JobSpec spec;
@@ -92,7 +88,7 @@ struct Job {
   uint64_t known_size_n = 0;
   uint64_t access_size_sum = 0;  // fallback when the list has no sizes
   uint64_t access_size_n = 0;
-  std::map<uint32_t, Order> orders;  // declared, by epoch
+  declarations::DeclaredOrders orders{declarations::InUse::kCurrentAndNext};  // by epoch
 
   JobState state = JobState::kWarmup;
   bool started = false;
@@ -144,6 +140,11 @@ struct Job {
   bool LastEpoch() const { return spec.epochs > 0 && epoch + 1 >= spec.epochs; }
 };
 
+// What the declaration rules need to know of the job.
+declarations::JobView View(const Job& j) {
+  return {j.samples.size(), j.spec.epochs, j.started ? std::optional(j.epoch) : std::nullopt};
+}
+
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 class EpochPolicy final : public Policy {
@@ -168,7 +169,10 @@ class EpochPolicy final : public Policy {
   }
 
   Status AddJob(const JobSpec& spec) override {
-    if (Status s = CheckNewJob(spec, jobs_.count(spec.id) != 0); !s.ok()) return s;
+    if (Status s = declarations::CheckNewJob(spec.id, spec.batch_size, jobs_.count(spec.id) != 0);
+        !s.ok()) {
+      return s;
+    }
     auto job = std::make_unique<Job>();
     job->spec = spec;
     if (job->spec.loaders == 0) job->spec.loaders = 1;
@@ -179,7 +183,8 @@ class EpochPolicy final : public Policy {
   Status SetSamples(JobId id, std::vector<SampleRef> samples) override {
     Job* j = FindJob(id);
     if (j == nullptr) return NotFound("no job " + std::to_string(id));
-    if (Status s = CheckSamples(samples.size(), !j->orders.empty() || j->started); !s.ok()) {
+    if (Status s = declarations::CheckSamples(samples.size(), !j->orders.empty() || j->started);
+        !s.ok()) {
       return s;
     }
     j->known_size_sum = 0;
@@ -201,36 +206,19 @@ class EpochPolicy final : public Policy {
   Status SetOrder(JobId id, uint32_t epoch, std::vector<uint32_t> order) override {
     Job* j = FindJob(id);
     if (j == nullptr) return NotFound("no job " + std::to_string(id));
-    const std::string what = "order " + std::to_string(epoch) + ": ";
-    Order o;
-    if (Status s = CheckOrder({j->samples.size(), j->spec.epochs, j->started, j->epoch}, epoch,
-                              order, &o.pos);
-        !s.ok()) {
-      return s;
-    }
-    o.idx = std::move(order);
-    auto it = j->orders.find(epoch);
-    if (it != j->orders.end()) {
-      const bool in_use = j->started && (epoch == j->epoch || epoch == j->epoch + 1);
-      if (in_use) {
-        if (it->second.idx == o.idx) return Status::Ok();  // same content: idempotent
-        return InvalidArgument(what + "epoch " + std::to_string(epoch) +
-                               "'s order is in use and cannot be replaced");
-      }
-      it->second = std::move(o);  // not referenced by cur/next/prev
-      return Status::Ok();
-    }
-    if (j->orders.size() >= kMaxDeclaredOrders) {
-      return InvalidArgument(what + "too many orders declared ahead (at most " +
-                             std::to_string(kMaxDeclaredOrders) + ")");
-    }
-    Order& stored = j->orders.emplace(epoch, std::move(o)).first->second;
+    const bool replaces = j->orders.count(epoch) != 0;
+    Result<bool> stored = j->orders.Declare(View(*j), epoch, std::move(order));
+    if (!stored.ok()) return stored.status();
+    // Unchanged, or a future order replaced (orders in use are not: cur/next/prev
+    // do not refer to it).
+    if (!stored.value() || replaces) return Status::Ok();
+    const Order* declared = j->orders.Get(epoch);
     if (j->started) {
       if (epoch == j->epoch) {
-        j->cur_order = &stored;  // was implicit until now
+        j->cur_order = declared;  // was implicit until now
         NarrowCur(*j);
       } else if (epoch == j->epoch + 1) {
-        j->next_order = &stored;
+        j->next_order = declared;
         ResetCounters(*j);
       }
     }
@@ -241,15 +229,7 @@ class EpochPolicy final : public Policy {
   Result<Decision> BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) override {
     Job* j = FindJob(id);
     if (j == nullptr) return NotFound("no job " + std::to_string(id));
-    if (j->samples.empty()) return InvalidArgument("the sample list must be written first");
-    if (j->spec.epochs > 0 && epoch >= j->spec.epochs) {
-      return InvalidArgument("epoch " + std::to_string(epoch) + " is past the job's " +
-                             std::to_string(j->spec.epochs) + " epochs");
-    }
-    if (j->started && epoch < j->epoch) {
-      return InvalidArgument("epoch " + std::to_string(epoch) + " is before the current epoch " +
-                             std::to_string(j->epoch));
-    }
+    if (Status s = declarations::CheckEpochBegins(View(*j), epoch); !s.ok()) return s;
     Decision d;
     StartEpoch(*j, epoch, now_ns);
     Flush(&d);

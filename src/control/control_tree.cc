@@ -132,7 +132,7 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
   if (p[2] == "status" && p.size() == 3) return StatusJson(p[1], who);
   auto snap = registry_.Snapshot(p[1]);
   if (!snap.ok()) return snap.status();
-  const JobSnapshot& s = snap.value();
+  const JobRecord& s = snap.value();
   if (p.size() == 3 && p[2] == "config") return s.config ? FormatJobConfig(*s.config) : "";
   if (p.size() == 3 && p[2] == "epoch") return s.epoch ? std::to_string(*s.epoch) + "\n" : "";
   if (p.size() == 3 && p[2] == "position") {
@@ -277,12 +277,12 @@ Status ControlTree::Rmdir(const std::string& path, const Caller& who) {
 Result<std::string> ControlTree::StatusJson(const std::string& name, const Caller& who) const {
   auto snap = registry_.Snapshot(name);
   if (!snap.ok()) return snap.status();
-  const JobSnapshot& s = snap.value();
+  const JobRecord& s = snap.value();
   nlohmann::json j;
   j["name"] = std::string(VisibleName(s.name, who.uid));
   j["id"] = s.id;
   j["owner"] = s.owner;
-  j["state"] = JobStateName(s.state);
+  j["state"] = JobPhaseName(s.state);
   j["epoch"] = s.epoch ? nlohmann::json(*s.epoch) : nlohmann::json(nullptr);
   j["samples"] = s.sample_count;
   j["declared_epochs"] = s.declared_epochs;

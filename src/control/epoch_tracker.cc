@@ -4,6 +4,7 @@
 #include <string>
 
 #include "epochfs/control/control_parse.h"
+#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::control {
 
@@ -15,53 +16,18 @@ EpochTracker::EpochTracker(uint32_t sample_count, EpochTrackerOptions options)
   window_ = uint64_t{opt_.loaders} * opt_.prefetch_factor * opt_.batch_size;
 }
 
-bool EpochTracker::SameOrder(uint32_t epoch, const std::vector<uint32_t>& order) const {
-  auto it = orders_.find(epoch);
-  if (it == orders_.end() || it->second.size != order.size()) return false;
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (order[i] >= last_.size() || it->second.pos[order[i]] != i) return false;
-  }
-  return true;
+declarations::JobView EpochTracker::View() const {
+  return {last_.size(), /*epochs: the registry checks them*/ 0, cur_};
 }
 
 Status EpochTracker::CheckOrder(uint32_t epoch, const std::vector<uint32_t>& order) const {
-  const std::string e = std::to_string(epoch);
-  if (cur_ && epoch < *cur_) {
-    if (SameOrder(epoch, order)) return Status::Ok();
-    return InvalidArgument("epoch " + e + " has ended (current epoch " +
-                           std::to_string(*cur_) + ")");
-  }
-  auto it = orders_.find(epoch);
-  if (it != orders_.end()) {
-    if (SameOrder(epoch, order)) return Status::Ok();
-    if (cur_ && epoch == *cur_) {
-      return InvalidArgument("epoch " + e +
-                             " has begun; its order can no longer change");
-    }
-  } else {
-    size_t held = 0;
-    for (const auto& [k, o] : orders_) held += (!cur_ || k >= *cur_) ? 1 : 0;
-    if (held >= kMaxPendingOrders) {
-      std::string list;
-      for (const auto& [k, o] : orders_) list += (list.empty() ? "" : ", ") + std::to_string(k);
-      return InvalidArgument("too many orders declared ahead (held: " + list +
-                             "); declare epoch K+1 during epoch K");
-    }
-  }
-  for (uint32_t idx : order) {
-    if (idx >= last_.size()) return InvalidArgument("index out of range for epoch " + e);
-  }
-  return Status::Ok();
+  return orders_.Check(View(), epoch, order);
 }
 
 Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order) {
-  if (Status s = CheckOrder(epoch, order); !s.ok()) return s;
-  if (SameOrder(epoch, order)) return Status::Ok();
-  Order o;
-  o.pos.assign(last_.size(), kAbsent);
-  for (size_t i = 0; i < order.size(); ++i) o.pos[order[i]] = static_cast<uint32_t>(i);
-  o.size = order.size();
-  orders_[epoch] = std::move(o);
+  Result<bool> stored = orders_.Declare(View(), epoch, order);
+  if (!stored.ok()) return stored.status();
+  if (!stored.value()) return Status::Ok();  // the order held
   if (cur_ && epoch == *cur_) {
     // The current epoch ran without an order: only reads of samples in it
     // count, or reads outside the order would end the epoch early.
@@ -72,10 +38,7 @@ Status EpochTracker::SetOrder(uint32_t epoch, const std::vector<uint32_t>& order
 }
 
 Result<bool> EpochTracker::MarkEpoch(uint32_t epoch) {
-  if (cur_ && epoch < *cur_) {
-    return InvalidArgument(std::to_string(epoch) + " is before the current epoch " +
-                           std::to_string(*cur_));
-  }
+  if (Status s = declarations::CheckEpochMarker(cur_, epoch); !s.ok()) return s;
   if (cur_ && epoch == *cur_) return false;
   TrackedAccess ignored;
   Begin(epoch, &ignored);
@@ -93,19 +56,18 @@ void EpochTracker::RestartEpoch() {
 }
 
 int64_t EpochTracker::PositionIn(uint32_t epoch, uint32_t sample) const {
-  auto it = orders_.find(epoch);
-  if (it == orders_.end() || it->second.pos[sample] == kAbsent) return -1;
-  return it->second.pos[sample];
+  const declarations::Order* o = orders_.Get(epoch);
+  return o == nullptr ? -1 : o->PosOf(sample);
 }
 
 bool EpochTracker::Belongs(uint32_t epoch, uint32_t sample) const {
-  auto it = orders_.find(epoch);
-  return it == orders_.end() || it->second.pos[sample] != kAbsent;
+  const declarations::Order* o = orders_.Get(epoch);
+  return o == nullptr || o->Holds(sample);
 }
 
 uint64_t EpochTracker::EpochSize(uint32_t epoch) const {
-  auto it = orders_.find(epoch);
-  return it == orders_.end() ? last_.size() : it->second.size;
+  const declarations::Order* o = orders_.Get(epoch);
+  return o == nullptr ? last_.size() : o->size();
 }
 
 bool EpochTracker::NearlyComplete(uint32_t epoch, uint64_t count) const {
@@ -116,7 +78,7 @@ bool EpochTracker::NearlyComplete(uint32_t epoch, uint64_t count) const {
 bool EpochTracker::InPendingOrders(uint32_t sample) const {
   if (sample >= last_.size()) return false;
   for (const auto& [k, o] : orders_) {
-    if (o.pos[sample] != kAbsent) return true;
+    if (o.Holds(sample)) return true;
   }
   return false;
 }
@@ -125,10 +87,6 @@ std::vector<uint32_t> EpochTracker::declared_epochs() const {
   std::vector<uint32_t> v;
   for (const auto& [k, o] : orders_) v.push_back(k);
   return v;
-}
-
-void EpochTracker::DropOrdersBefore(uint32_t epoch) {
-  orders_.erase(orders_.begin(), orders_.lower_bound(epoch));
 }
 
 void EpochTracker::ClosePrevious() {
@@ -148,7 +106,7 @@ void EpochTracker::Begin(uint32_t epoch, TrackedAccess* out) {
   cur_ = epoch;
   cur_count_ = 0;
   since_begin_ = 0;
-  DropOrdersBefore(prev_open_ ? epoch - 1 : epoch);
+  orders_.DropBefore(prev_open_ ? epoch - 1 : epoch);
   out->began = epoch;
 }
 
@@ -183,7 +141,7 @@ TrackedAccess EpochTracker::OnAccess(uint32_t sample) {
     if (!orders_.empty()) {
       k = orders_.begin()->first;
       for (const auto& [e, o] : orders_) {
-        if (o.pos[sample] != kAbsent) {
+        if (o.Holds(sample)) {
           k = e;
           break;
         }

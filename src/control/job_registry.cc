@@ -8,15 +8,16 @@
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 #include "epochfs/control/pid_namespace.h"
+#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::control {
 
-const char* JobStateName(JobState s) {
+const char* JobPhaseName(JobPhase s) {
   switch (s) {
-    case JobState::kRegistered: return "registered";
-    case JobState::kConfigured: return "configured";
-    case JobState::kRunning: return "running";
-    case JobState::kDone: return "done";
+    case JobPhase::kRegistered: return "registered";
+    case JobPhase::kConfigured: return "configured";
+    case JobPhase::kRunning: return "running";
+    case JobPhase::kDone: return "done";
   }
   return "unknown";
 }
@@ -52,7 +53,7 @@ struct JobRegistry::Job {
   std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
   std::string name;
   uid_t owner = 0;
-  JobState state = JobState::kRegistered;
+  JobPhase state = JobPhase::kRegistered;
   std::optional<JobConfig> config;
   // The sample list is kept as its fingerprint (identical rewrites are no-ops)
   // and as object → sample for attribution; the paths themselves live in the
@@ -245,7 +246,7 @@ void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
 void JobRegistry::StartFreshLocked(Job* job) {
   sink_.OnJobEnd(job->id);  // releases the old declarations' cache
   job->config.reset();
-  job->state = JobState::kRegistered;
+  job->state = JobPhase::kRegistered;
   job->sample_count = 0;
   job->samples_hash = 0;
   job->object_to_sample = SampleIndex();
@@ -317,7 +318,7 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
   spec.loaders = cfg.loaders;
   if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "config", s);
   job->config = cfg;
-  job->state = JobState::kConfigured;
+  job->state = JobPhase::kConfigured;
   return Status::Ok();
 }
 
@@ -414,7 +415,7 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     spec.loaders = cfg.loaders;
     if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "samples", s);
     job->config = cfg;
-    job->state = JobState::kConfigured;
+    job->state = JobPhase::kConfigured;
   }
   const size_t n = refs.value().size();
   auto list = std::make_shared<SampleList>();
@@ -445,14 +446,13 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
     if (!r.ok()) return r.status();
     Job* job = r.value();
     ReattachIfOrphanedLocked(job, writer_pid);
-    if (!job->tracker) {
-      return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+    if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                     declarations::NeedsSamples::kOrder);
+        !s.ok()) {
+      return Fail(job, file.c_str(), s);
     }
-    if (epoch >= job->config->epochs) {
-      return Fail(job, file.c_str(),
-                  InvalidArgument("epoch " + std::to_string(epoch) +
-                                  " is beyond the job's last epoch " +
-                                  std::to_string(job->config->epochs - 1) + " (epochs are 0-based)"));
+    if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch); !s.ok()) {
+      return Fail(job, file.c_str(), s);
     }
     id = job->id;
     count = job->sample_count;
@@ -463,7 +463,11 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
   Job* job = it->second;
   if (!order.ok()) return Fail(job, file.c_str(), order.status());
-  if (!job->tracker) return Fail(job, file.c_str(), InvalidArgument("write samples before the orders"));
+  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                   declarations::NeedsSamples::kOrder);
+      !s.ok()) {
+    return Fail(job, file.c_str(), s);
+  }
   if (job->tracker->SameOrder(epoch, order.value())) {
     job->reattach_pending = false;
     return Status::Ok();
@@ -488,12 +492,13 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
   ReattachIfOrphanedLocked(job, writer_pid);
   Result<uint32_t> epoch = ParseEpochMarker(text);
   if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
-  if (!job->tracker) return Fail(job, "epoch", InvalidArgument("write samples before the epoch"));
-  if (epoch.value() >= job->config->epochs) {
-    return Fail(job, "epoch",
-                InvalidArgument("epoch " + std::to_string(epoch.value()) +
-                                " is beyond the job's last epoch " +
-                                std::to_string(job->config->epochs - 1) + " (epochs are 0-based)"));
+  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                   declarations::NeedsSamples::kEpochMarker);
+      !s.ok()) {
+    return Fail(job, "epoch", s);
+  }
+  if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch.value()); !s.ok()) {
+    return Fail(job, "epoch", s);
   }
   Result<bool> began = job->tracker->MarkEpoch(epoch.value());
   if (!began.ok()) return Fail(job, "epoch", began.status());
@@ -514,26 +519,16 @@ Status JobRegistry::WritePosition(std::string_view name, uid_t caller, std::stri
   ReattachIfOrphanedLocked(job, writer_pid);
   Result<PositionReport> report = ParsePosition(text);
   if (!report.ok()) return Fail(job, "position", report.status());
-  if (!job->tracker) return Fail(job, "position", InvalidArgument("write samples first"));
+  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
+                                                   declarations::NeedsSamples::kPosition);
+      !s.ok()) {
+    return Fail(job, "position", s);
+  }
   const auto [epoch, position] = report.value();
-  const std::optional<uint32_t> current = job->tracker->current_epoch();
-  if (current && epoch < *current) return Status::Ok();  // late: that epoch is over
-  if (!current || epoch > *current) {
-    return Fail(job, "position",
-                InvalidArgument("epoch " + std::to_string(epoch) +
-                                " has not begun (write `epoch` first)"));
-  }
-  const uint64_t size = job->tracker->OrderSize(epoch);
-  if (size == 0) {
-    return Fail(job, "position",
-                InvalidArgument("epoch " + std::to_string(epoch) + " has no declared order"));
-  }
-  if (position > size) {
-    return Fail(job, "position",
-                InvalidArgument("position " + std::to_string(position) +
-                                " is past the end of epoch " + std::to_string(epoch) +
-                                "'s order (" + std::to_string(size) + " samples)"));
-  }
+  Result<declarations::PositionVerdict> verdict = declarations::CheckPosition(
+      job->tracker->current_epoch(), job->tracker->OrderSize(epoch), epoch, position);
+  if (!verdict.ok()) return Fail(job, "position", verdict.status());
+  if (verdict.value() == declarations::PositionVerdict::kLate) return Status::Ok();  // ignored
   job->position = report.value();
   job->reattach_pending = false;
   sink_.OnPosition(job->id, epoch, position);
@@ -564,16 +559,16 @@ Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_v
 
 void JobRegistry::BeginEpochLocked(Job* job, uint32_t epoch) {
   if (epoch >= job->config->epochs) {  // reads past the last epoch (evaluation, extra passes)
-    job->state = JobState::kDone;
+    job->state = JobPhase::kDone;
     return;
   }
-  if (job->state != JobState::kDone) job->state = JobState::kRunning;
+  if (job->state != JobPhase::kDone) job->state = JobPhase::kRunning;
   sink_.OnEpochBegin(job->id, epoch);
 }
 
 void JobRegistry::ApplyTracked(Job* job, const TrackedAccess& t) {
   if (t.began) BeginEpochLocked(job, *t.began);
-  if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobState::kDone;
+  if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobPhase::kDone;
 }
 
 AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader) {
@@ -590,7 +585,7 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader
   if (job == nullptr) {
     int matches = 0;
     for (auto& [name, j] : jobs_) {
-      if (j->state == JobState::kDone || !j->tracker) continue;
+      if (j->state == JobPhase::kDone || !j->tracker) continue;
       const std::optional<uint32_t> s = j->object_to_sample.Find(object);
       if (s && j->tracker->InPendingOrders(*s)) {
         if (reader != kAnyOwner && reader != j->owner) continue;  // another user
@@ -635,12 +630,12 @@ Result<JobId> JobRegistry::Find(std::string_view name) const {
   return it->second->id;
 }
 
-Result<JobSnapshot> JobRegistry::Snapshot(std::string_view name) const {
+Result<JobRecord> JobRegistry::Snapshot(std::string_view name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(name);
   if (it == jobs_.end()) return NotFound("no job '" + std::string(name) + "'");
   const Job& j = *it->second;
-  JobSnapshot s;
+  JobRecord s;
   s.id = j.id;
   s.name = j.name;
   s.owner = j.owner;

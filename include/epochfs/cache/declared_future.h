@@ -23,7 +23,8 @@
 // Job indices 1.. are reused after a job ends.
 //
 // Errors are for the job's `status` file and change nothing, as the epoch
-// policy's (the same rules: include/epochfs/cache/policy.h).
+// policy's: the same rules (include/epochfs/declarations/), the same store of
+// orders (DeclaredOrders).
 // Thread safety: not thread-safe; the policy serialises every call.
 #pragma once
 
@@ -37,6 +38,7 @@
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/slot_index.h"
+#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::cache {
 
@@ -135,6 +137,7 @@ class DeclaredFuture final : public Future {
 
  private:
   struct Job;
+  static declarations::JobView View(const Job& j);
   struct Ref {
     uint32_t index = 0;  // the job's Future index, 0: none
     uint32_t sample = 0;

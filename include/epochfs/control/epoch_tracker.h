@@ -21,20 +21,22 @@
 // epoch whose order holds the sample (else the lowest declared epoch, else 0).
 //
 // Orders are kept for the open epochs and the future: older ones are dropped
-// as epochs advance (at most kMaxPendingOrders are held).
+// as epochs advance. They are held in a DeclaredOrders and checked by its
+// rules (include/epochfs/declarations/declared_orders.h): at most
+// declarations::kMaxPendingOrders of the current and later epochs.
 //
 // Thread safety: not thread-safe; the JobRegistry serialises all calls.
-// Memory: 4 bytes per sample for the consumption record, plus 4 bytes per
-// sample for each held order.
+// Memory: 4 bytes per sample for the consumption record, plus, for each held
+// order, 4 bytes per sample and 4 per index of the order.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <vector>
 
 #include "epochfs/common/status.h"
+#include "epochfs/declarations/declared_orders.h"
 
 namespace epochfs::control {
 
@@ -56,27 +58,25 @@ struct TrackedAccess {
 
 class EpochTracker {
  public:
-  static constexpr size_t kMaxPendingOrders = 4;
-
   // REQUIRES: sample_count >= 1.
   EpochTracker(uint32_t sample_count, EpochTrackerOptions options);
   EpochTracker(const EpochTracker&) = delete;
   EpochTracker& operator=(const EpochTracker&) = delete;
 
-  // Declares epoch `epoch`'s order. REQUIRES: indices < sample_count, no
-  // duplicates, non-empty (ParseOrder guarantees it).
-  // InvalidArgument: the epoch has ended (older than the current one), its
-  // order is already declared and `order` differs while the epoch is open, or
-  // too many orders are pending. Re-declaring a future epoch replaces it;
-  // re-declaring the same order is a no-op. Declaring the order of the current
-  // epoch (begun without one) counts as consumed only the samples of `order`
-  // already read in it.
+  // Declares epoch `epoch`'s order, by the rules of DeclaredOrders (InUse::
+  // kCurrent: the current epoch's order cannot change once it has begun, a
+  // future epoch's is replaced; re-declaring the same order is a no-op), with
+  // the epoch unbounded (the registry checks the run's length). Declaring the
+  // order of the current epoch (begun without one) counts as consumed only
+  // the samples of `order` already read in it.
   Status SetOrder(uint32_t epoch, const std::vector<uint32_t>& order);
   // The checks of SetOrder alone: OK exactly when SetOrder would succeed.
   Status CheckOrder(uint32_t epoch, const std::vector<uint32_t>& order) const;
 
   // True when `order` equals the order held for `epoch`.
-  bool SameOrder(uint32_t epoch, const std::vector<uint32_t>& order) const;
+  bool SameOrder(uint32_t epoch, const std::vector<uint32_t>& order) const {
+    return orders_.Same(epoch, order);
+  }
 
   // Explicit marker: the job starts `epoch` now. Returns true when this began
   // a new epoch (false: it is already the current one). InvalidArgument when
@@ -96,8 +96,8 @@ class EpochTracker {
   bool HasOrder(uint32_t epoch) const { return orders_.count(epoch) != 0; }
   // The length of epoch `epoch`'s held order, 0 when none is held.
   uint64_t OrderSize(uint32_t epoch) const {
-    auto it = orders_.find(epoch);
-    return it == orders_.end() ? 0 : it->second.size;
+    const declarations::Order* o = orders_.Get(epoch);
+    return o == nullptr ? 0 : o->size();
   }
   // True when `sample` appears in a held order of the current epoch or later
   // (before any epoch began: in any held order).
@@ -116,14 +116,9 @@ class EpochTracker {
   uint64_t window_samples() const { return window_; }
 
  private:
-  static constexpr uint32_t kAbsent = UINT32_MAX;  // sample not in an order
-  static constexpr uint32_t kNever = UINT32_MAX;   // sample never consumed
+  static constexpr uint32_t kNever = UINT32_MAX;  // sample never consumed
 
-  struct Order {
-    std::vector<uint32_t> pos;  // sample → position, kAbsent when not listed
-    uint64_t size = 0;
-  };
-
+  declarations::JobView View() const;
   int64_t PositionIn(uint32_t epoch, uint32_t sample) const;
   // Orders absent: every sample belongs to the epoch.
   bool Belongs(uint32_t epoch, uint32_t sample) const;
@@ -133,12 +128,11 @@ class EpochTracker {
   void Begin(uint32_t epoch, TrackedAccess* out);
   void Count(uint32_t sample, uint32_t epoch, TrackedAccess* out);
   void ClosePrevious();
-  void DropOrdersBefore(uint32_t epoch);
 
   EpochTrackerOptions opt_;
   uint64_t window_;
   std::vector<uint32_t> last_;         // sample → last epoch it was consumed in
-  std::map<uint32_t, Order> orders_;   // epoch → order
+  declarations::DeclaredOrders orders_{declarations::InUse::kCurrent};
   std::optional<uint32_t> cur_;        // current epoch
   uint64_t cur_count_ = 0;             // samples consumed in cur_
   bool prev_open_ = false;             // cur_ - 1 accepts late arrivals

@@ -22,7 +22,9 @@
 //
 // Files are write-once in substance: config and samples may be rewritten only
 // with identical content (a restarted job re-declares itself), an order only
-// until its epoch begins. Epochs are 0-based: 0 .. epochs-1.
+// until its epoch begins. Epochs are 0-based: 0 .. epochs-1. What a job may
+// declare (orders, epoch markers, positions) follows the rules of
+// include/epochfs/declarations/, the same the cache policies apply.
 //
 // Re-attach: a job is orphaned when it has registered pids and
 // none of them runs any more (marked by ReapOrphans; a job that has begun an
@@ -80,9 +82,12 @@
 
 namespace epochfs::control {
 
-enum class JobState : uint8_t { kRegistered, kConfigured, kRunning, kDone };
+// Where a job is in its control lifecycle (above). Not the cache policy's
+// view of the job (cache::JobState: warm-up, caching, ...), which `status`
+// shows instead once an epoch has begun.
+enum class JobPhase : uint8_t { kRegistered, kConfigured, kRunning, kDone };
 // "registered" | "configured" | "running" | "done"
-const char* JobStateName(JobState s);
+const char* JobPhaseName(JobPhase s);
 
 // A job's samples list as accepted: sample k is the LOWER path
 // Path(k) = root/paths[k] (paths[k] alone when root is ""), normalised.
@@ -132,12 +137,14 @@ struct AccessInfo {
   bool repeat = false;            // the sample was already consumed in `epoch`
 };
 
-// A copy of one job's control state, for readdir, `pids` and `status`.
-struct JobSnapshot {
+// A copy of the registry's record of one job (its control state), for
+// readdir, `pids` and `status`; the policy's figures for the job are
+// cache::JobSnapshot (PolicyView).
+struct JobRecord {
   JobId id = kNoJob;
   std::string name;
   uid_t owner = 0;
-  JobState state = JobState::kRegistered;
+  JobPhase state = JobPhase::kRegistered;
   std::optional<JobConfig> config;
   size_t sample_count = 0;
   std::optional<uint32_t> epoch;          // current epoch
@@ -241,7 +248,7 @@ class JobRegistry {
 
   // Sorted; only the jobs of `owner` unless it is kAnyOwner.
   std::vector<std::string> JobNames(uid_t owner = kAnyOwner) const;
-  Result<JobSnapshot> Snapshot(std::string_view name) const;
+  Result<JobRecord> Snapshot(std::string_view name) const;
   Result<JobId> Find(std::string_view name) const;
 
  private:

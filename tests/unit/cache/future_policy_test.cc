@@ -41,6 +41,26 @@ std::vector<uint32_t> Reversed(uint32_t n) {
   return v;
 }
 
+// The rules and their messages: tests/unit/declarations. Here: the policy
+// applies them, with the current and the next epoch's orders in use.
+TEST(FuturePolicy, OrdersFollowTheDeclarationRules) {
+  Harness h(Future(400));
+  h.AddJob(Spec(1, 10), UniformSamples(10, 100, 1000));
+  Policy& p = h.policy();
+  EXPECT_EQ(p.SetOrder(1, 0, {0, 0}).code(), Code::kInvalidArgument);
+  for (uint32_t k = 0; k < 4; ++k) ASSERT_TRUE(p.SetOrder(1, k, Iota(10)).ok()) << k;
+  EXPECT_EQ(p.SetOrder(1, 4, Iota(10)).code(), Code::kInvalidArgument) << "a fifth pending order";
+  h.BeginEpoch(1, 1, 1);
+  EXPECT_EQ(p.SetOrder(1, 2, Reversed(10)).code(), Code::kInvalidArgument) << "next: in use";
+  EXPECT_TRUE(p.SetOrder(1, 2, Iota(10)).ok()) << "the same again";
+  EXPECT_TRUE(p.SetOrder(1, 3, Reversed(10)).ok()) << "two ahead: replaced";
+  EXPECT_TRUE(p.SetOrder(1, 4, Iota(10)).ok());
+  EXPECT_EQ(p.SetOrder(1, 5, Iota(10)).code(), Code::kInvalidArgument);
+  EXPECT_EQ(p.SetOrder(1, 0, Reversed(10)).code(), Code::kInvalidArgument) << "ended";
+  EXPECT_EQ(p.BeginEpoch(1, 0, 2).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(p.BeginEpoch(1, 10, 2).status().code(), Code::kInvalidArgument);
+}
+
 TEST(FuturePolicy, KeepsWhatTheNextEpochReadsFirst) {
   // 10 samples of 100 bytes, room for 4: epoch 1 hits 4 times (MIN's count;
   // which 4 of epoch 1 are held is spread over the epoch, docs/policy.md).

@@ -243,15 +243,15 @@ TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
 TEST_F(JobRegistryTest, LifecycleAndForwarding) {
   Result<JobId> id = reg_->Register("a", kAlice, 100);
   ASSERT_TRUE(id.ok());
-  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRegistered);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRegistered);
   EXPECT_EQ(reg_->Snapshot("a").value().pids, std::vector<pid_t>{100});  // the creator
 
   EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
   EXPECT_EQ(LastError("a"), "samples: write config before samples");
 
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig + std::string("compute_ms = 3\n")).ok());
-  JobSnapshot s = reg_->Snapshot("a").value();
-  EXPECT_EQ(s.state, JobState::kConfigured);
+  JobRecord s = reg_->Snapshot("a").value();
+  EXPECT_EQ(s.state, JobPhase::kConfigured);
   ASSERT_EQ(sink_.specs.size(), 1u);
   EXPECT_EQ(sink_.specs[0].id, id.value());
   EXPECT_EQ(sink_.specs[0].name, "a");
@@ -288,7 +288,7 @@ TEST_F(JobRegistryTest, LifecycleAndForwarding) {
   EXPECT_CONTAINS(LastError("a"), "epoch: expected one non-negative integer, got \"x\"");
   EXPECT_FALSE(reg_->WriteEpoch("a", kAlice, "2").ok());
   ASSERT_TRUE(reg_->WriteEpoch("a", kAlice, "0\n").ok());
-  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRunning);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRunning);
   EXPECT_EQ(reg_->Snapshot("a").value().epoch, std::optional<uint32_t>(0));
   ASSERT_EQ(sink_.epochs.size(), 1u);
   EXPECT_EQ(sink_.epochs[0], std::make_pair(id.value(), 0u));
@@ -329,7 +329,7 @@ TEST_F(JobRegistryTest, FailedWritesCommitNothing) {
   ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
   sink_.fail_next = true;
   EXPECT_FALSE(reg_->WriteConfig("a", kAlice, kConfig).ok());
-  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRegistered);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRegistered);
   EXPECT_EQ(LastError("a"), "config: policy said no");
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
   Status s = reg_->WriteSamples("a", kAlice, "f0\nmissing\n");
@@ -441,14 +441,14 @@ TEST_F(JobRegistryTest, InferredEpochsReachTheSinkAndTheJobFinishes) {
   for (cache::ObjectId o : {1000, 1001, 1002, 1003}) {
     EXPECT_EQ(reg_->OnAccess(101, o).epoch, std::optional<uint32_t>(0));
   }
-  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRunning);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRunning);
   for (cache::ObjectId o : {1003, 1002, 1001}) {
     EXPECT_EQ(reg_->OnAccess(101, o).epoch, std::optional<uint32_t>(1));
   }
-  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kRunning);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRunning);
   AccessInfo i = reg_->OnAccess(101, 1000);
   EXPECT_EQ(i.batch, 1);
-  EXPECT_EQ(reg_->Snapshot("a").value().state, JobState::kDone);
+  EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kDone);
   EXPECT_EQ(sink_.epochs,
             (std::vector<std::pair<JobId, uint32_t>>{{a, 0u}, {a, 1u}}));
   // Reads past the last epoch begin no epoch in the policy.
@@ -571,7 +571,7 @@ TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
   EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
   EXPECT_EQ(reg_->Snapshot("a").value().id, a);
   EXPECT_TRUE(sink_.ended.empty());
-  JobSnapshot s = reg_->Snapshot("a").value();
+  JobRecord s = reg_->Snapshot("a").value();
   EXPECT_FALSE(s.orphaned_since_ns.has_value());
   EXPECT_EQ(s.reattached, 1u);
   EXPECT_EQ(s.pids, std::vector<pid_t>{500});  // the dead pids are forgotten
@@ -612,7 +612,7 @@ TEST_F(JobRegistryTest, ReattachBeforeTheReaperNoticedAndByRoot) {
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WriteOrder("a", 0, 1, "3 2 1 0", 500).ok());  // root
   EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
-  JobSnapshot s = reg_->Snapshot("a").value();
+  JobRecord s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.owner, kAlice);  // still Alice's job
   EXPECT_EQ(s.pids, std::vector<pid_t>{500});
   EXPECT_EQ(s.reattached, 1u);
@@ -628,7 +628,7 @@ TEST_F(JobRegistryTest, PidsWriteToAnOrphanReattachesIt) {
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WritePids("a", kAlice, "500\n", 0).ok());
   EXPECT_EQ(sink_.restarted, std::vector<JobId>{a});
-  JobSnapshot s = reg_->Snapshot("a").value();
+  JobRecord s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.pids, std::vector<pid_t>{500});
   EXPECT_EQ(s.reattached, 1u);
   // Another pids write by the living job is not a re-attach.
@@ -651,9 +651,9 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, other, 500).ok()) << LastError("a");
   EXPECT_TRUE(sink_.restarted.empty());  // no epoch had begun
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
-  JobSnapshot s = reg_->Snapshot("a").value();
+  JobRecord s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.id, a);
-  EXPECT_EQ(s.state, JobState::kConfigured);
+  EXPECT_EQ(s.state, JobPhase::kConfigured);
   EXPECT_EQ(s.config->batch_size, 4u);
   EXPECT_EQ(s.sample_count, 0u);
   EXPECT_TRUE(s.declared_epochs.empty());
@@ -678,7 +678,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfre
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
   EXPECT_EQ(sink_.specs.size(), 2u);  // configured again for the policy
   EXPECT_EQ(sink_.sample_counts[a], 3u);
-  JobSnapshot s = reg_->Snapshot("a").value();
+  JobRecord s = reg_->Snapshot("a").value();
   EXPECT_EQ(s.sample_count, 3u);
   EXPECT_TRUE(s.declared_epochs.empty());
   EXPECT_FALSE(s.epoch.has_value());
