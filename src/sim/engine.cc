@@ -9,42 +9,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "epochfs/cache/epoch_policy.h"
-#include "epochfs/cache/future_policy.h"
+#include "epochfs/cache/future.h"
+#include "epochfs/cache/policy_factory.h"
 #include "epochfs/cache/request_cost.h"
-#include "epochfs/sim/baselines.h"
 
 namespace epochfs::sim {
-
-const char* PolicyKindName(PolicyKind k) {
-  switch (k) {
-    case PolicyKind::kNone:
-      return "none";
-    case PolicyKind::kLru:
-      return "lru";
-    case PolicyKind::kMinio:
-      return "minio";
-    case PolicyKind::kEpoch:
-      return "epoch";
-    case PolicyKind::kFuture:
-      return "future";
-    case PolicyKind::kBelady:
-      return "belady";
-  }
-  return "?";
-}
-
-std::vector<PolicyKind> AllPolicyKinds() {
-  return {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio, PolicyKind::kEpoch,
-          PolicyKind::kFuture, PolicyKind::kBelady};
-}
-
-Result<PolicyKind> ParsePolicyKind(const std::string& name) {
-  for (PolicyKind k : AllPolicyKinds()) {
-    if (name == PolicyKindName(k)) return k;
-  }
-  return InvalidArgument("unknown policy '" + name + "' (none, lru, minio, epoch, future, belady)");
-}
 
 namespace {
 
@@ -109,7 +78,7 @@ std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, uint32_t n) {
   return pos;
 }
 
-class Engine final : public Future {
+class Engine final : public cache::Future {
  public:
   Engine(const Trace& trace, PolicyKind kind, const EngineOptions& opt)
       : trace_(trace), kind_(kind), opt_(opt), budget_(trace.budget()) {
@@ -261,39 +230,21 @@ class Engine final : public Future {
 
  private:
   Status MakePolicy() {
-    switch (kind_) {
-      case PolicyKind::kNone:
-        policy_ = MakeNoCachePolicy(budget_);
-        break;
-      case PolicyKind::kLru:
-        policy_ = cache::MakeLruPolicy(budget_);
-        break;
-      case PolicyKind::kMinio:
-        policy_ = MakeMinioPolicy(budget_);
-        break;
-      case PolicyKind::kBelady:
-        policy_ = MakeBeladyPolicy(budget_, *this, trace_.workload().request_bytes);
-        break;
-      case PolicyKind::kFuture: {
-        cache::FuturePolicyParams p;
-        p.budget_bytes = budget_;
-        p.request_bytes = trace_.workload().request_bytes;
-        p.order_jobs = trace_.workload().read_slots != 0;
-        p.weigh_hits = trace_.workload().weigh_hits;
-        policy_ = cache::MakeFuturePolicy(p);
-        break;
-      }
-      case PolicyKind::kEpoch: {
-        cache::EpochPolicyParams p;
-        p.budget_bytes = budget_;
-        p.gain_max = trace_.workload().epoch.gain_max;
-        p.warmup_batches = trace_.workload().epoch.warmup_batches;
-        p.share_idle = trace_.workload().epoch.share_idle;
-        p.seed = trace_.workload().seed;
-        policy_ = cache::MakeEpochPolicy(p);
-        break;
-      }
-    }
+    const Workload& wl = trace_.workload();
+    cache::PolicyParams p;
+    p.kind = kind_;
+    p.budget_bytes = budget_;
+    p.future.request_bytes = wl.request_bytes;
+    p.future.order_jobs = wl.read_slots != 0;
+    p.future.weigh_hits = wl.weigh_hits;
+    p.epoch.gain_max = wl.epoch.gain_max;
+    p.epoch.warmup_batches = wl.epoch.warmup_batches;
+    p.epoch.share_idle = wl.epoch.share_idle;
+    p.epoch.seed = wl.seed;
+    p.oracle = this;
+    auto made = cache::MakePolicy(p);
+    if (!made.ok()) return made.status();
+    policy_ = std::move(made).value();
     if (trace_.workload().request_bytes_auto) request_cost_ = std::make_unique<cache::RequestCost>();
     return Status::Ok();
   }

@@ -6,10 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "epochfs/cache/epoch_policy.h"
 #include "epochfs/cache/future.h"
-#include "epochfs/cache/future_policy.h"
-#include "epochfs/sim/baselines.h"
+#include "epochfs/cache/policy_factory.h"
 
 namespace epochfs::sim {
 namespace {
@@ -89,7 +87,9 @@ class Replayer {
   }
 
   Result<ReplayResult> Go(uint64_t check_every) {
-    p_ = Make();
+    auto made = Make();
+    if (!made.ok()) return made.status();
+    p_ = std::move(made).value();
     r_.policy = PolicyKindName(kind_);
     uint64_t n = 0;
     for (const TraceEvent& e : events_) {
@@ -104,29 +104,14 @@ class Replayer {
   }
 
  private:
-  std::unique_ptr<cache::Policy> Make() {
-    switch (kind_) {
-      case PolicyKind::kNone:
-        return MakeNoCachePolicy(budget_);
-      case PolicyKind::kLru:
-        return cache::MakeLruPolicy(budget_);
-      case PolicyKind::kMinio:
-        return MakeMinioPolicy(budget_);
-      case PolicyKind::kBelady:
-        return MakeBeladyPolicy(budget_, future_, request_bytes_);
-      case PolicyKind::kFuture: {
-        cache::FuturePolicyParams p;
-        p.budget_bytes = budget_;
-        p.request_bytes = request_bytes_;
-        p.weigh_hits = weigh_hits_;
-        return cache::MakeFuturePolicy(p);
-      }
-      case PolicyKind::kEpoch:
-        break;
-    }
-    cache::EpochPolicyParams p;  // the daemon's defaults
+  Result<std::unique_ptr<cache::Policy>> Make() {
+    cache::PolicyParams p;  // the daemon's defaults, but for what the trace recorded
+    p.kind = kind_;
     p.budget_bytes = budget_;
-    return cache::MakeEpochPolicy(p);
+    p.future.request_bytes = request_bytes_;
+    p.future.weigh_hits = weigh_hits_;
+    p.oracle = &future_;
+    return cache::MakePolicy(p);
   }
 
   uint64_t MaxObject() const { return std::min<uint64_t>(budget_ / 4, uint64_t{1} << 30); }
