@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "epochfs/cache/decision_apply.h"
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy_factory.h"
 #include "epochfs/cache/request_cost.h"
@@ -274,30 +276,42 @@ class Engine final : public cache::Future {
     return trace_.datasets()[static_cast<size_t>((id >> 32) - 1)].sizes[id & 0xffffffffu];
   }
 
-  // Applies a Decision to the store: evictions, then the admission of `loaded`.
+  // The model store as a DecisionTarget (cache/decision_apply.h).
+  class StoreTarget final : public cache::DecisionTarget {
+   public:
+    explicit StoreTarget(Engine& e) : e_(e) {}
+    bool Evict(cache::ObjectId v) override {
+      uint8_t& st = e_.State(v);
+      if (st != kResident) return false;
+      st = kAbsent;
+      e_.used_ -= e_.SizeOf(v);
+      if (e_.unread_prefetched_.erase(v) != 0) ++e_.prefetch_wasted_;
+      return true;
+    }
+    Admission Admit(cache::ObjectId loaded) override {
+      uint8_t& st = e_.State(loaded);
+      if (st == kResident) return Admission::kPresent;
+      const uint64_t s = e_.SizeOf(loaded);
+      if (e_.used_ + s > e_.budget_) return Admission::kRefused;
+      st = kResident;
+      e_.used_ += s;
+      e_.max_resident_ = std::max(e_.max_resident_, e_.used_);
+      return Admission::kAdmitted;
+    }
+
+   private:
+    Engine& e_;
+  };
+
+  // Applies a Decision to the store: evictions, then the admission of `loaded`
+  // (0: none).
   void Apply(const cache::Decision& d, cache::ObjectId loaded) {
-    for (cache::ObjectId v : d.evict) {
-      uint8_t& st = State(v);
-      if (st == kResident) {
-        st = kAbsent;
-        used_ -= SizeOf(v);
-        ++evictions_;
-        if (unread_prefetched_.erase(v) != 0) ++prefetch_wasted_;
-      }
-    }
-    if (d.admit && loaded != 0) {
-      uint8_t& st = State(loaded);
-      const uint64_t s = SizeOf(loaded);
-      if (st != kResident && used_ + s <= budget_) {
-        st = kResident;
-        used_ += s;
-        ++admissions_;
-        max_resident_ = std::max(max_resident_, used_);
-      } else if (st != kResident) {
-        ++refused_;
-        policy_->OnDropped(loaded);
-      }
-    }
+    StoreTarget target(*this);
+    const cache::Applied a = cache::ApplyDecision(
+        d, loaded != 0 ? std::optional<cache::ObjectId>(loaded) : std::nullopt, *policy_, target);
+    evictions_ += a.evicted;
+    admissions_ += a.admitted ? 1 : 0;
+    refused_ += a.refused ? 1 : 0;
   }
   void ApplyResult(const Result<cache::Decision>& d, const char* what) {
     if (!d.ok()) return Fail(d.status(), what);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "epochfs/cache/decision_apply.h"
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy_factory.h"
 
@@ -116,26 +118,41 @@ class Replayer {
 
   uint64_t MaxObject() const { return std::min<uint64_t>(budget_ / 4, uint64_t{1} << 30); }
 
+  // The shadow store as a DecisionTarget (cache/decision_apply.h).
+  class ShadowTarget final : public cache::DecisionTarget {
+   public:
+    ShadowTarget(Replayer& r, uint64_t size) : r_(r), size_(size) {}
+    bool Evict(cache::ObjectId v) override {
+      auto it = r_.resident_.find(v);
+      if (it == r_.resident_.end()) return false;
+      r_.used_ -= it->second;
+      r_.resident_.erase(it);
+      return true;
+    }
+    Admission Admit(cache::ObjectId loaded) override {
+      if (r_.resident_.count(loaded) != 0) return Admission::kPresent;
+      if (r_.used_ + size_ > r_.budget_) {
+        r_.just_refused_ = loaded;
+        return Admission::kRefused;
+      }
+      r_.resident_.emplace(loaded, size_);
+      r_.used_ += size_;
+      return Admission::kAdmitted;
+    }
+
+   private:
+    Replayer& r_;
+    const uint64_t size_;  // the loaded object's
+  };
+
+  // Evictions, then the admission of `loaded` (0: none) of `size` bytes.
   void Apply(const cache::Decision& d, cache::ObjectId loaded, uint64_t size) {
-    for (cache::ObjectId v : d.evict) {
-      auto it = resident_.find(v);
-      if (it != resident_.end()) {
-        used_ -= it->second;
-        resident_.erase(it);
-        ++r_.evictions;
-      }
-    }
-    if (d.admit && loaded != 0 && resident_.count(loaded) == 0) {
-      if (used_ + size <= budget_) {
-        resident_.emplace(loaded, size);
-        used_ += size;
-        ++r_.admissions;
-      } else {
-        ++r_.refused;
-        p_->OnDropped(loaded);
-        just_refused_ = loaded;
-      }
-    }
+    ShadowTarget target(*this, size);
+    const cache::Applied a = cache::ApplyDecision(
+        d, loaded != 0 ? std::optional<cache::ObjectId>(loaded) : std::nullopt, *p_, target);
+    r_.evictions += a.evicted;
+    r_.admissions += a.admitted ? 1 : 0;
+    r_.refused += a.refused ? 1 : 0;
   }
   void ApplyResult(const Result<cache::Decision>& d) {
     if (d.ok()) Apply(d.value(), 0, 0);

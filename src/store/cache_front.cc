@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "epochfs/cache/decision_apply.h"
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 
@@ -298,21 +300,32 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   return ref;
 }
 
+// The RAM store as a DecisionTarget (cache/decision_apply.h), under policy_mu_.
+class CacheFront::RamTarget final : public cache::DecisionTarget {
+ public:
+  RamTarget(CacheFront& cf, const ObjectRef& loaded) : cf_(cf), loaded_(loaded) {}
+  bool Evict(cache::ObjectId victim) override {
+    if (!cf_.ram_.Erase(victim)) return false;
+    cf_.c_.evictions.fetch_add(1, std::memory_order_relaxed);
+    cf_.LeftLocked(victim);
+    return true;
+  }
+  // A failed insert (no room, or the id taken meanwhile) is a refusal.
+  Admission Admit(cache::ObjectId /*id*/) override {
+    return cf_.ram_.Insert(loaded_) ? Admission::kAdmitted : Admission::kRefused;
+  }
+
+ private:
+  CacheFront& cf_;
+  const ObjectRef& loaded_;
+};
+
 void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) {
-  for (cache::ObjectId victim : d.evict) {
-    if (ram_.Erase(victim)) {
-      c_.evictions.fetch_add(1, std::memory_order_relaxed);
-      LeftLocked(victim);
-    }
-  }
-  if (d.admit && loaded) {
-    if (ram_.Insert(loaded)) {
-      c_.admissions.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      c_.refused.fetch_add(1, std::memory_order_relaxed);
-      policy_->OnDropped(loaded->id);
-    }
-  }
+  RamTarget target(*this, loaded);
+  const cache::Applied a = cache::ApplyDecision(
+      d, loaded ? std::optional<cache::ObjectId>(loaded->id) : std::nullopt, *policy_, target);
+  if (a.admitted) c_.admissions.fetch_add(1, std::memory_order_relaxed);
+  if (a.refused) c_.refused.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CacheFront::LeftLocked(cache::ObjectId id) {
