@@ -146,7 +146,7 @@ struct Job {
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-class EpochPolicy final : public Policy {
+class EpochPolicy final : public Policy, public EpochRegions {
  public:
   explicit EpochPolicy(const EpochPolicyParams& p)
       : params_(p), pool_(p.budget_bytes), rng_(p.seed ^ 0x9e3779b97f4a7c15ULL) {}
@@ -352,6 +352,8 @@ class EpochPolicy final : public Policy {
               [](const JobSnapshot& a, const JobSnapshot& b) { return a.id < b.id; });
     return out;
   }
+
+  const EpochRegions* epoch_regions() const override { return this; }
 
   Region Where(JobId id, uint32_t sample) const override {
     auto it = jobs_.find(id);

@@ -130,12 +130,7 @@ class RecordingPolicy final : public cache::Policy {
   }
 
   std::vector<cache::JobSnapshot> Jobs() const override { return inner_->Jobs(); }
-  cache::Region Where(JobId job, uint32_t sample) const override {
-    return inner_->Where(job, sample);
-  }
-  std::vector<uint32_t> NextCounters(JobId job) const override {
-    return inner_->NextCounters(job);
-  }
+  const cache::EpochRegions* epoch_regions() const override { return inner_->epoch_regions(); }
   Status CheckInvariants() const override { return inner_->CheckInvariants(); }
 
  private:

@@ -33,8 +33,13 @@
 
 namespace epochfs::cache {
 
-// Stable id of a dataset object for the life of a mount (the daemon's inode
-// number of the lower file).
+class EpochRegions;  // epoch_policy.h
+
+// Stable id of a dataset object for the life of a mount: a seeded 64-bit hash
+// of the file's path relative to LOWER (store::ObjectIdOf; a block of a file
+// read in blocks: store::BlockIdOf), not an inode number, so that it names the
+// same file across lookups, renames of other files and remounts of the kernel's
+// inode cache. The simulator numbers its objects (dataset << 32 | sample).
 using ObjectId = uint64_t;
 
 // Registered job; kNoJob marks an access that could not be attributed.
@@ -95,14 +100,6 @@ struct PrefetchHint {
   JobId job = kNoJob;
   uint32_t sample = 0;
 };
-
-// Where a job holds one of its samples.
-//   kCur:  entered during the previous epoch, for use in the current one;
-//   kNext: entered during the current epoch, for use in the next one;
-//   kTail: the previous epoch's kCur leftovers, kept for a short window after
-//          an epoch change so that late (out-of-order) reads still hit.
-enum class Region : uint8_t { kNone, kCur, kNext, kTail };
-const char* RegionName(Region r);
 
 // Life of a job in the epoch policy.
 //   kWarmup:    first epoch (or first warmup_batches batches): no caching, measuring;
@@ -268,10 +265,10 @@ class Policy {
   virtual std::vector<JobId> Sharers(JobId /*job*/) const { return {}; }
   // Introspection (status files, tests, simulator).
   virtual std::vector<JobSnapshot> Jobs() const { return {}; }
-  // Where `job` holds sample `sample`.
-  virtual Region Where(JobId /*job*/, uint32_t /*sample*/) const { return Region::kNone; }
-  // The batch counters over the job's next order (S32), empty when none.
-  virtual std::vector<uint32_t> NextCounters(JobId /*job*/) const { return {}; }
+  // The epoch policy's regions and batch counters (epoch_policy.h), or
+  // nullptr for a policy that has none. The pointer lives as long as the
+  // policy; a wrapper (the trace recorder) passes its inner policy's on.
+  virtual const EpochRegions* epoch_regions() const { return nullptr; }
   // Recomputes every account from scratch and compares (O(resident objects));
   // Internal with a description on the first violation.
   virtual Status CheckInvariants() const { return Status::Ok(); }
