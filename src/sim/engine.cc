@@ -13,6 +13,8 @@
 #include "epochfs/cache/decision_apply.h"
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy_factory.h"
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 #include "epochfs/cache/request_cost.h"
 
 namespace epochfs::sim {
@@ -463,7 +465,9 @@ class Engine final : public cache::Future {
       declined_.clear();
       declined_until_ = now + 1'000'000'000;
     }
-    const std::vector<cache::PrefetchHint> hints = policy_->PrefetchHints(
+    cache::Prefetching* pf = policy_->prefetching();
+    if (pf == nullptr) return;
+    const std::vector<cache::PrefetchHint> hints = pf->PrefetchHints(
         prefetch_limit_ - prefetch_inflight_ - demand_inflight_, now,
         [&](cache::ObjectId o) { return State(o) != kAbsent || declined_.count(o) != 0; },
         loading_);
@@ -493,7 +497,7 @@ class Engine final : public cache::Future {
     --prefetch_inflight_;
     Loaded(size, e.started, e.t, e.others);
     const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
-    Apply(policy_->OnPrefetched(a, e.t - e.issued), id);
+    Apply(policy_->prefetching()->OnPrefetched(a, e.t - e.issued), id);  // it hinted
     if (State(id) == kResident) {
       ++prefetched_;
       unread_prefetched_.insert(id);
@@ -539,7 +543,10 @@ class Engine final : public cache::Future {
   // policy's order: the bytes left to read, at the mean size, of the job or
   // of another job reading the same dataset, whichever has least).
   uint64_t KeyOf(const Job& j) const {
-    if (kind_ != PolicyKind::kBelady) return policy_->BytesLeft(j.id);
+    if (kind_ != PolicyKind::kBelady) {
+      const cache::ReadOrder* order = policy_->read_order();
+      return order != nullptr ? order->BytesLeft(j.id) : 0;
+    }
     uint64_t key = UINT64_MAX;
     for (uint32_t o : by_dataset_[j.dataset]) {  // jobs sharing a dataset share the key
       const Job& s = jobs_[o];
@@ -579,7 +586,9 @@ class Engine final : public cache::Future {
                                [&](const Asking& a) { return a.job == job; });
         if (it == asking.end()) {
           Asking a{job, KeyOf(jobs_[job]), i, {}};
-          if (kind_ != PolicyKind::kBelady) a.with = policy_->Sharers(jobs_[job].id);
+          if (kind_ != PolicyKind::kBelady && policy_->read_order() != nullptr) {
+            a.with = policy_->read_order()->Sharers(jobs_[job].id);
+          }
           asking.push_back(std::move(a));
         } else if (waiting_[i].asked < waiting_[it->first].asked) {
           it->first = i;

@@ -10,6 +10,7 @@
 #include "epochfs/cache/decision_apply.h"
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy_factory.h"
+#include "epochfs/cache/prefetching.h"
 
 namespace epochfs::sim {
 namespace {
@@ -225,7 +226,9 @@ class Replayer {
         const cache::Access& a = e.access;
         if (resident_.count(a.object) != 0 || a.size > MaxObject()) break;
         const uint64_t before = r_.admissions;
-        Apply(p.OnPrefetched(a, e.load_ns), a.object, a.size);
+        cache::Prefetching* pf = p.prefetching();
+        const cache::Decision d = pf != nullptr ? pf->OnPrefetched(a, e.load_ns) : cache::Decision{};
+        Apply(d, a.object, a.size);
         if (r_.admissions != before) {
           ++r_.prefetched;
           r_.bytes_read += a.size;

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "epochfs/cache/decision_apply.h"
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 
@@ -133,7 +135,9 @@ std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
     return std::find(flying.begin(), flying.end(), o) != flying.end() || (skip && skip(o));
   };
   std::lock_guard lock(policy_mu_);
-  return policy_->PrefetchHints(max, NowNs(), skipped, loading);
+  cache::Prefetching* pf = policy_->prefetching();
+  if (pf == nullptr) return {};
+  return pf->PrefetchHints(max, NowNs(), skipped, loading);
 }
 
 Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
@@ -170,8 +174,10 @@ Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {
     turn.job = req.job;
     {
       std::lock_guard lock(policy_mu_);
-      turn.key = policy_->BytesLeft(req.job);
-      for (cache::JobId o : policy_->Sharers(req.job)) turn.with.push_back(o);
+      if (const cache::ReadOrder* order = policy_->read_order(); order != nullptr) {
+        turn.key = order->BytesLeft(req.job);
+        for (cache::JobId o : order->Sharers(req.job)) turn.with.push_back(o);
+      }
     }
     if (Status s = read_slots_->Acquire(turn, CancelScope::Current(), &slot); !s.ok()) return s;
   }
@@ -246,7 +252,8 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     LoadedLocked(ref->data.size(), start, now, others);
     if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
     cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
-    ApplyLocked(policy_->OnPrefetched(a, now - start), ref);
+    cache::Prefetching* pf = policy_->prefetching();
+    ApplyLocked(pf != nullptr ? pf->OnPrefetched(a, now - start) : cache::Decision{}, ref);
     const bool kept = ram_.Find(req.id) == ref;
     if (kept) {
       unread_prefetched_.insert(req.id);
