@@ -7,11 +7,13 @@
 
 #include "epochfs/cache/declared_future.h"
 #include "epochfs/cache/next_use_cache.h"
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 
 namespace epochfs::cache {
 namespace {
 
-class FuturePolicy final : public Policy {
+class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
  public:
   explicit FuturePolicy(const FuturePolicyParams& p)
       : future_(std::max<uint64_t>(1, p.default_pace_ns)),
@@ -22,6 +24,8 @@ class FuturePolicy final : public Policy {
   }
 
   const char* name() const override { return "future"; }
+  Prefetching* prefetching() override { return this; }
+  const ReadOrder* read_order() const override { return this; }
   uint64_t budget() const override { return cache_.budget(); }
   uint64_t resident_bytes() const override { return cache_.used(); }
 

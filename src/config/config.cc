@@ -150,9 +150,12 @@ bool SetAmount(const Raw& v, MemoryAmount* out) {
   return true;
 }
 
-constexpr std::string_view kPolicyNames[] = {"lru", "epoch", "future"};
+// The policies the daemon runs (the simulator's baselines are not among them).
 constexpr PolicyKind kPolicyValues[] = {PolicyKind::kLru, PolicyKind::kEpoch,
                                          PolicyKind::kFuture};
+constexpr std::string_view kPolicyNames[] = {PolicyKindName(kPolicyValues[0]),
+                                             PolicyKindName(kPolicyValues[1]),
+                                             PolicyKindName(kPolicyValues[2])};
 constexpr std::string_view kConsistencyNames[] = {"immutable", "open"};
 constexpr Consistency kConsistencyValues[] = {Consistency::kImmutable, Consistency::kOpen};
 constexpr std::string_view kReaddirPlusNames[] = {"auto", "always"};

@@ -11,9 +11,8 @@
 #include <thread>
 
 #include "epochfs/cache/cache_need.h"
-#include "epochfs/cache/epoch_policy.h"
-#include "epochfs/cache/future_policy.h"
 #include "epochfs/cache/policy.h"
+#include "epochfs/cache/policy_factory.h"
 #include "epochfs/common/log.h"
 #include "epochfs/control/control_tree.h"
 #include "epochfs/fs/filesystem.h"
@@ -37,22 +36,19 @@ namespace epochfs {
 namespace {
 
 std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
-  if (cfg.cache.policy == PolicyKind::kLru) return cache::MakeLruPolicy(budget);
-  if (cfg.cache.policy == PolicyKind::kFuture) {
-    cache::FuturePolicyParams f;
-    f.budget_bytes = budget;
-    f.implied_reads = cfg.fuse.no_open;  // the kernel's hits never reach the policy
-    f.request_bytes = cfg.cache.request_bytes;
-    f.order_jobs = cfg.lower.read_slots != 0;
-    f.weigh_hits = cfg.cache.weigh_hits;
-    return cache::MakeFuturePolicy(f);
-  }
-  cache::EpochPolicyParams p;
+  cache::PolicyParams p;
+  p.kind = cfg.cache.policy;
   p.budget_bytes = budget;
-  p.gain_max = cfg.policy.gain_max;
-  p.warmup_batches = cfg.warmup.batches;
-  p.seed = static_cast<uint64_t>(::getpid());
-  return cache::MakeEpochPolicy(p);
+  p.future.implied_reads = cfg.fuse.no_open;  // the kernel's hits never reach the policy
+  p.future.request_bytes = cfg.cache.request_bytes;
+  p.future.order_jobs = cfg.lower.read_slots != 0;
+  p.future.weigh_hits = cfg.cache.weigh_hits;
+  p.epoch.gain_max = cfg.policy.gain_max;
+  p.epoch.warmup_batches = cfg.warmup.batches;
+  p.epoch.seed = static_cast<uint64_t>(::getpid());
+  // Config accepts only the daemon's policies (lru, epoch, future), which
+  // need no oracle: this cannot fail.
+  return std::move(cache::MakePolicy(p)).value();
 }
 
 // Logs one warning each time Σ jobs' cache need goes over the budget (and a

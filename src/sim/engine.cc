@@ -3,48 +3,21 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "epochfs/cache/epoch_policy.h"
-#include "epochfs/cache/future_policy.h"
+#include "epochfs/cache/decision_apply.h"
+#include "epochfs/cache/future.h"
+#include "epochfs/cache/policy_factory.h"
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 #include "epochfs/cache/request_cost.h"
-#include "epochfs/sim/baselines.h"
 
 namespace epochfs::sim {
-
-const char* PolicyKindName(PolicyKind k) {
-  switch (k) {
-    case PolicyKind::kNone:
-      return "none";
-    case PolicyKind::kLru:
-      return "lru";
-    case PolicyKind::kMinio:
-      return "minio";
-    case PolicyKind::kEpoch:
-      return "epoch";
-    case PolicyKind::kFuture:
-      return "future";
-    case PolicyKind::kBelady:
-      return "belady";
-  }
-  return "?";
-}
-
-std::vector<PolicyKind> AllPolicyKinds() {
-  return {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio, PolicyKind::kEpoch,
-          PolicyKind::kFuture, PolicyKind::kBelady};
-}
-
-Result<PolicyKind> ParsePolicyKind(const std::string& name) {
-  for (PolicyKind k : AllPolicyKinds()) {
-    if (name == PolicyKindName(k)) return k;
-  }
-  return InvalidArgument("unknown policy '" + name + "' (none, lru, minio, epoch, future, belady)");
-}
 
 namespace {
 
@@ -109,7 +82,7 @@ std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, uint32_t n) {
   return pos;
 }
 
-class Engine final : public Future {
+class Engine final : public cache::Future {
  public:
   Engine(const Trace& trace, PolicyKind kind, const EngineOptions& opt)
       : trace_(trace), kind_(kind), opt_(opt), budget_(trace.budget()) {
@@ -261,39 +234,21 @@ class Engine final : public Future {
 
  private:
   Status MakePolicy() {
-    switch (kind_) {
-      case PolicyKind::kNone:
-        policy_ = MakeNoCachePolicy(budget_);
-        break;
-      case PolicyKind::kLru:
-        policy_ = cache::MakeLruPolicy(budget_);
-        break;
-      case PolicyKind::kMinio:
-        policy_ = MakeMinioPolicy(budget_);
-        break;
-      case PolicyKind::kBelady:
-        policy_ = MakeBeladyPolicy(budget_, *this, trace_.workload().request_bytes);
-        break;
-      case PolicyKind::kFuture: {
-        cache::FuturePolicyParams p;
-        p.budget_bytes = budget_;
-        p.request_bytes = trace_.workload().request_bytes;
-        p.order_jobs = trace_.workload().read_slots != 0;
-        p.weigh_hits = trace_.workload().weigh_hits;
-        policy_ = cache::MakeFuturePolicy(p);
-        break;
-      }
-      case PolicyKind::kEpoch: {
-        cache::EpochPolicyParams p;
-        p.budget_bytes = budget_;
-        p.gain_max = trace_.workload().epoch.gain_max;
-        p.warmup_batches = trace_.workload().epoch.warmup_batches;
-        p.share_idle = trace_.workload().epoch.share_idle;
-        p.seed = trace_.workload().seed;
-        policy_ = cache::MakeEpochPolicy(p);
-        break;
-      }
-    }
+    const Workload& wl = trace_.workload();
+    cache::PolicyParams p;
+    p.kind = kind_;
+    p.budget_bytes = budget_;
+    p.future.request_bytes = wl.request_bytes;
+    p.future.order_jobs = wl.read_slots != 0;
+    p.future.weigh_hits = wl.weigh_hits;
+    p.epoch.gain_max = wl.epoch.gain_max;
+    p.epoch.warmup_batches = wl.epoch.warmup_batches;
+    p.epoch.share_idle = wl.epoch.share_idle;
+    p.epoch.seed = wl.seed;
+    p.oracle = this;
+    auto made = cache::MakePolicy(p);
+    if (!made.ok()) return made.status();
+    policy_ = std::move(made).value();
     if (trace_.workload().request_bytes_auto) request_cost_ = std::make_unique<cache::RequestCost>();
     return Status::Ok();
   }
@@ -323,30 +278,42 @@ class Engine final : public Future {
     return trace_.datasets()[static_cast<size_t>((id >> 32) - 1)].sizes[id & 0xffffffffu];
   }
 
-  // Applies a Decision to the store: evictions, then the admission of `loaded`.
+  // The model store as a DecisionTarget (cache/decision_apply.h).
+  class StoreTarget final : public cache::DecisionTarget {
+   public:
+    explicit StoreTarget(Engine& e) : e_(e) {}
+    bool Evict(cache::ObjectId v) override {
+      uint8_t& st = e_.State(v);
+      if (st != kResident) return false;
+      st = kAbsent;
+      e_.used_ -= e_.SizeOf(v);
+      if (e_.unread_prefetched_.erase(v) != 0) ++e_.prefetch_wasted_;
+      return true;
+    }
+    Admission Admit(cache::ObjectId loaded) override {
+      uint8_t& st = e_.State(loaded);
+      if (st == kResident) return Admission::kPresent;
+      const uint64_t s = e_.SizeOf(loaded);
+      if (e_.used_ + s > e_.budget_) return Admission::kRefused;
+      st = kResident;
+      e_.used_ += s;
+      e_.max_resident_ = std::max(e_.max_resident_, e_.used_);
+      return Admission::kAdmitted;
+    }
+
+   private:
+    Engine& e_;
+  };
+
+  // Applies a Decision to the store: evictions, then the admission of `loaded`
+  // (0: none).
   void Apply(const cache::Decision& d, cache::ObjectId loaded) {
-    for (cache::ObjectId v : d.evict) {
-      uint8_t& st = State(v);
-      if (st == kResident) {
-        st = kAbsent;
-        used_ -= SizeOf(v);
-        ++evictions_;
-        if (unread_prefetched_.erase(v) != 0) ++prefetch_wasted_;
-      }
-    }
-    if (d.admit && loaded != 0) {
-      uint8_t& st = State(loaded);
-      const uint64_t s = SizeOf(loaded);
-      if (st != kResident && used_ + s <= budget_) {
-        st = kResident;
-        used_ += s;
-        ++admissions_;
-        max_resident_ = std::max(max_resident_, used_);
-      } else if (st != kResident) {
-        ++refused_;
-        policy_->OnDropped(loaded);
-      }
-    }
+    StoreTarget target(*this);
+    const cache::Applied a = cache::ApplyDecision(
+        d, loaded != 0 ? std::optional<cache::ObjectId>(loaded) : std::nullopt, *policy_, target);
+    evictions_ += a.evicted;
+    admissions_ += a.admitted ? 1 : 0;
+    refused_ += a.refused ? 1 : 0;
   }
   void ApplyResult(const Result<cache::Decision>& d, const char* what) {
     if (!d.ok()) return Fail(d.status(), what);
@@ -498,7 +465,9 @@ class Engine final : public Future {
       declined_.clear();
       declined_until_ = now + 1'000'000'000;
     }
-    const std::vector<cache::PrefetchHint> hints = policy_->PrefetchHints(
+    cache::Prefetching* pf = policy_->prefetching();
+    if (pf == nullptr) return;
+    const std::vector<cache::PrefetchHint> hints = pf->PrefetchHints(
         prefetch_limit_ - prefetch_inflight_ - demand_inflight_, now,
         [&](cache::ObjectId o) { return State(o) != kAbsent || declined_.count(o) != 0; },
         loading_);
@@ -528,7 +497,7 @@ class Engine final : public Future {
     --prefetch_inflight_;
     Loaded(size, e.started, e.t, e.others);
     const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
-    Apply(policy_->OnPrefetched(a, e.t - e.issued), id);
+    Apply(policy_->prefetching()->OnPrefetched(a, e.t - e.issued), id);  // it hinted
     if (State(id) == kResident) {
       ++prefetched_;
       unread_prefetched_.insert(id);
@@ -574,7 +543,10 @@ class Engine final : public Future {
   // policy's order: the bytes left to read, at the mean size, of the job or
   // of another job reading the same dataset, whichever has least).
   uint64_t KeyOf(const Job& j) const {
-    if (kind_ != PolicyKind::kBelady) return policy_->BytesLeft(j.id);
+    if (kind_ != PolicyKind::kBelady) {
+      const cache::ReadOrder* order = policy_->read_order();
+      return order != nullptr ? order->BytesLeft(j.id) : 0;
+    }
     uint64_t key = UINT64_MAX;
     for (uint32_t o : by_dataset_[j.dataset]) {  // jobs sharing a dataset share the key
       const Job& s = jobs_[o];
@@ -614,7 +586,9 @@ class Engine final : public Future {
                                [&](const Asking& a) { return a.job == job; });
         if (it == asking.end()) {
           Asking a{job, KeyOf(jobs_[job]), i, {}};
-          if (kind_ != PolicyKind::kBelady) a.with = policy_->Sharers(jobs_[job].id);
+          if (kind_ != PolicyKind::kBelady && policy_->read_order() != nullptr) {
+            a.with = policy_->read_order()->Sharers(jobs_[job].id);
+          }
           asking.push_back(std::move(a));
         } else if (waiting_[i].asked < waiting_[it->first].asked) {
           it->first = i;

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "epochfs/cache/epoch_policy.h"
+#include "epochfs/cache/decision_apply.h"
 #include "epochfs/cache/future.h"
-#include "epochfs/cache/future_policy.h"
-#include "epochfs/sim/baselines.h"
+#include "epochfs/cache/policy_factory.h"
+#include "epochfs/cache/prefetching.h"
 
 namespace epochfs::sim {
 namespace {
@@ -89,7 +90,9 @@ class Replayer {
   }
 
   Result<ReplayResult> Go(uint64_t check_every) {
-    p_ = Make();
+    auto made = Make();
+    if (!made.ok()) return made.status();
+    p_ = std::move(made).value();
     r_.policy = PolicyKindName(kind_);
     uint64_t n = 0;
     for (const TraceEvent& e : events_) {
@@ -104,53 +107,53 @@ class Replayer {
   }
 
  private:
-  std::unique_ptr<cache::Policy> Make() {
-    switch (kind_) {
-      case PolicyKind::kNone:
-        return MakeNoCachePolicy(budget_);
-      case PolicyKind::kLru:
-        return cache::MakeLruPolicy(budget_);
-      case PolicyKind::kMinio:
-        return MakeMinioPolicy(budget_);
-      case PolicyKind::kBelady:
-        return MakeBeladyPolicy(budget_, future_, request_bytes_);
-      case PolicyKind::kFuture: {
-        cache::FuturePolicyParams p;
-        p.budget_bytes = budget_;
-        p.request_bytes = request_bytes_;
-        p.weigh_hits = weigh_hits_;
-        return cache::MakeFuturePolicy(p);
-      }
-      case PolicyKind::kEpoch:
-        break;
-    }
-    cache::EpochPolicyParams p;  // the daemon's defaults
+  Result<std::unique_ptr<cache::Policy>> Make() {
+    cache::PolicyParams p;  // the daemon's defaults, but for what the trace recorded
+    p.kind = kind_;
     p.budget_bytes = budget_;
-    return cache::MakeEpochPolicy(p);
+    p.future.request_bytes = request_bytes_;
+    p.future.weigh_hits = weigh_hits_;
+    p.oracle = &future_;
+    return cache::MakePolicy(p);
   }
 
   uint64_t MaxObject() const { return std::min<uint64_t>(budget_ / 4, uint64_t{1} << 30); }
 
+  // The shadow store as a DecisionTarget (cache/decision_apply.h).
+  class ShadowTarget final : public cache::DecisionTarget {
+   public:
+    ShadowTarget(Replayer& r, uint64_t size) : r_(r), size_(size) {}
+    bool Evict(cache::ObjectId v) override {
+      auto it = r_.resident_.find(v);
+      if (it == r_.resident_.end()) return false;
+      r_.used_ -= it->second;
+      r_.resident_.erase(it);
+      return true;
+    }
+    Admission Admit(cache::ObjectId loaded) override {
+      if (r_.resident_.count(loaded) != 0) return Admission::kPresent;
+      if (r_.used_ + size_ > r_.budget_) {
+        r_.just_refused_ = loaded;
+        return Admission::kRefused;
+      }
+      r_.resident_.emplace(loaded, size_);
+      r_.used_ += size_;
+      return Admission::kAdmitted;
+    }
+
+   private:
+    Replayer& r_;
+    const uint64_t size_;  // the loaded object's
+  };
+
+  // Evictions, then the admission of `loaded` (0: none) of `size` bytes.
   void Apply(const cache::Decision& d, cache::ObjectId loaded, uint64_t size) {
-    for (cache::ObjectId v : d.evict) {
-      auto it = resident_.find(v);
-      if (it != resident_.end()) {
-        used_ -= it->second;
-        resident_.erase(it);
-        ++r_.evictions;
-      }
-    }
-    if (d.admit && loaded != 0 && resident_.count(loaded) == 0) {
-      if (used_ + size <= budget_) {
-        resident_.emplace(loaded, size);
-        used_ += size;
-        ++r_.admissions;
-      } else {
-        ++r_.refused;
-        p_->OnDropped(loaded);
-        just_refused_ = loaded;
-      }
-    }
+    ShadowTarget target(*this, size);
+    const cache::Applied a = cache::ApplyDecision(
+        d, loaded != 0 ? std::optional<cache::ObjectId>(loaded) : std::nullopt, *p_, target);
+    r_.evictions += a.evicted;
+    r_.admissions += a.admitted ? 1 : 0;
+    r_.refused += a.refused ? 1 : 0;
   }
   void ApplyResult(const Result<cache::Decision>& d) {
     if (d.ok()) Apply(d.value(), 0, 0);
@@ -223,7 +226,9 @@ class Replayer {
         const cache::Access& a = e.access;
         if (resident_.count(a.object) != 0 || a.size > MaxObject()) break;
         const uint64_t before = r_.admissions;
-        Apply(p.OnPrefetched(a, e.load_ns), a.object, a.size);
+        cache::Prefetching* pf = p.prefetching();
+        const cache::Decision d = pf != nullptr ? pf->OnPrefetched(a, e.load_ns) : cache::Decision{};
+        Apply(d, a.object, a.size);
         if (r_.admissions != before) {
           ++r_.prefetched;
           r_.bytes_read += a.size;

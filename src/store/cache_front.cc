@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "epochfs/cache/decision_apply.h"
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 
@@ -131,7 +135,9 @@ std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
     return std::find(flying.begin(), flying.end(), o) != flying.end() || (skip && skip(o));
   };
   std::lock_guard lock(policy_mu_);
-  return policy_->PrefetchHints(max, NowNs(), skipped, loading);
+  cache::Prefetching* pf = policy_->prefetching();
+  if (pf == nullptr) return {};
+  return pf->PrefetchHints(max, NowNs(), skipped, loading);
 }
 
 Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
@@ -168,8 +174,10 @@ Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {
     turn.job = req.job;
     {
       std::lock_guard lock(policy_mu_);
-      turn.key = policy_->BytesLeft(req.job);
-      for (cache::JobId o : policy_->Sharers(req.job)) turn.with.push_back(o);
+      if (const cache::ReadOrder* order = policy_->read_order(); order != nullptr) {
+        turn.key = order->BytesLeft(req.job);
+        for (cache::JobId o : order->Sharers(req.job)) turn.with.push_back(o);
+      }
     }
     if (Status s = read_slots_->Acquire(turn, CancelScope::Current(), &slot); !s.ok()) return s;
   }
@@ -244,7 +252,8 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     LoadedLocked(ref->data.size(), start, now, others);
     if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
     cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
-    ApplyLocked(policy_->OnPrefetched(a, now - start), ref);
+    cache::Prefetching* pf = policy_->prefetching();
+    ApplyLocked(pf != nullptr ? pf->OnPrefetched(a, now - start) : cache::Decision{}, ref);
     const bool kept = ram_.Find(req.id) == ref;
     if (kept) {
       unread_prefetched_.insert(req.id);
@@ -298,21 +307,32 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   return ref;
 }
 
+// The RAM store as a DecisionTarget (cache/decision_apply.h), under policy_mu_.
+class CacheFront::RamTarget final : public cache::DecisionTarget {
+ public:
+  RamTarget(CacheFront& cf, const ObjectRef& loaded) : cf_(cf), loaded_(loaded) {}
+  bool Evict(cache::ObjectId victim) override {
+    if (!cf_.ram_.Erase(victim)) return false;
+    cf_.c_.evictions.fetch_add(1, std::memory_order_relaxed);
+    cf_.LeftLocked(victim);
+    return true;
+  }
+  // A failed insert (no room, or the id taken meanwhile) is a refusal.
+  Admission Admit(cache::ObjectId /*id*/) override {
+    return cf_.ram_.Insert(loaded_) ? Admission::kAdmitted : Admission::kRefused;
+  }
+
+ private:
+  CacheFront& cf_;
+  const ObjectRef& loaded_;
+};
+
 void CacheFront::ApplyLocked(const cache::Decision& d, const ObjectRef& loaded) {
-  for (cache::ObjectId victim : d.evict) {
-    if (ram_.Erase(victim)) {
-      c_.evictions.fetch_add(1, std::memory_order_relaxed);
-      LeftLocked(victim);
-    }
-  }
-  if (d.admit && loaded) {
-    if (ram_.Insert(loaded)) {
-      c_.admissions.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      c_.refused.fetch_add(1, std::memory_order_relaxed);
-      policy_->OnDropped(loaded->id);
-    }
-  }
+  RamTarget target(*this, loaded);
+  const cache::Applied a = cache::ApplyDecision(
+      d, loaded ? std::optional<cache::ObjectId>(loaded->id) : std::nullopt, *policy_, target);
+  if (a.admitted) c_.admissions.fetch_add(1, std::memory_order_relaxed);
+  if (a.refused) c_.refused.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CacheFront::LeftLocked(cache::ObjectId id) {

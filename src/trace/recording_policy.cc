@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "epochfs/cache/prefetching.h"
 #include "epochfs/trace/trace_event.h"
 
 namespace epochfs::trace {
@@ -12,7 +13,7 @@ using cache::Decision;
 using cache::JobId;
 using cache::ObjectId;
 
-class RecordingPolicy final : public cache::Policy {
+class RecordingPolicy final : public cache::Policy, public cache::Prefetching {
  public:
   RecordingPolicy(std::unique_ptr<cache::Policy> inner, TraceSink sink, RecordedParams params)
       : inner_(std::move(inner)), sink_(std::move(sink)) {
@@ -46,10 +47,15 @@ class RecordingPolicy final : public cache::Policy {
     Emit(e);
     return inner_->OnMiss(a, load_ns);
   }
+  // Prefetching: the inner policy's, each load ahead recorded.
+  cache::Prefetching* prefetching() override {
+    return inner_->prefetching() != nullptr ? this : nullptr;
+  }
   std::vector<cache::PrefetchHint> PrefetchHints(
       size_t max, uint64_t now_ns, const std::function<bool(ObjectId)>& skip,
       const std::vector<cache::PrefetchHint>& loading) override {
-    return inner_->PrefetchHints(max, now_ns, skip, loading);  // a question: not recorded
+    // A question: not recorded.
+    return inner_->prefetching()->PrefetchHints(max, now_ns, skip, loading);
   }
   Decision OnPrefetched(const Access& a, uint64_t load_ns) override {
     TraceEvent e;
@@ -57,7 +63,7 @@ class RecordingPolicy final : public cache::Policy {
     e.access = a;
     e.load_ns = load_ns;
     Emit(e);
-    return inner_->OnPrefetched(a, load_ns);
+    return inner_->prefetching()->OnPrefetched(a, load_ns);
   }
   void OnDropped(ObjectId id) override {
     TraceEvent e;
@@ -130,12 +136,7 @@ class RecordingPolicy final : public cache::Policy {
   }
 
   std::vector<cache::JobSnapshot> Jobs() const override { return inner_->Jobs(); }
-  cache::Region Where(JobId job, uint32_t sample) const override {
-    return inner_->Where(job, sample);
-  }
-  std::vector<uint32_t> NextCounters(JobId job) const override {
-    return inner_->NextCounters(job);
-  }
+  const cache::EpochRegions* epoch_regions() const override { return inner_->epoch_regions(); }
   Status CheckInvariants() const override { return inner_->CheckInvariants(); }
 
  private:

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "epochfs/cache/policy.h"
 
@@ -46,6 +47,25 @@ struct EpochPolicyParams {
   // enter `cur` (within its unused quota). false: unclaimed reads are never
   // cached, and the policy is the patent's.
   bool share_idle = true;
+};
+
+// Where a job holds one of its samples.
+//   kCur:  entered during the previous epoch, for use in the current one;
+//   kNext: entered during the current epoch, for use in the next one;
+//   kTail: the previous epoch's kCur leftovers, kept for a short window after
+//          an epoch change so that late (out-of-order) reads still hit.
+enum class Region : uint8_t { kNone, kCur, kNext, kTail };
+const char* RegionName(Region r);
+
+// The epoch policy's own introspection (tests, invariant checks), reached
+// through Policy::epoch_regions(): nullptr for every other policy.
+class EpochRegions {
+ public:
+  virtual ~EpochRegions() = default;
+  // Where `job` holds sample `sample` (kNone for an unknown job or sample).
+  virtual Region Where(JobId job, uint32_t sample) const = 0;
+  // The batch counters over the job's next order (S32), empty when none.
+  virtual std::vector<uint32_t> NextCounters(JobId job) const = 0;
 };
 
 std::unique_ptr<Policy> MakeEpochPolicy(const EpochPolicyParams& params);

@@ -33,8 +33,15 @@
 
 namespace epochfs::cache {
 
-// Stable id of a dataset object for the life of a mount (the daemon's inode
-// number of the lower file).
+class EpochRegions;  // epoch_policy.h
+class Prefetching;   // prefetching.h
+class ReadOrder;     // read_order.h
+
+// Stable id of a dataset object for the life of a mount: a seeded 64-bit hash
+// of the file's path relative to LOWER (store::ObjectIdOf; a block of a file
+// read in blocks: store::BlockIdOf), not an inode number, so that it names the
+// same file across lookups, renames of other files and remounts of the kernel's
+// inode cache. The simulator numbers its objects (dataset << 32 | sample).
 using ObjectId = uint64_t;
 
 // Registered job; kNoJob marks an access that could not be attributed.
@@ -87,7 +94,7 @@ struct SampleRef {
   uint64_t size = 0;
 };
 
-// An object worth loading ahead of its read (prefetch, Policy::PrefetchHints):
+// An object worth loading ahead of its read (prefetch, Prefetching::PrefetchHints):
 // not resident, read soon by job `job` as its sample `sample`.
 struct PrefetchHint {
   ObjectId object = 0;
@@ -95,14 +102,6 @@ struct PrefetchHint {
   JobId job = kNoJob;
   uint32_t sample = 0;
 };
-
-// Where a job holds one of its samples.
-//   kCur:  entered during the previous epoch, for use in the current one;
-//   kNext: entered during the current epoch, for use in the next one;
-//   kTail: the previous epoch's kCur leftovers, kept for a short window after
-//          an epoch change so that late (out-of-order) reads still hit.
-enum class Region : uint8_t { kNone, kCur, kNext, kTail };
-const char* RegionName(Region r);
 
 // Life of a job in the epoch policy.
 //   kWarmup:    first epoch (or first warmup_batches batches): no caching, measuring;
@@ -178,21 +177,15 @@ class Policy {
   // lower change, a refused insert, a checksum failure). The policy forgets it.
   virtual void OnDropped(ObjectId id) = 0;
 
-  // Prefetch. PrefetchHints: up to `max` objects, soonest read first, that are
-  // not resident, not `skip`ped, and that OnPrefetched would admit once
-  // `loading` (the caller's prefetches in flight: object and size; `skip`
-  // names them too) and the hints before them have landed (an estimate: OnPrefetched
-  // decides). Policies with no declared future (LRU, epoch) return none, and
-  // the daemon then prefetches nothing.
-  virtual std::vector<PrefetchHint> PrefetchHints(size_t /*max*/, uint64_t /*now_ns*/,
-                                                  const std::function<bool(ObjectId)>& /*skip*/,
-                                                  const std::vector<PrefetchHint>& /*loading*/) {
-    return {};
-  }
-  // `a.object` was loaded ahead of any read of it (in load_ns). Admitted or
-  // not as a miss would be, but nobody has read it: no job's position or
-  // counters move. REQUIRES: not resident. The default admits nothing.
-  virtual Decision OnPrefetched(const Access& /*a*/, uint64_t /*load_ns*/) { return {}; }
+  // Optional parts, asked for cheaply; nullptr when the policy has none.
+  // Each pointer lives as long as the policy.
+  //   prefetching(): loads ahead of reads (prefetching.h; the future policy);
+  //   read_order():  the order of readers' loads from LOWER (read_order.h;
+  //                  the future policy);
+  //   epoch_regions(): the epoch policy's regions (epoch_policy.h).
+  virtual Prefetching* prefetching() { return nullptr; }
+  virtual const ReadOrder* read_order() const { return nullptr; }
+  virtual const EpochRegions* epoch_regions() const { return nullptr; }
 
   // Job lifecycle. Job-blind policies (LRU) accept and ignore these.
   // AddJob: InvalidArgument for id kNoJob or batch_size 0; Exists if the id is taken.
@@ -251,27 +244,10 @@ class Policy {
   // nothing is evicted by the call itself. Others ignore it.
   virtual void SetRequestBytes(uint64_t /*bytes*/) {}
 
-  // The order in which readers' loads from LOWER start when more wait than
-  // may run (lower.read_slots): the job with the smallest key first, ties in
-  // the order they asked. The future policy: the bytes `job` has left to
-  // read by its declaration (the rest of its current epoch and its later
-  // epochs, at its mean sample size), so that the job nearest its end gets
-  // the store first and the cache can hold its data (shortest remaining
-  // work first); kNoLeft for a job whose epochs are unknown. Reads of no
-  // job (kNoJob) and unknown jobs: 0. Other policies: 0 for every job (the
-  // order they asked in).
+  // ReadOrder::BytesLeft of a job whose epochs are unknown (read_order.h).
   static constexpr uint64_t kNoLeft = UINT64_MAX;
-  virtual uint64_t BytesLeft(JobId /*job*/) const { return 0; }
-  // The jobs whose samples lists share objects with `job` (the future
-  // policy; others: none), sorted: their loads and `job`'s are not ordered
-  // against each other (a load for one serves the other). O(jobs sharing).
-  virtual std::vector<JobId> Sharers(JobId /*job*/) const { return {}; }
   // Introspection (status files, tests, simulator).
   virtual std::vector<JobSnapshot> Jobs() const { return {}; }
-  // Where `job` holds sample `sample`.
-  virtual Region Where(JobId /*job*/, uint32_t /*sample*/) const { return Region::kNone; }
-  // The batch counters over the job's next order (S32), empty when none.
-  virtual std::vector<uint32_t> NextCounters(JobId /*job*/) const { return {}; }
   // Recomputes every account from scratch and compares (O(resident objects));
   // Internal with a description on the first violation.
   virtual Status CheckInvariants() const { return Status::Ok(); }

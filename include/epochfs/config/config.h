@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "epochfs/common/policy_kind.h"
 #include "epochfs/common/status.h"
 
 namespace epochfs {
@@ -38,7 +39,6 @@ struct MemoryAmount {
   static MemoryAmount Percent(double p) { return {0, p, true}; }
   bool operator==(const MemoryAmount&) const = default;
 };
-enum class PolicyKind { kLru, kEpoch, kFuture };
 
 struct Config {
   struct Cache {

@@ -41,17 +41,11 @@
 #include <string>
 #include <vector>
 
+#include "epochfs/common/policy_kind.h"
 #include "epochfs/common/status.h"
 #include "epochfs/sim/trace.h"
 
 namespace epochfs::sim {
-
-enum class PolicyKind : uint8_t { kNone, kLru, kMinio, kEpoch, kFuture, kBelady };
-const char* PolicyKindName(PolicyKind k);  // "none", "lru", "minio", "epoch", "future", "belady"
-// Parses one name; InvalidArgument for anything else.
-Result<PolicyKind> ParsePolicyKind(const std::string& name);
-// Every policy, in report order.
-std::vector<PolicyKind> AllPolicyKinds();
 
 struct EpochResult {
   uint64_t hits = 0;

@@ -196,8 +196,9 @@ class CacheFront {
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
   // A reader's Load, once it holds a read slot (SetReadSlots).
   Result<ObjectRef> LoadInSlot(const GetRequest& req);
-  // REQUIRES: policy_mu_ held.
+  // REQUIRES: policy_mu_ held. cache::ApplyDecision on the RAM store.
   void ApplyLocked(const cache::Decision& d, const ObjectRef& loaded);
+  class RamTarget;
   // REQUIRES: policy_mu_ held. `id` left the RAM tier.
   void LeftLocked(cache::ObjectId id);
   // REQUIRES: policy_mu_ held. A load of `bytes` from LOWER, start to end,

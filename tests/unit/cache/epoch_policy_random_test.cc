@@ -291,7 +291,7 @@ class RandomSchedule {
     for (const JobSnapshot& s : b_->policy().Jobs()) {
       const SimJob& j = jobs_[s.id - 1];
       for (uint32_t x = 0; x < j.n; ++x) {
-        if (j.samples[x].object == id && b_->policy().Where(s.id, x) != Region::kNone) {
+        if (j.samples[x].object == id && b_->policy().epoch_regions()->Where(s.id, x) != Region::kNone) {
           return false;
         }
       }
@@ -305,7 +305,7 @@ class RandomSchedule {
     for (const JobSnapshot& s : b_->policy().Jobs()) {
       const SimJob& j = jobs_[s.id - 1];
       for (uint32_t x = 0; x < j.n; ++x) {
-        if (b_->policy().Where(s.id, x) != Region::kNone) held.push_back(j.samples[x].object);
+        if (b_->policy().epoch_regions()->Where(s.id, x) != Region::kNone) held.push_back(j.samples[x].object);
       }
     }
     return Sealed(std::move(held));
@@ -319,7 +319,7 @@ class RandomSchedule {
     for (uint32_t x = 0; x < j.n; ++x) {
       const ObjectId obj = j.samples[x].object;
       if (obj != except && Has(shared_before, obj) &&
-          b_->policy().Where(j.spec.id, x) != Region::kNone) {
+          b_->policy().epoch_regions()->Where(j.spec.id, x) != Region::kNone) {
         ++n;
       }
     }
@@ -472,7 +472,7 @@ class RandomSchedule {
     }
     if (h_->last.admit) {
       EXPECT_EQ(before, JobState::kCaching) << "admitted outside the caching state";
-      EXPECT_EQ(h_->policy().Where(id, r.sample), Region::kNext);
+      EXPECT_EQ(h_->policy().epoch_regions()->Where(id, r.sample), Region::kNext);
     }
     if (b_) ReadB(j, r.sample, now, was_shared);
     if (Chance(0.02)) {  // a retry of the same read
@@ -490,7 +490,7 @@ class RandomSchedule {
     b_hits_ += hit ? 1 : 0;
     if (hit && was_shared) {
       ++job_shared_hits_;
-      if (b_->policy().Where(id, x) == Region::kNext) ++adoptions_;
+      if (b_->policy().epoch_regions()->Where(id, x) == Region::kNext) ++adoptions_;
     }
     for (ObjectId v : b_->last.evict) {
       // What B evicts beyond A's evictions is shared space reclaimed for a job.
@@ -500,7 +500,7 @@ class RandomSchedule {
     }
     if (b_->last.admit) {
       const ObjectId obj = j.samples[x].object;
-      EXPECT_TRUE(b_->policy().Where(id, x) == Region::kNext || Shared(obj));
+      EXPECT_TRUE(b_->policy().epoch_regions()->Where(id, x) == Region::kNext || Shared(obj));
     }
   }
 
@@ -513,7 +513,7 @@ class RandomSchedule {
   // A bad order must be refused and change nothing.
   void BadOrder(SimJob& j) {
     const std::vector<JobSnapshot> before = h_->policy().Jobs();
-    const std::vector<uint32_t> counters = h_->policy().NextCounters(j.spec.id);
+    const std::vector<uint32_t> counters = h_->policy().epoch_regions()->NextCounters(j.spec.id);
     std::vector<uint32_t> bad = j.orders[std::min(j.begun + 1, j.run_epochs - 1)];
     if (Chance(0.5) || bad.size() < 2) {
       bad.push_back(j.n + static_cast<uint32_t>(Uniform(0, 5)));
@@ -525,7 +525,7 @@ class RandomSchedule {
     if (b_) {
       EXPECT_EQ(b_->policy().SetOrder(j.spec.id, k, bad).code(), Code::kInvalidArgument);
     }
-    EXPECT_EQ(h_->policy().NextCounters(j.spec.id), counters);
+    EXPECT_EQ(h_->policy().epoch_regions()->NextCounters(j.spec.id), counters);
     const std::vector<JobSnapshot> after = h_->policy().Jobs();
     ASSERT_EQ(before.size(), after.size());
     for (size_t i = 0; i < before.size(); ++i) {
@@ -615,7 +615,7 @@ class RandomSchedule {
         for (uint32_t i = 0; i < o.size(); ++i) cur_pos[o[i]] = i;
       }
       for (uint32_t x = 0; x < j.n; ++x) {
-        const Region r = p.Where(s.id, x);
+        const Region r = p.epoch_regions()->Where(s.id, x);
         if (r == Region::kNone) continue;
         held.push_back(j.samples[x].object);
         EXPECT_TRUE(hh.resident(j.samples[x].object)) << "held but not in the store";

@@ -114,7 +114,7 @@ TEST_F(Epochs, WarmupOfMBatchesExtrapolatesAndCachesTheRestOfTheEpoch) {
   EXPECT_EQ(h.admissions, 0u);
   h.Read(1, 8, 4500, kLoad);
   EXPECT_TRUE(h.last.admit);
-  EXPECT_EQ(h.policy().Where(1, 8), Region::kNext);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 8), Region::kNext);
 }
 
 TEST_F(Epochs, WarmupEndsWhenTheNextEpochBeginsEarly) {
@@ -234,20 +234,20 @@ TEST_F(Epochs, AdmissionCountsInTheSamplesBatchOfTheNextOrder) {
   WarmUp(h, 1, 16, 100);
   ASSERT_TRUE(h.policy().SetOrder(1, 2, Reversed(16)).ok());
   h.BeginEpoch(1, 1, 5000);
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{0, 0, 0, 0}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{0, 0, 0, 0}));
   h.Read(1, 0, 5001);  // position 15 in order 2: batch 3
   EXPECT_TRUE(h.last.admit);
-  EXPECT_EQ(h.policy().Where(1, 0), Region::kNext);
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{0, 0, 0, 1}));
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 0), Region::kNext);
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{0, 0, 0, 1}));
   h.Read(1, 5, 5002);  // position 10: batch 2
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{0, 0, 1, 1}));
   h.Read(1, 14, 5003);  // position 1: batch 0
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{1, 0, 1, 1}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{1, 0, 1, 1}));
   // Counters start from zero in every epoch.
   h.BeginEpoch(1, 2, 9000);
-  EXPECT_TRUE(h.policy().NextCounters(1).empty()) << "order 3 not declared yet";
+  EXPECT_TRUE(h.policy().epoch_regions()->NextCounters(1).empty()) << "order 3 not declared yet";
   ASSERT_TRUE(h.policy().SetOrder(1, 3, Iota(16)).ok());
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{0, 0, 0, 0}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{0, 0, 0, 0}));
 }
 
 TEST_F(Epochs, SampleOutsideTheNextOrderIsNotAdmitted) {
@@ -315,7 +315,7 @@ TEST_F(Epochs, BatchCounterNeverExceedsE) {
     h.Read(1, x, 5001 + x);
     EXPECT_EQ(h.last.admit, x % 4 < 2) << "sample " << x;
   }
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
   EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 800u);
 }
 
@@ -333,7 +333,7 @@ TEST_F(Epochs, HitInCurReturnsItsBytesToThePoolAndEvicts) {
   h.BeginEpoch(1, 2, 9000);
   EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 1600u);
   EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 0u);
-  EXPECT_EQ(h.policy().Where(1, 3), Region::kCur);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 3), Region::kCur);
   EXPECT_TRUE(h.Read(1, 0, 9001));
   EXPECT_EQ(h.policy().pool_bytes(), 8500u);
   EXPECT_EQ(h.last.evict, std::vector<ObjectId>{Obj(1, 0)});
@@ -353,7 +353,7 @@ TEST_F(Epochs, HitInCurMovesTheSampleToNextWhenItIsWantedAgain) {
   EXPECT_TRUE(h.Read(1, 0, 9001));
   EXPECT_TRUE(h.last.evict.empty()) << "re-admitted for epoch 3: stays in the store";
   EXPECT_FALSE(h.last.admit) << "a hit never admits";
-  EXPECT_EQ(h.policy().Where(1, 0), Region::kNext);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 0), Region::kNext);
 }
 
 // ---- S37: taking space from the previous job in the list ----------------------
@@ -385,8 +385,8 @@ TEST_F(Epochs, EmptyPoolTakesFromThePreviousJobFreeSpaceThenByRandomEviction) {
   // Job 1 fills its own quota; then job 2 takes by evicting a random sample.
   for (uint32_t x = 5; x < 9; ++x) h.Read(1, x, 5200 + x);
   ASSERT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 0u);
-  ASSERT_EQ(Sum(h.policy().NextCounters(1)), 9u);
-  const std::vector<uint32_t> before = h.policy().NextCounters(1);
+  ASSERT_EQ(Sum(h.policy().epoch_regions()->NextCounters(1)), 9u);
+  const std::vector<uint32_t> before = h.policy().epoch_regions()->NextCounters(1);
   h.Read(2, 11, 5300);
   EXPECT_TRUE(h.last.admit);
   ASSERT_EQ(h.last.evict.size(), 1u);
@@ -394,13 +394,13 @@ TEST_F(Epochs, EmptyPoolTakesFromThePreviousJobFreeSpaceThenByRandomEviction) {
   ASSERT_GE(victim, Obj(1, 0));
   ASSERT_LT(victim, Obj(1, 9));
   const uint32_t vx = static_cast<uint32_t>(victim - Obj(1, 0));
-  EXPECT_EQ(h.policy().Where(1, vx), Region::kNone);
-  std::vector<uint32_t> after = h.policy().NextCounters(1);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, vx), Region::kNone);
+  std::vector<uint32_t> after = h.policy().epoch_regions()->NextCounters(1);
   EXPECT_EQ(after[vx / 4], before[vx / 4] - 1) << "the victim's batch counter drops";
   EXPECT_EQ(Sum(after), 8u);
   EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 800u);
   EXPECT_EQ(Snap(h.policy(), 2).next_bytes, 1200u);
-  EXPECT_EQ(h.policy().Where(2, 11), Region::kNext);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(2, 11), Region::kNext);
 }
 
 TEST_F(Epochs, FirstJobInTheListTakesFromNoOne) {
@@ -421,7 +421,7 @@ TEST_F(Epochs, FirstJobInTheListTakesFromNoOne) {
   h.Read(1, 10, 5100);
   EXPECT_FALSE(h.last.admit);
   EXPECT_EQ(h.evictions, evictions);
-  EXPECT_EQ(h.policy().Where(1, 10), Region::kNone);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 10), Region::kNone);
   EXPECT_EQ(Snap(h.policy(), 2).next_bytes, 400u);
 }
 
@@ -446,7 +446,7 @@ TEST_F(Epochs, TakingFailsWithoutChangeWhenThePreviousJobHasNothingInNext) {
   EXPECT_EQ(h.evictions, 0u);
   EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 1000u);
   EXPECT_EQ(Snap(h.policy(), 2).next_bytes, 1000u);
-  EXPECT_EQ(h.policy().NextCounters(2), (std::vector<uint32_t>{4, 4, 2, 0}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(2), (std::vector<uint32_t>{4, 4, 2, 0}));
 }
 
 // ---- Step 4: last epoch and end of training -----------------------------------
@@ -526,7 +526,7 @@ TEST_F(Epochs, SetOrderRejectsBadOrdersAndChangesNothing) {
   ASSERT_TRUE(p.SetOrder(1, 2, Reversed(8)).ok());
   h.BeginEpoch(1, 1, 1000);
   h.Read(1, 0, 1001);  // counts in batch 1 of order 2
-  const std::vector<uint32_t> counters = p.NextCounters(1);
+  const std::vector<uint32_t> counters = p.epoch_regions()->NextCounters(1);
   EXPECT_EQ(counters, (std::vector<uint32_t>{0, 1}));
   // In-use orders cannot change (same content is fine); past ones are refused.
   EXPECT_EQ(p.SetOrder(1, 2, Iota(8)).code(), Code::kInvalidArgument);
@@ -534,8 +534,8 @@ TEST_F(Epochs, SetOrderRejectsBadOrdersAndChangesNothing) {
   EXPECT_EQ(p.SetOrder(1, 1, Reversed(8)).code(), Code::kInvalidArgument);
   EXPECT_EQ(p.SetOrder(1, 0, Iota(8)).code(), Code::kInvalidArgument);
   EXPECT_EQ(p.SetOrder(1, 2, {0, 0}).code(), Code::kInvalidArgument);
-  EXPECT_EQ(p.NextCounters(1), counters);
-  EXPECT_EQ(p.Where(1, 0), Region::kNext);
+  EXPECT_EQ(p.epoch_regions()->NextCounters(1), counters);
+  EXPECT_EQ(p.epoch_regions()->Where(1, 0), Region::kNext);
   // A future order may be replaced until it is in use.
   EXPECT_TRUE(p.SetOrder(1, 3, Iota(8)).ok());
   EXPECT_TRUE(p.SetOrder(1, 3, Reversed(8)).ok());
@@ -617,7 +617,7 @@ TEST_F(Epochs, LateReadsHitTheTailUntilTheWindowCloses) {
   ASSERT_TRUE(h.policy().SetOrder(1, 4, Iota(16)).ok());
   h.BeginEpoch(1, 3, 9500);
   EXPECT_EQ(Snap(h.policy(), 1).tail_bytes, 300u);
-  EXPECT_EQ(h.policy().Where(1, 14), Region::kTail);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 14), Region::kTail);
   const uint64_t pool = h.policy().pool_bytes();
   EXPECT_TRUE(h.Read(1, 14, 9501)) << "a late read of epoch 2 hits the tail";
   EXPECT_EQ(h.policy().pool_bytes(), pool + 100);
@@ -625,7 +625,7 @@ TEST_F(Epochs, LateReadsHitTheTailUntilTheWindowCloses) {
   EXPECT_EQ(Snap(h.policy(), 1).tail_bytes, 200u);
   for (uint32_t x = 0; x < 4; ++x) h.Read(1, x, 9600 + x);  // one batch of epoch 3
   EXPECT_EQ(Snap(h.policy(), 1).tail_bytes, 0u);
-  EXPECT_EQ(h.policy().Where(1, 13), Region::kNone);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 13), Region::kNone);
   EXPECT_FALSE(h.resident(Obj(1, 13)));
 }
 
@@ -636,21 +636,21 @@ TEST_F(Epochs, DroppedObjectsLeaveTheirRegionsAndCounters) {
   ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(16)).ok());
   h.BeginEpoch(1, 1, 5000);
   for (uint32_t x = 0; x < 6; ++x) h.Read(1, x, 5001 + x);
-  ASSERT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{4, 2, 0, 0}));
+  ASSERT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{4, 2, 0, 0}));
   const uint64_t pool = h.policy().pool_bytes();
   h.Drop(Obj(1, 1));
-  EXPECT_EQ(h.policy().Where(1, 1), Region::kNone);
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{3, 2, 0, 0}));
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 1), Region::kNone);
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{3, 2, 0, 0}));
   EXPECT_EQ(h.policy().pool_bytes(), pool + 100);
   h.Drop(Obj(1, 3));
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 0, 0}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{2, 2, 0, 0}));
   // A miss on an object the policy believes resident repairs the same way,
   // then the sample may enter again.
   h.ForgetSilently(Obj(1, 2));
   EXPECT_FALSE(h.Touch(Access{Obj(1, 2), kSize, 1, 2, 5100}));
   EXPECT_TRUE(h.last.admit);
-  EXPECT_EQ(h.policy().Where(1, 2), Region::kNext);
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 0, 0}));
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 2), Region::kNext);
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{2, 2, 0, 0}));
 }
 
 TEST_F(Epochs, SharedObjectsStayUntilTheirLastHolderLetsGo) {
@@ -668,7 +668,7 @@ TEST_F(Epochs, SharedObjectsStayUntilTheirLastHolderLetsGo) {
   EXPECT_TRUE(h.last.admit);
   EXPECT_TRUE(h.Read(2, 0, 5002));
   EXPECT_FALSE(h.last.admit);
-  EXPECT_EQ(h.policy().Where(2, 0), Region::kNext);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(2, 0), Region::kNext);
   EXPECT_EQ(Snap(h.policy(), 2).next_bytes, 100u) << "each holder is charged";
   EXPECT_EQ(h.policy().resident_bytes(), 100u) << "stored once";
   h.BeginEpoch(1, 2, 9000);
@@ -727,14 +727,14 @@ TEST_F(Epochs, ShrinkTakesThePoolThenGrantsThenNextThenCurFarthestFirst) {
   ASSERT_EQ(Snap(h.policy(), 1).cur_bytes, 1000u);
   std::vector<uint32_t> held;
   for (uint32_t x = 0; x < 16; ++x) {
-    if (h.policy().Where(1, x) == Region::kCur) held.push_back(x);
+    if (h.policy().epoch_regions()->Where(1, x) == Region::kCur) held.push_back(x);
   }
   ASSERT_EQ(held.size(), 10u);
   r = h.policy().SetBudget(h.policy().budget() - h.policy().pool_bytes() - 400);
   h.Apply(r.value(), 0);
   ASSERT_EQ(r.value().evict.size(), 4u);
   for (size_t i = 0; i < held.size(); ++i) {
-    EXPECT_EQ(h.policy().Where(1, held[i]), i < 6 ? Region::kCur : Region::kNone) << held[i];
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, held[i]), i < 6 ? Region::kCur : Region::kNone) << held[i];
   }
   EXPECT_EQ(h.policy().pool_bytes(), 0u);
   EXPECT_LE(h.policy().resident_bytes(), h.policy().budget());

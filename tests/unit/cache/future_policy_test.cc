@@ -310,21 +310,21 @@ TEST(FuturePolicy, ProgressReportsCountTheHitsTheCacheDoesNotSee) {
 TEST(FuturePolicy, BytesLeftIsWhatTheDeclaredEpochsHaveLeftToRead) {
   Harness h(Future(1000));
   h.AddJob(Spec(1, 3), UniformSamples(10, 100, 1000));
-  EXPECT_EQ(h.policy().BytesLeft(1), 3u * 10 * 100);  // not started: every epoch
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(1), 3u * 10 * 100);  // not started: every epoch
   ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
   h.BeginEpoch(1, 0, 1);
   uint64_t t = 10;
   for (uint32_t x = 0; x < 4; ++x) h.Read(1, x, t += 1000);
-  EXPECT_EQ(h.policy().BytesLeft(1), (6u + 2 * 10) * 100);
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(1), (6u + 2 * 10) * 100);
   ASSERT_TRUE(h.policy().SetOrder(1, 1, Iota(10)).ok());
   h.BeginEpoch(1, 1, t += 1000);
-  EXPECT_EQ(h.policy().BytesLeft(1), (10u + 10) * 100);
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(1), (10u + 10) * 100);
   h.AddJob(Spec(2, 0), UniformSamples(10, 100, 2000));  // epochs unknown: last in line
-  EXPECT_EQ(h.policy().BytesLeft(2), Policy::kNoLeft);
-  EXPECT_EQ(h.policy().BytesLeft(kNoJob), 0u);  // unregistered readers: first
-  EXPECT_EQ(h.policy().BytesLeft(9), 0u);
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(2), Policy::kNoLeft);
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(kNoJob), 0u);  // unregistered readers: first
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(9), 0u);
   // Policies without a declared future keep the order the loads asked in.
-  EXPECT_EQ(MakeLruPolicy(1000)->BytesLeft(1), 0u);
+  EXPECT_EQ(MakeLruPolicy(1000)->read_order(), nullptr);  // no order: every key 0
 }
 
 // Jobs over one dataset share the least key, all pairs of them (a load for
@@ -335,16 +335,16 @@ TEST(FuturePolicy, JobsSharingADatasetShareTheLeastBytesLeftAndAreSharers) {
   h.AddJob(Spec(2, 2), UniformSamples(10, 100, 1000));  // the same 10 objects
   h.AddJob(Spec(3, 5), UniformSamples(10, 100, 1000));
   h.AddJob(Spec(4, 1), UniformSamples(10, 100, 5000));  // another dataset
-  for (JobId j : {1u, 2u, 3u}) EXPECT_EQ(h.policy().BytesLeft(j), 2u * 10 * 100) << j;
-  EXPECT_EQ(h.policy().BytesLeft(4), 1u * 10 * 100);
+  for (JobId j : {1u, 2u, 3u}) EXPECT_EQ(h.policy().read_order()->BytesLeft(j), 2u * 10 * 100) << j;
+  EXPECT_EQ(h.policy().read_order()->BytesLeft(4), 1u * 10 * 100);
   // Their loads are not ordered against each other (ReadSlots).
-  EXPECT_EQ(h.policy().Sharers(1), (std::vector<JobId>{2, 3}));
-  EXPECT_EQ(h.policy().Sharers(3), (std::vector<JobId>{1, 2}));
-  EXPECT_TRUE(h.policy().Sharers(4).empty());
-  EXPECT_TRUE(h.policy().Sharers(9).empty());  // unknown
+  EXPECT_EQ(h.policy().read_order()->Sharers(1), (std::vector<JobId>{2, 3}));
+  EXPECT_EQ(h.policy().read_order()->Sharers(3), (std::vector<JobId>{1, 2}));
+  EXPECT_TRUE(h.policy().read_order()->Sharers(4).empty());
+  EXPECT_TRUE(h.policy().read_order()->Sharers(9).empty());  // unknown
   ASSERT_TRUE(h.policy().EndJob(2).ok());  // the least one ends: the next least is shared
-  for (JobId j : {1u, 3u}) EXPECT_EQ(h.policy().BytesLeft(j), 5u * 10 * 100) << j;
-  EXPECT_EQ(h.policy().Sharers(1), (std::vector<JobId>{3}));
+  for (JobId j : {1u, 3u}) EXPECT_EQ(h.policy().read_order()->BytesLeft(j), 5u * 10 * 100) << j;
+  EXPECT_EQ(h.policy().read_order()->Sharers(1), (std::vector<JobId>{3}));
 }
 
 // Two jobs read datasets of their own at the same pace, each four times the
@@ -438,16 +438,17 @@ TEST(FuturePolicy, RefusesWhatTheEpochPolicyRefuses) {
 TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
   Harness h(Future(1000));  // room for all 10
   h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr, {}).empty()) << "no order declared yet";
+  EXPECT_TRUE(h.policy().prefetching()->PrefetchHints(4, 1, nullptr, {}).empty())
+      << "no order declared yet";
   ASSERT_TRUE(h.policy().SetOrder(1, 0, Reversed(10)).ok());
-  std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 1, nullptr, {});
+  std::vector<PrefetchHint> hints = h.policy().prefetching()->PrefetchHints(4, 1, nullptr, {});
   ASSERT_EQ(hints.size(), 4u);
   for (uint32_t i = 0; i < 4; ++i) {
     EXPECT_EQ(hints[i].sample, 9 - i);
     EXPECT_EQ(hints[i].job, 1u);
   }
   // skip: what the caller has in flight
-  hints = h.policy().PrefetchHints(2, 1, [](ObjectId o) { return o == 1009; }, {});
+  hints = h.policy().prefetching()->PrefetchHints(2, 1, [](ObjectId o) { return o == 1009; }, {});
   ASSERT_EQ(hints.size(), 2u);
   EXPECT_EQ(hints[0].sample, 8u);
   EXPECT_EQ(h.Prefetch(2), 1009u);
@@ -461,7 +462,7 @@ TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
   EXPECT_TRUE(h.Read(1, 8, 11));
   // Read out of order: 6 before 7. The hints start after what was read.
   EXPECT_FALSE(h.Read(1, 6, 12));
-  hints = h.policy().PrefetchHints(3, 13, nullptr, {});
+  hints = h.policy().prefetching()->PrefetchHints(3, 13, nullptr, {});
   ASSERT_EQ(hints.size(), 3u);
   EXPECT_EQ(hints[0].sample, 5u);  // 7 is resident, 6 was read
   EXPECT_EQ(hints[1].sample, 4u);
@@ -486,8 +487,8 @@ TEST(FuturePolicyPrefetch, WithOrderedJobsTheJobFirstInLineIsPrefetchedFirst) {
     ASSERT_TRUE(h.policy().SetOrder(2, 0, Iota(10)).ok());
     h.BeginEpoch(1, 0, 1);
     h.BeginEpoch(2, 0, 1);
-    ASSERT_LT(h.policy().BytesLeft(2), h.policy().BytesLeft(1));
-    std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 2, nullptr, {});
+    ASSERT_LT(h.policy().read_order()->BytesLeft(2), h.policy().read_order()->BytesLeft(1));
+    std::vector<PrefetchHint> hints = h.policy().prefetching()->PrefetchHints(4, 2, nullptr, {});
     ASSERT_EQ(hints.size(), 4u) << ordered;
     const auto of_job_2 = std::count_if(hints.begin(), hints.end(),
                                         [](const PrefetchHint& x) { return x.job == 2; });
@@ -507,7 +508,7 @@ TEST(FuturePolicyPrefetch, StopsWhereTheCacheHoldsSoonerReads) {
   h.BeginEpoch(1, 0, 1);
   for (uint64_t t = 2; t < 6; ++t) EXPECT_NE(h.Prefetch(t), 0u);
   EXPECT_EQ(h.resident_set(), (std::set<ObjectId>{1000, 1001, 1002, 1003}));
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 7, nullptr, {}).empty());
+  EXPECT_TRUE(h.policy().prefetching()->PrefetchHints(4, 7, nullptr, {}).empty());
   EXPECT_TRUE(h.Read(1, 0, 8));
   EXPECT_EQ(h.Prefetch(9), 1004u);
   EXPECT_FALSE(h.resident(1000)) << "read again only next epoch: the first to go";
@@ -526,23 +527,24 @@ TEST(FuturePolicyPrefetch, HintsAreThoseStillAdmittedOnceTheOnesBeforeThemLand) 
   EXPECT_FALSE(h.Read(1, 0, 2));
   for (uint32_t x : {9u, 1u, 2u, 3u}) {
     const Access a{1000 + x, 100, 1, static_cast<int64_t>(x), 3};
-    Decision d = h.policy().OnPrefetched(a, 1);
+    Decision d = h.policy().prefetching()->OnPrefetched(a, 1);
     h.Apply(d, a.object);
   }
   ASSERT_EQ(h.resident_set(), (std::set<ObjectId>{1009, 1001, 1002, 1003}));
-  std::vector<PrefetchHint> hints = h.policy().PrefetchHints(4, 4, nullptr, {});
+  std::vector<PrefetchHint> hints = h.policy().prefetching()->PrefetchHints(4, 4, nullptr, {});
   ASSERT_EQ(hints.size(), 1u);
   EXPECT_EQ(hints[0].sample, 4u);
   const std::vector<PrefetchHint> loading = hints;
   EXPECT_TRUE(h.policy()
-                  .PrefetchHints(4, 4, [](ObjectId o) { return o == 1004; }, loading)
+                  .prefetching()
+                  ->PrefetchHints(4, 4, [](ObjectId o) { return o == 1004; }, loading)
                   .empty());
   // Every hint is admitted when it lands; nothing was disturbed by asking.
   EXPECT_EQ(h.Prefetch(5), 1004u);
   EXPECT_FALSE(h.resident(1009));
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 6, nullptr, {}).empty());
+  EXPECT_TRUE(h.policy().prefetching()->PrefetchHints(4, 6, nullptr, {}).empty());
   EXPECT_TRUE(h.Read(1, 1, 7));  // 1001 leaves (no next use): room for one more
-  hints = h.policy().PrefetchHints(4, 8, nullptr, {});
+  hints = h.policy().prefetching()->PrefetchHints(4, 8, nullptr, {});
   ASSERT_EQ(hints.size(), 1u);
   EXPECT_EQ(hints[0].sample, 5u);
 }
@@ -551,9 +553,9 @@ TEST(FuturePolicyPrefetch, PoliciesWithoutADeclaredFutureGiveNoHints) {
   Harness h(MakeLruPolicy(1000));
   h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
   ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
-  EXPECT_TRUE(h.policy().PrefetchHints(4, 1, nullptr, {}).empty());
-  EXPECT_TRUE(h.policy().OnPrefetched(Access{1000, 100, 1, 0, 2}, 1).evict.empty());
-  EXPECT_FALSE(h.policy().OnPrefetched(Access{1000, 100, 1, 0, 2}, 1).admit);
+  EXPECT_EQ(h.policy().prefetching(), nullptr);  // so no hints, and nothing admitted ahead
+  EXPECT_EQ(h.policy().read_order(), nullptr);
+  EXPECT_EQ(h.Prefetch(1), 0u);
 }
 
 // Randomized schedules: jobs (some sharing a dataset, some the ranks of one

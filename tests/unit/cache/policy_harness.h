@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "epochfs/cache/policy.h"
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 
 namespace epochfs::cache::testing {
 
@@ -50,7 +52,7 @@ class Harness {
   // non-resident object of its job's sample list. Returns the object
   // prefetched and admitted, or 0.
   ObjectId Prefetch(uint64_t now, size_t max = 4) {
-    std::vector<PrefetchHint> hints = p_->PrefetchHints(max, now, nullptr, {});
+    std::vector<PrefetchHint> hints = Hints(max, now);
     EXPECT_LE(hints.size(), max);
     for (const PrefetchHint& h : hints) {
       EXPECT_FALSE(resident(h.object)) << "hint of a resident object " << h.object;
@@ -60,7 +62,7 @@ class Harness {
     }
     if (hints.empty()) return 0;
     const PrefetchHint& h = hints.front();
-    last = p_->OnPrefetched(Access{h.object, h.size, h.job, h.sample, now}, 1000);
+    last = p_->prefetching()->OnPrefetched(Access{h.object, h.size, h.job, h.sample, now}, 1000);
     Apply(last, h.object);
     return resident(h.object) ? h.object : 0;
   }
@@ -70,10 +72,10 @@ class Harness {
   // admit once the ones before them have landed, as far as the policy can
   // tell: `declined` counts those it did not. Returns how many it admitted.
   size_t PrefetchAll(uint64_t now, size_t max, uint64_t* declined) {
-    const std::vector<PrefetchHint> hints = p_->PrefetchHints(max, now, nullptr, {});
+    const std::vector<PrefetchHint> hints = Hints(max, now);
     size_t admitted = 0;
     for (const PrefetchHint& h : hints) {
-      last = p_->OnPrefetched(Access{h.object, h.size, h.job, h.sample, now}, 1000);
+      last = p_->prefetching()->OnPrefetched(Access{h.object, h.size, h.job, h.sample, now}, 1000);
       Apply(last, h.object);
       if (resident(h.object)) {
         ++admitted;
@@ -169,6 +171,11 @@ class Harness {
   uint64_t digest = 0xcbf29ce484222325ULL;
 
  private:
+  // The policy's hints; none for a policy that does not prefetch.
+  std::vector<PrefetchHint> Hints(size_t max, uint64_t now) {
+    Prefetching* pf = p_->prefetching();
+    return pf != nullptr ? pf->PrefetchHints(max, now, nullptr, {}) : std::vector<PrefetchHint>{};
+  }
   std::unique_ptr<Policy> p_;
   std::set<ObjectId> resident_;
   std::map<ObjectId, uint64_t> sizes_;

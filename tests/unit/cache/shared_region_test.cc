@@ -167,7 +167,7 @@ TEST_F(Shared, GrantsReclaimSharedObjectsLeastRecentlyUsedFirst) {
     ref.Read(1, x, 5001 + x);
     h.Read(1, x, 5001 + x);
     EXPECT_TRUE(h.last.admit) << "sample " << x;
-    EXPECT_EQ(h.policy().Where(1, x), Region::kNext);
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), Region::kNext);
     const JobSnapshot a = Snap(ref.policy(), 1), b = Snap(h.policy(), 1);
     EXPECT_EQ(a.next_bytes, b.next_bytes);
     EXPECT_EQ(a.granted_unused_bytes, b.granted_unused_bytes);
@@ -213,7 +213,7 @@ TEST_F(Shared, WarmupReadsAreAdoptedWhenTheWarmupEndsAndHitInTheNextEpoch) {
     h.Read(1, x, (x + 1) * 100);
     EXPECT_TRUE(h.last.admit);
     EXPECT_EQ(h.last.evict, Ids({500 + x})) << "LRU: the oldest shell file";
-    EXPECT_EQ(h.policy().Where(1, x), Region::kNone);
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), Region::kNone);
   }
   // The read that ends warm-up: samples 0..14 (1500 bytes, all in epoch 1's
   // order, 4+4+4+3 per batch <= e) are adopted into `next`; the other 100 bytes
@@ -224,11 +224,11 @@ TEST_F(Shared, WarmupReadsAreAdoptedWhenTheWarmupEndsAndHitInTheNextEpoch) {
   EXPECT_EQ(Snap(h.policy(), 1).reserved_bytes, 1600u);
   EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 1500u);
   EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 100u);
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{4, 4, 4, 3}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{4, 4, 4, 3}));
   EXPECT_EQ(h.last.evict, Ids({515, 516}));
   EXPECT_TRUE(h.last.admit);
   for (uint32_t x = 0; x < 15; ++x) {
-    EXPECT_EQ(h.policy().Where(1, x), Region::kNext) << "sample " << x;
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), Region::kNext) << "sample " << x;
     EXPECT_TRUE(h.resident(Obj(1, x)));
   }
   EXPECT_EQ(h.policy().shared_bytes(), 400u);  // 517, 518, 519 and sample 15
@@ -240,7 +240,7 @@ TEST_F(Shared, WarmupReadsAreAdoptedWhenTheWarmupEndsAndHitInTheNextEpoch) {
   EXPECT_TRUE(h.last.evict.empty());
   EXPECT_EQ(Snap(h.policy(), 1).cur_bytes, 1600u);
   EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 0u);
-  EXPECT_EQ(h.policy().Where(1, 15), Region::kCur);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 15), Region::kCur);
   EXPECT_EQ(h.policy().shared_bytes(), 300u);
   EXPECT_EQ(h.policy().pool_bytes(), 100u);
   ExpectBudget(h.policy());
@@ -250,7 +250,7 @@ TEST_F(Shared, WarmupReadsAreAdoptedWhenTheWarmupEndsAndHitInTheNextEpoch) {
     EXPECT_TRUE(h.Read(1, x, 2001 + x)) << "sample " << x;
     EXPECT_FALSE(h.last.admit);
     EXPECT_TRUE(h.last.evict.empty());
-    EXPECT_EQ(h.policy().Where(1, x), Region::kNext);
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), Region::kNext);
     ExpectBudget(h.policy());
   }
   EXPECT_EQ(Snap(h.policy(), 1).current.hits, 16u);
@@ -272,9 +272,9 @@ TEST_F(Shared, AdoptionRespectsTheBatchCountersAndTheReservation) {
   EXPECT_EQ(Snap(h.policy(), 1).reserved_bytes, 800u);
   EXPECT_EQ(Snap(h.policy(), 1).next_bytes, 800u);
   EXPECT_EQ(Snap(h.policy(), 1).granted_unused_bytes, 0u);
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
   for (uint32_t x = 0; x < 16; ++x) {  // the first two of each batch
-    EXPECT_EQ(h.policy().Where(1, x), x % 4 < 2 && x != 15 ? Region::kNext : Region::kNone)
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), x % 4 < 2 && x != 15 ? Region::kNext : Region::kNone)
         << "sample " << x;
     EXPECT_TRUE(h.resident(Obj(1, x)));
   }
@@ -288,7 +288,7 @@ TEST_F(Shared, AdoptionRespectsTheBatchCountersAndTheReservation) {
     EXPECT_FALSE(h.last.admit);
     EXPECT_TRUE(h.last.evict.empty());
   }
-  EXPECT_EQ(h.policy().NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
+  EXPECT_EQ(h.policy().epoch_regions()->NextCounters(1), (std::vector<uint32_t>{2, 2, 2, 2}));
   ExpectBudget(h.policy());
   EXPECT_TRUE(h.policy().CheckInvariants().ok());
 }
@@ -330,7 +330,7 @@ TEST_F(Shared, AnOrderDeclaredAfterItsEpochBeganNarrowsCur) {
   // The reservation reclaimed the two oldest shared objects (samples 0, 1);
   // the unused quota adopts samples 2..9 into `cur`.
   ASSERT_EQ(Snap(h.policy(), 1).cur_bytes, 800u);
-  for (uint32_t x = 2; x < 10; ++x) ASSERT_EQ(h.policy().Where(1, x), Region::kCur);
+  for (uint32_t x = 2; x < 10; ++x) ASSERT_EQ(h.policy().epoch_regions()->Where(1, x), Region::kCur);
   for (uint32_t x = 12; x < 16; ++x) EXPECT_FALSE(h.Read(1, x, 1000 + x));
   EXPECT_EQ(Snap(h.policy(), 1).batch, 1u) << "4 of 16 implicit samples read";
   const std::vector<uint32_t> order = {0, 1, 2, 3, 4, 5, 10, 11};
@@ -340,7 +340,7 @@ TEST_F(Shared, AnOrderDeclaredAfterItsEpochBeganNarrowsCur) {
   EXPECT_EQ(Snap(h.policy(), 1).batch, 0u) << "reads outside the order are not progress";
   EXPECT_EQ(Snap(h.policy(), 1).epoch_samples, 8u);
   for (uint32_t x = 6; x < 10; ++x) {
-    EXPECT_EQ(h.policy().Where(1, x), Region::kNone);
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), Region::kNone);
     EXPECT_TRUE(h.resident(Obj(1, x))) << "back in the shared region, not evicted";
   }
   ExpectBudget(h.policy());
@@ -383,7 +383,7 @@ TEST_F(Shared, OnlyUnclaimedReadsEnterTheSharedRegion) {
   for (uint32_t x = 0; x < 4; ++x) {
     h.Read(1, x, 5001 + x);
     EXPECT_EQ(h.last.admit, x < 2);
-    EXPECT_EQ(h.policy().Where(1, x), x < 2 ? Region::kNext : Region::kNone);
+    EXPECT_EQ(h.policy().epoch_regions()->Where(1, x), x < 2 ? Region::kNext : Region::kNone);
   }
   EXPECT_EQ(h.policy().shared_bytes(), 0u) << "claimed reads stay out of the shared region";
   // A file outside the sample list (a validation file) read by the job.
@@ -394,7 +394,7 @@ TEST_F(Shared, OnlyUnclaimedReadsEnterTheSharedRegion) {
   Shell(h, 501);
   Shell(h, Obj(1, 2));  // unattributed: shared, most recent
   EXPECT_TRUE(h.Read(1, 2, 5100));  // a re-read: counter full, not adopted
-  EXPECT_EQ(h.policy().Where(1, 2), Region::kNone);
+  EXPECT_EQ(h.policy().epoch_regions()->Where(1, 2), Region::kNone);
   EXPECT_EQ(h.policy().shared_bytes(), 300u);
   ExpectBudget(h.policy());
 }

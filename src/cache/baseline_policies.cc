@@ -1,4 +1,4 @@
-#include "epochfs/sim/baselines.h"
+#include "epochfs/cache/baseline_policies.h"
 
 #include "epochfs/cache/next_use_cache.h"
 
@@ -7,14 +7,10 @@
 #include <utility>
 #include <vector>
 
-namespace epochfs::sim {
+namespace epochfs::cache {
 namespace {
 
-using cache::Access;
-using cache::Decision;
-using cache::ObjectId;
-
-class NoCachePolicy final : public cache::Policy {
+class NoCachePolicy final : public Policy {
  public:
   explicit NoCachePolicy(uint64_t budget) : budget_(budget) {}
   const char* name() const override { return "none"; }
@@ -32,7 +28,7 @@ class NoCachePolicy final : public cache::Policy {
   uint64_t budget_;
 };
 
-class MinioPolicy final : public cache::Policy {
+class MinioPolicy final : public Policy {
  public:
   explicit MinioPolicy(uint64_t budget) : budget_(budget) {}
   const char* name() const override { return "minio"; }
@@ -84,7 +80,7 @@ class MinioPolicy final : public cache::Policy {
   std::vector<ObjectId> order_;  // admissions, oldest first (may name dropped ones)
 };
 
-class BeladyPolicy final : public cache::Policy {
+class BeladyPolicy final : public Policy {
  public:
   BeladyPolicy(uint64_t budget, const Future& future, uint64_t request_bytes)
       : cache_(budget, future, request_bytes) {}
@@ -106,21 +102,21 @@ class BeladyPolicy final : public cache::Policy {
   Status CheckInvariants() const override { return cache_.CheckInvariants(); }
 
  private:
-  cache::NextUseCache cache_;
+  NextUseCache cache_;
   uint64_t now_ = 0;  // the latest access's time
 };
 
 }  // namespace
 
-std::unique_ptr<cache::Policy> MakeNoCachePolicy(uint64_t budget_bytes) {
+std::unique_ptr<Policy> MakeNoCachePolicy(uint64_t budget_bytes) {
   return std::make_unique<NoCachePolicy>(budget_bytes);
 }
-std::unique_ptr<cache::Policy> MakeMinioPolicy(uint64_t budget_bytes) {
+std::unique_ptr<Policy> MakeMinioPolicy(uint64_t budget_bytes) {
   return std::make_unique<MinioPolicy>(budget_bytes);
 }
-std::unique_ptr<cache::Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future,
-                                                uint64_t request_bytes) {
+std::unique_ptr<Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future,
+                                         uint64_t request_bytes) {
   return std::make_unique<BeladyPolicy>(budget_bytes, future, request_bytes);
 }
 
-}  // namespace epochfs::sim
+}  // namespace epochfs::cache

@@ -1,5 +1,6 @@
-// Baseline policies for the simulator, behind the same cache::Policy interface
-// as the daemon's policies, so that the engine treats every policy alike:
+// Baseline policies for the simulator and the replay, behind the same Policy
+// interface as the daemon's policies, so that the engine treats every policy
+// alike (built by MakePolicy, cache/policy_factory.h):
 //
 //   none:   caches nothing (every access goes to storage);
 //   minio:  CoorDL's MinIO cache: admits every miss while it fits, never evicts;
@@ -33,17 +34,14 @@
 #include "epochfs/cache/future.h"
 #include "epochfs/cache/policy.h"
 
-namespace epochfs::sim {
+namespace epochfs::cache {
 
-// The future, as the simulator engine knows it (the oracle: every job's
-// orders and position).
-using Future = cache::Future;
+std::unique_ptr<Policy> MakeNoCachePolicy(uint64_t budget_bytes);
+std::unique_ptr<Policy> MakeMinioPolicy(uint64_t budget_bytes);
+// `future` (the oracle: the simulator engine's, or a trace's own) must
+// outlive the policy. `request_bytes`: the store's cost per request, as the
+// future policy's (FuturePolicyParams::request_bytes).
+std::unique_ptr<Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future,
+                                         uint64_t request_bytes);
 
-std::unique_ptr<cache::Policy> MakeNoCachePolicy(uint64_t budget_bytes);
-std::unique_ptr<cache::Policy> MakeMinioPolicy(uint64_t budget_bytes);
-// `future` must outlive the policy. `request_bytes`: the store's cost per
-// request, as the future policy's (FuturePolicyParams::request_bytes).
-std::unique_ptr<cache::Policy> MakeBeladyPolicy(uint64_t budget_bytes, const Future& future,
-                                                uint64_t request_bytes);
-
-}  // namespace epochfs::sim
+}  // namespace epochfs::cache

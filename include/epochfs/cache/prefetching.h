@@ -1,0 +1,37 @@
+// Prefetching: the optional part of a Policy that loads objects ahead of
+// their reads. A policy that has it returns it from Policy::prefetching();
+// the others return nullptr, and then nothing is prefetched for them (the
+// daemon's prefetcher and the simulator ask for no hints, and an object
+// loaded ahead anyway is admitted by none). Only a policy with a declared
+// future (the "future" policy) has it.
+//
+// Ownership: part of the policy object; lives as long as it.
+// Thread safety: not thread-safe, like the Policy it belongs to (the caller
+// serialises every call with the policy's others).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "epochfs/cache/policy.h"
+
+namespace epochfs::cache {
+
+class Prefetching {
+ public:
+  virtual ~Prefetching() = default;
+  // Up to `max` objects, soonest read first, that are not resident, not
+  // `skip`ped, and that OnPrefetched would admit once `loading` (the caller's
+  // prefetches in flight: object and size; `skip` names them too) and the
+  // hints before them have landed (an estimate: OnPrefetched decides).
+  virtual std::vector<PrefetchHint> PrefetchHints(size_t max, uint64_t now_ns,
+                                                  const std::function<bool(ObjectId)>& skip,
+                                                  const std::vector<PrefetchHint>& loading) = 0;
+  // `a.object` was loaded ahead of any read of it (in load_ns). Admitted or
+  // not as a miss would be, but nobody has read it: no job's position or
+  // counters move. REQUIRES: not resident.
+  virtual Decision OnPrefetched(const Access& a, uint64_t load_ns) = 0;
+};
+
+}  // namespace epochfs::cache
