@@ -42,11 +42,17 @@ LAYERS = {
 MAX_LINES = 500
 # Files allowed past MAX_LINES, each with the reason it is one concept.
 BIG_FILES = {
-    "src/cache/declared_future.cc": "to be split",
-    "src/config/config.cc": "to be split",
-    "src/control/job_registry.cc": "to be split",
-    "src/sim/engine.cc": "to be split",
-    "src/spill/spill_store.cc": "to be split",
+    "src/cache/declared_future.cc":
+        "the declared future: every job's next read of each object and each job's pace, one "
+        "index updated together (splitting the pace model out is the next cut)",
+    "src/config/config.cc":
+        "the key table, one row per key (the one place a key is defined), and its TOML walker",
+    "src/control/job_registry.cc":
+        "the jobs and their control-file writes under one lock (orphans and re-attach are the "
+        "next cut)",
+    "src/sim/engine.cc": "the simulator's discrete-event loop, one model of time",
+    "src/spill/spill_store.cc":
+        "the spill namespace (create, mkdir, rename, chown, the scan at open) over store_core",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
