@@ -4,17 +4,28 @@
 // the events), deterministic for a given event sequence. The same code runs in
 // the daemon, the unit tests and the simulator.
 //
-// The caller (the daemon's cache front, src/store/cache_front.cc) reports one
-// event per object access (a read-open of a dataset file) and applies the
-// returned Decision to the store: first the evictions, then the admission.
-// Space is counted in bytes; an object is a whole file.
+// The caller (the daemon's cache front, src/store/cache_front.cc; the
+// simulator engine; the replay) reports one event per object access (a
+// read-open of a dataset file) and applies the returned Decision to its store
+// with ApplyDecision (decision_apply.h): first the evictions, then the
+// admission. Policies are built by MakePolicy (policy_factory.h). Space is
+// counted in bytes; an object is a whole file, or a block of a large one.
+//
+// The core every policy implements: the access events (OnHit, OnMiss,
+// OnDropped) and the byte figures. Everything else has a default that does
+// nothing. Optional parts live in small interfaces of their own that a caller
+// asks for (nullptr: the policy has none): prefetching() (prefetching.h),
+// read_order() (read_order.h) and epoch_regions() (epoch_policy.h). The job
+// lifecycle, SetBudget, SetRequestBytes and Jobs() are still virtuals here,
+// with defaults for the policies that ignore them.
 //
 // Thread safety: not thread-safe. The caller serialises every call.
 //
 // Contract the caller relies on, and that tests check for every policy:
 //   - the bytes of objects the policy holds as resident never exceed budget();
 //   - a Decision never evicts an object the policy did not hold, and never
-//     admits an object it already holds; `admit` is only ever set by OnMiss.
+//     admits an object it already holds; `admit` is only ever set by OnMiss
+//     (and Prefetching::OnPrefetched).
 //   - pool_bytes() + shared_bytes() + Σ over Jobs() of
 //     (cur + next + tail + granted_unused) == budget() after every call, for
 //     policies that track jobs (CheckInvariants() verifies it and more).
