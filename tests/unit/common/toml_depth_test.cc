@@ -10,7 +10,7 @@
 #include "epochfs/common/toml_text.h"
 
 namespace epochfs {
-namespace {
+namespace toml_depth_test_cases {
 
 std::string Dotted(size_t parts) {
   std::string key = "a";
@@ -86,5 +86,5 @@ TEST(TomlDepth, BrokenTextIsLeftToTheParser) {
   }
 }
 
-}  // namespace
+}  // namespace toml_depth_test_cases
 }  // namespace epochfs

@@ -26,7 +26,7 @@
 #include "reply.h"
 
 namespace epochfs::fs {
-namespace {
+namespace read_reply_test_cases {
 
 namespace stdfs = std::filesystem;
 
@@ -131,5 +131,5 @@ TEST_F(ReadReplyTest, FaultAfterTheReplyDoesNotAnswerAgain) {
   EXPECT_EQ(session_.cache->counters().handovers, 0u);
 }
 
-}  // namespace
+}  // namespace read_reply_test_cases
 }  // namespace epochfs::fs

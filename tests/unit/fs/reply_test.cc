@@ -15,7 +15,7 @@
 #include "reply.h"
 
 namespace epochfs::fs {
-namespace {
+namespace reply_test_cases {
 
 // What was answered, per request (the fake requests are addresses of these).
 struct Sent {
@@ -133,5 +133,5 @@ TEST_F(ReplyTest, TokensNestPerThread) {
   EXPECT_EQ(ReplyToken::For(Req(0)), nullptr);
 }
 
-}  // namespace
+}  // namespace reply_test_cases
 }  // namespace epochfs::fs

@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace epochfs::spill {
-namespace {
+namespace scheduler_test_cases {
 
 class TempDir {
  public:
@@ -109,5 +109,5 @@ TEST(SpillScheduler, ReportsAfterTheTurnAreEachApplied) {
   sched.Stop();
 }
 
-}  // namespace
+}  // namespace scheduler_test_cases
 }  // namespace epochfs::spill
