@@ -1,7 +1,7 @@
 // Prefetcher: loads what the jobs will read next before they ask for it.
 //
 // `depth` worker threads (named "prefetch") ask the cache front for the policy's prefetch hints
-// (Policy::PrefetchHints: not resident, read soonest, worth admitting now)
+// (Prefetching::PrefetchHints: not resident, read soonest, worth admitting now)
 // and load them (CacheFront::Prefetch: one flight shared with any reader who
 // asks meanwhile). Readers go first: a prefetch starts only while the
 // prefetches and readers' misses in flight together are fewer than `depth`,

@@ -115,7 +115,7 @@ class DeclaredFuture final : public Future {
   void BlocksOf(ObjectId file, std::vector<ObjectId>* out) const;
   // Status figures; `bytes_by_index` from NextUseCache::BytesByJob.
   std::vector<JobSnapshot> Snapshots(const std::vector<uint64_t>& bytes_by_index) const;
-  // Bytes job `id` has left to read by its declaration (Policy::BytesLeft):
+  // Bytes job `id` has left to read by its declaration (ReadOrder::BytesLeft):
   // the reads left in its current epoch and in its later epochs (every
   // sample once each), at the mean size of what it read so far, else of its
   // samples list's sizes, else 1 byte; Policy::kNoLeft when its epochs are

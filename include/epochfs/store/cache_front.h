@@ -123,7 +123,7 @@ class CacheFront {
   // daemon asks Get, which refills it). nullptr, and nothing counted,
   // otherwise: the caller Gets the object as usual.
   ObjectRef HitHandedOver(const GetRequest& req);
-  // What the policy would prefetch now (Policy::PrefetchHints), skipping the
+  // What the policy would prefetch now (Prefetching::PrefetchHints), skipping the
   // objects in flight and those `skip` names; `loading` are the caller's
   // prefetches in flight.
   std::vector<cache::PrefetchHint> PrefetchHints(size_t max,

@@ -4,7 +4,7 @@
 // On a store whose bandwidth binds (a disk, NFS, a throttled device), loads
 // in flight share it: every job's miss slows every other's, and while all
 // jobs crawl the cache holds a little of each one's data. Letting the job
-// nearest its end (the smallest key: the policy's Policy::BytesLeft) read at
+// nearest its end (the smallest key: the policy's ReadOrder::BytesLeft) read at
 // the store's full speed while the others fill its gaps lets the cache hold
 // that job's data; the jobs end one after another, all sooner
 // (docs/future_policy.md, "Which miss goes first").
@@ -61,7 +61,7 @@ struct ReadSlotsOptions {
 
 // A reader's load asking for its turn.
 struct ReadTurn {
-  uint64_t key = 0;  // its order: smaller first (Policy::BytesLeft of its job)
+  uint64_t key = 0;  // its order: smaller first (ReadOrder::BytesLeft of its job)
   uint64_t job = 0;  // its job (any id; loads of one job never wait for each other)
   // The jobs whose loads it never waits for, nor they for it (the jobs
   // sharing objects with its job: Policy::Sharers), sorted.
