@@ -4,36 +4,17 @@
 // back another's. Runs on a real disk directory under /var/tmp (O_DIRECT).
 #include "epochfs/spill/scheduler.h"
 
-#include <ftw.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <vector>
+
+#include "temp_dir.h"
 
 namespace epochfs::spill {
 namespace scheduler_test_cases {
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("EPOCHFS_SPILL_TEST_DIR");
-    std::string tmpl = std::string(base ? base : "/var/tmp") + "/epochfs-sched-test-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (char* p = mkdtemp(buf.data())) path_ = p;
-  }
-  ~TempDir() {
-    if (!path_.empty()) {
-      nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); },
-           16, FTW_DEPTH | FTW_PHYS);
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::unique_ptr<SpillStore> StoreWithFiles(const std::string& dir, int files) {
   SpillOptions o;
@@ -59,7 +40,7 @@ std::vector<std::string> Schedule() {
 }
 
 TEST(SpillScheduler, OneJobsReportLoopIsCoalescedAndAnotherJobIsServed) {
-  TempDir tmp;
+  TempDir tmp("epochfs-sched-test");
   auto store = StoreWithFiles(tmp.path(), 8);
   ASSERT_NE(store, nullptr);
   SpillScheduler sched(*store, {.num_prefetch = 2, .num_writeout = 2});
@@ -87,7 +68,7 @@ TEST(SpillScheduler, OneJobsReportLoopIsCoalescedAndAnotherJobIsServed) {
 }
 
 TEST(SpillScheduler, ReportsAfterTheTurnAreEachApplied) {
-  TempDir tmp;
+  TempDir tmp("epochfs-sched-test");
   auto store = StoreWithFiles(tmp.path(), 8);
   ASSERT_NE(store, nullptr);
   SpillScheduler sched(*store, {.num_prefetch = 2, .num_writeout = 2});

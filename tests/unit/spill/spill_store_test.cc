@@ -19,33 +19,14 @@
 #include <thread>
 
 #include "epochfs/spill/zvc.h"
+#include "temp_dir.h"
 
 namespace epochfs::spill {
 namespace {
 
 constexpr uint32_t kChunk = 8192;
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("EPOCHFS_SPILL_TEST_DIR");
-    std::string tmpl = std::string(base ? base : "/var/tmp") + "/epochfs-spill-test-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    char* p = mkdtemp(buf.data());
-    if (p) path_ = p;
-  }
-  ~TempDir() {
-    if (!path_.empty()) {
-      nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); },
-           16, FTW_DEPTH | FTW_PHYS);
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 SpillOptions SmallOptions(const std::string& dir) {
   SpillOptions o;
