@@ -89,7 +89,9 @@ Result<UniqueFd> OpenOwnTraceFile(const std::string& path) {
                            "remove it or name another path");
   }
   if (st.st_nlink != 1) return InvalidArgument(what + "has other hard links");
-  if (::fcntl(fd.get(), F_SETFL, O_WRONLY) != 0 || ::ftruncate(fd.get(), 0) != 0 ||
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+      ::ftruncate(fd.get(), 0) != 0 ||
       ::fchmod(fd.get(), 0600) != 0) {
     return Status(Code::kIoError, what + std::strerror(errno));
   }

@@ -27,10 +27,8 @@ Result<struct stat> RootAttr::Get() {
   auto answered = [&] { return stop_ || done_ >= target; };
   if (known_.has_value()) {
     const bool down = !last_status_.ok();  // LOWER known down: no wait at all
-    if (!done_cv_.wait_for(lock, down ? std::chrono::milliseconds(0) : grace_, answered) ||
-        !last_status_.ok()) {
-      ++stale_answers_;
-    }
+    // Fresh when the stat answered in time; else the last known attributes.
+    done_cv_.wait_for(lock, down ? std::chrono::milliseconds(0) : grace_, answered);
     return *known_;
   }
   done_cv_.wait(lock, answered);
@@ -63,16 +61,6 @@ void RootAttr::Loop() {
     }
     done_cv_.notify_all();
   }
-}
-
-uint64_t RootAttr::stats() const {
-  std::lock_guard lock(mu_);
-  return done_;
-}
-
-uint64_t RootAttr::stale_answers() const {
-  std::lock_guard lock(mu_);
-  return stale_answers_;
 }
 
 }  // namespace epochfs::fs

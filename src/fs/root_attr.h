@@ -44,17 +44,12 @@ class RootAttr {
   // The root's attributes as described above.
   Result<struct stat> Get();
 
-  // Stats made of LOWER's root, and answers given from the last known
-  // attributes because LOWER did not answer in time or failed (tests).
-  uint64_t stats() const;
-  uint64_t stale_answers() const;
-
  private:
   void Loop();
 
   const store::Lower& lower_;
   const std::chrono::milliseconds grace_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable wanted_cv_;  // a stat is wanted, or stop
   std::condition_variable done_cv_;    // a stat finished
   bool wanted_ = false;                // guarded by mu_
@@ -64,7 +59,6 @@ class RootAttr {
   Status last_status_;                 // guarded by mu_: of the last stat finished
   std::optional<struct stat> known_;   // guarded by mu_: the last attributes LOWER gave
   bool warned_ = false;                // guarded by mu_: the failure is logged
-  uint64_t stale_answers_ = 0;         // guarded by mu_
   std::thread thread_;                 // guarded by mu_ (started once)
 };
 

@@ -51,23 +51,19 @@ void SpillScheduler::SetSchedule(const std::string& job, uid_t owner,
     j.status = SpillJobStatus{};
     j.status.steps = j.schedule.size();
     ++j.generation;
-    j.pending_reports = 0;
-    QueueLocked(job, j, -1, false);
+    QueueLocked(job, j, -1);  // in line already: the start takes the old report's place
   }
   cv_.notify_one();
 }
 
-void SpillScheduler::QueueLocked(const std::string& job, Job& j, int64_t finished,
-                                 bool is_report) {
+void SpillScheduler::QueueLocked(const std::string& job, Job& j, int64_t finished) {
   if (!j.pending.has_value()) {
     queue_.push_back(job);
-  } else if (j.pending_reports != 0 && is_report) {
+  } else if (*j.pending >= 0 && finished >= 0) {
     ++j.status.coalesced;  // the waiting report is replaced: it counts as dealt with
     ++j.status.applied;
-    --j.pending_reports;
   }
   j.pending = finished;
-  if (is_report) ++j.pending_reports;
 }
 
 Status SpillScheduler::Progress(const std::string& job, uint64_t step) {
@@ -82,7 +78,7 @@ Status SpillScheduler::Progress(const std::string& job, uint64_t step) {
     }
     j.status.progress = step;
     ++j.status.reports;
-    QueueLocked(job, j, static_cast<int64_t>(step), true);
+    QueueLocked(job, j, static_cast<int64_t>(step));
   }
   cv_.notify_one();
   return Status::Ok();
@@ -143,9 +139,9 @@ void SpillScheduler::Loop() {
       if (queue_.empty()) idle_cv_.notify_all();
       continue;
     }
-    Report r{name, *it->second.pending, it->second.generation, it->second.pending_reports};
+    const int64_t finished = *it->second.pending;
+    Report r{name, finished, it->second.generation, finished >= 0};
     it->second.pending.reset();
-    it->second.pending_reports = 0;
     busy_ = true;
     lock.unlock();
     Apply(r);
@@ -194,7 +190,7 @@ void SpillScheduler::Apply(const Report& r) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(r.job);
   if (it == jobs_.end() || it->second.generation != r.generation) return;
-  it->second.status.applied += r.reports;
+  it->second.status.applied += r.is_report ? 1 : 0;
   it->second.status.writeouts += wrote;
   it->second.status.prefetches += fetched;
   it->second.status.missing += missing;

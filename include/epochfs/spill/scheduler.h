@@ -89,9 +89,8 @@ class SpillScheduler {
     SpillJobStatus status;
     uint64_t generation = 0;  // bumped by SetSchedule: stale reports are dropped
     // The report waiting for its turn: the step finished (-1: the schedule's
-    // start), and how many reports it stands for.
+    // start, which is no progress report).
     std::optional<int64_t> pending;
-    uint64_t pending_reports = 0;
   };
   // May the scheduler touch `rel` for a job of `owner`? (A store lookup.)
   bool Owns(uid_t owner, const std::string& rel) const;
@@ -99,11 +98,12 @@ class SpillScheduler {
     std::string job;
     int64_t finished;
     uint64_t generation;
-    uint64_t reports;  // the reports it stands for (progress reports; 0 for a start)
+    bool is_report;  // a progress report (not the schedule's start)
   };
 
-  // Makes `job` wait for its turn with report `finished` (guarded by mu_).
-  void QueueLocked(const std::string& job, Job& j, int64_t finished, bool is_report);
+  // Makes `job` wait for its turn with `finished` (-1: the schedule's start),
+  // replacing a report still waiting (guarded by mu_).
+  void QueueLocked(const std::string& job, Job& j, int64_t finished);
   void Loop();
   void Apply(const Report& r);
 
