@@ -202,6 +202,13 @@ const KeyDesc kKeys[] = {
        c->cache.block_size = b;
        return true;
      }},
+    {"cache.metadata_entries", OptKind::kInteger, "integer 0..1000000000",
+     [](Config* c, const Raw& v) {
+       int64_t i = 0;
+       if (!GetInt(v, 0, 1'000'000'000, &i)) return false;
+       c->cache.metadata_entries = static_cast<uint64_t>(i);
+       return true;
+     }},
     {"cache.memory_margin", OptKind::kString, R"(bytes ("512MiB", integer) or a percentage ("5%"))",
      [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.memory_margin); }},
     {"cache.memory_min", OptKind::kString, R"(bytes ("64MiB", integer) or a percentage ("1%"))",
