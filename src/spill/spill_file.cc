@@ -13,50 +13,15 @@
 #include "epochfs/common/log.h"
 
 namespace epochfs::spill {
-namespace {
-
-struct AlignedBlock {
-  AlignedBlock() : p(static_cast<uint8_t*>(std::aligned_alloc(kBlock, kBlock))) {}
-  ~AlignedBlock() { std::free(p); }
-  AlignedBlock(const AlignedBlock&) = delete;
-  AlignedBlock& operator=(const AlignedBlock&) = delete;
-  uint8_t* p;
-};
-
-
-}  // namespace
-
 struct timespec MtimeNow() {
   struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts;
 }
 
-Status WriteHeaderBlock(int fd, const FileHeader& h) {
-  AlignedBlock b;
-  if (!b.p) return Internal("out of memory");
-  EncodeFileHeader(h, {b.p, kBlock});
-  ssize_t n = ::pwrite(fd, b.p, kBlock, 0);
-  if (n < 0) return IoStatusFromErrno(errno, "spill header write");
-  if (n != kBlock) return IoError("spill header write: short write");
-  return Status::Ok();
-}
-
-Status ReadHeaderBlock(int fd, FileHeader* h, bool* empty) {
-  AlignedBlock b;
-  if (!b.p) return Internal("out of memory");
-  *empty = false;
-  ssize_t n = ::pread(fd, b.p, kBlock, 0);
-  if (n < 0) return IoStatusFromErrno(errno, "spill header read");
-  if (n < static_cast<ssize_t>(kBlock)) {
-    *empty = true;
-    return Status::Ok();
-  }
-  return DecodeFileHeader({b.p, kBlock}, h);
-}
-
 SpillFileImpl::SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, UniqueFd fd,
-                             const FileHeader& header, uint64_t backing_size)
+                             const FileHeader& header, uint64_t backing_size,
+                             std::span<const uint8_t> bitmap0)
     : core_(std::move(core)), c_(*core_), fd_(std::move(fd)), rel_(std::move(rel)) {
   size_ = header.size;
   size_atomic_.store(size_, std::memory_order_release);
@@ -64,11 +29,67 @@ SpillFileImpl::SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, U
   uid_ = header.uid;
   gid_ = header.gid;
   mtime_ = header.mtime;
-  const uint32_t cb = c_.chunk_bytes();
   alloc_end_ = backing_size;
-  disk.assign(ChunkCount(size_, cb), kUnknown);
-  for (uint64_t c = 0; c < disk.size(); ++c) {
-    if (SlotOffset(c, cb) + kChunkHeaderBytes > backing_size) disk[c] = 0;
+  LoadIndex(bitmap0);
+}
+
+// A chunk whose bit is set is written (kUnknown until loaded), others are
+// holes. A group whose record is missing or damaged counts as all written:
+// its chunks load, and a slot that is not there is Corruption, never zeros.
+void SpillFileImpl::LoadIndex(std::span<const uint8_t> bitmap0) {
+  const uint32_t cb = c_.chunk_bytes();
+  disk.assign(ChunkCount(size_, cb), 0);
+  std::vector<uint8_t> bits(kIndexBitmapBytes);
+  uint64_t damaged = 0;
+  for (uint64_t g = 0; g < IndexGroups(disk.size()); ++g) {
+    bool ok;
+    if (g == 0) {
+      ok = !bitmap0.empty();
+      if (ok) std::copy(bitmap0.begin(), bitmap0.end(), bits.begin());
+    } else {
+      ok = ReadIndexBlock(fd_.get(), g, cb, bits).ok();
+    }
+    if (!ok) ++damaged;
+    const uint64_t end = std::min<uint64_t>(disk.size(), (g + 1) * kIndexChunks);
+    for (uint64_t c = g * kIndexChunks; c < end; ++c) {
+      const uint64_t i = c - g * kIndexChunks;
+      if (!ok || (bits[i / 8] >> (i % 8) & 1)) disk[c] = kUnknown;
+    }
+  }
+  if (damaged) {
+    log::Warn("spill: file " + rel_ + ": " + std::to_string(damaged) +
+              " written-chunk index record(s) missing or damaged; their chunks count as written");
+  }
+}
+
+void SpillFileImpl::MarkGroup(uint64_t group) {
+  header_dirty_ = true;
+  if (group > 0) index_dirty_.insert(group);
+}
+
+void SpillFileImpl::SetDisk(uint64_t c, uint32_t known) {
+  if (c >= disk.size()) return;
+  if ((disk[c] != 0) != (known != 0)) MarkGroup(c / kIndexChunks);
+  disk[c] = known;
+}
+
+void SpillFileImpl::ResizeDisk(uint64_t chunks) {
+  const uint64_t old_groups = IndexGroups(disk.size()), groups = IndexGroups(chunks);
+  if (chunks < disk.size()) {
+    index_dirty_.erase(index_dirty_.lower_bound(groups), index_dirty_.end());
+    if (chunks > 0) MarkGroup((chunks - 1) / kIndexChunks);  // its bits past the end clear
+  }
+  disk.resize(chunks, 0);  // past the old end: holes
+  // Every group below the size has a record on disk.
+  for (uint64_t g = old_groups; g < groups; ++g) MarkGroup(g);
+}
+
+void SpillFileImpl::GroupBits(uint64_t group, uint8_t* bitmap) const {
+  std::memset(bitmap, 0, kIndexBitmapBytes);
+  const uint64_t end = std::min<uint64_t>(disk.size(), (group + 1) * kIndexChunks);
+  for (uint64_t c = group * kIndexChunks; c < end; ++c) {
+    const uint64_t i = c - group * kIndexChunks;
+    if (disk[c] != 0) bitmap[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
   }
 }
 
@@ -88,7 +109,7 @@ void SpillFileImpl::SetSize(uint64_t size) {
   size_ = size;
   size_atomic_.store(size, std::memory_order_release);
   const uint64_t n = ChunkCount(size, c_.chunk_bytes());
-  if (disk.size() < n) disk.resize(n, 0);  // past the old end: slots absent
+  if (disk.size() < n) ResizeDisk(n);
 }
 
 Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
@@ -178,7 +199,7 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
       c_.ReleaseBytes(uid_, end - keep);
       size_ = keep;
       size_atomic_.store(keep, std::memory_order_release);
-      disk.resize(ChunkCount(keep, cb));
+      ResizeDisk(ChunkCount(keep, cb));
     }
     return failed;
   }
@@ -235,21 +256,22 @@ Status SpillFileImpl::Truncate(uint64_t size) {
       c_.Unpin(tail);
     }
     for (uint64_t c = keep; c < disk.size(); ++c) c_.ForgetStored(disk[c]);
-    disk.resize(keep);
+    ResizeDisk(keep);
     c_.ReleaseBytes(uid_, old - size);
     size_ = size;
     size_atomic_.store(size, std::memory_order_release);
+    mtime_ = MtimeNow();
+    header_dirty_ = true;
     lock.unlock();
-    // Cut the slots past the end (holes read as zeros if the file grows again).
+    // The header (size and index) first, then cut the slots past the end
+    // (holes if the file grows again): a header that still records them
+    // written would make them read as lost.
+    Status s = WriteHeader();
+    if (!s.ok()) return s;  // the slots stay until a later cut (Open cuts past the end)
     const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(SlotOffset(keep, cb)));
     alloc_end_ = SlotOffset(keep, cb);
-    lock.lock();
-    if (rc != 0) {
-      Status s = IoStatusFromErrno(errno, "spill truncate " + rel_);
-      mtime_ = MtimeNow();
-      header_dirty_ = true;
-      return s;
-    }
+    if (rc != 0) return IoStatusFromErrno(errno, "spill truncate " + rel_);
+    return Status::Ok();
   }
   mtime_ = MtimeNow();
   header_dirty_ = true;
@@ -262,6 +284,26 @@ Status SpillFileImpl::Sync() {
 }
 
 Status SpillFileImpl::WriteHeader() {
+  std::vector<uint8_t> bits(kIndexBitmapBytes);
+  // The index blocks first (one group at a time, the bitmap taken under the
+  // lock), then the header block that commits the size.
+  for (;;) {
+    uint64_t g;
+    {
+      std::lock_guard lock(c_.mu);
+      if (index_dirty_.empty()) break;
+      g = *index_dirty_.begin();
+      index_dirty_.erase(index_dirty_.begin());
+      GroupBits(g, bits.data());
+    }
+    Status s = WriteIndexBlock(fd_.get(), g, c_.chunk_bytes(), bits);
+    std::lock_guard lock(c_.mu);
+    if (!s.ok()) {
+      if (g < IndexGroups(disk.size())) MarkGroup(g);
+      return s;
+    }
+    c_.CountHeaderWrite();
+  }
   FileHeader h;
   {
     std::lock_guard lock(c_.mu);
@@ -272,9 +314,10 @@ Status SpillFileImpl::WriteHeader() {
     h.uid = uid_;
     h.gid = gid_;
     h.mtime = mtime_;
+    GroupBits(0, bits.data());
     header_dirty_ = false;
   }
-  Status s = WriteHeaderBlock(fd_.get(), h);
+  Status s = WriteHeaderBlock(fd_.get(), h, bits);
   std::lock_guard lock(c_.mu);
   if (!s.ok()) header_dirty_ = true;
   else c_.CountHeaderWrite();
