@@ -139,6 +139,9 @@ Result<Entry*> StoreCore::Pin(std::unique_lock<std::mutex>& lock, SpillFileImpl*
       if (e->state == Entry::State::kFailed) {
         Status s = e->error;
         Detach(e);
+        // An overwrite of the whole chunk needs none of its old bytes: it
+        // repairs a chunk whose load failed (a read-ahead's, too).
+        if (mode == PinMode::kOverwrite) continue;
         return s;
       }
       ++e->pins;
