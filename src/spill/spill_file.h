@@ -1,5 +1,6 @@
 // The spill store's internals: StoreCore (staging, I/O thread, quota,
-// counters: what every file shares) and SpillFileImpl (one backing file).
+// counters: what every file shares; store_core.cc) and SpillFileImpl (one
+// backing file; spill_file.cc, its written-chunk index in file_index.cc).
 //
 // Thread roles: callers' threads run file operations and start loads and
 // write-backs (encoding chunks on their own thread); the engine's I/O thread
