@@ -195,7 +195,11 @@ Status SpillFileImpl::Truncate(uint64_t size) {
       c_.MarkDirty(tail);
       c_.Unpin(tail);
     }
-    for (uint64_t c = keep; c < disk.size(); ++c) c_.ForgetStored(disk[c]);
+    bool cuts_written = false;
+    for (uint64_t c = keep; c < disk.size(); ++c) {
+      cuts_written |= disk[c] != 0;
+      c_.ForgetStored(disk[c]);
+    }
     ResizeDisk(keep);
     c_.ReleaseBytes(uid_, old - size);
     size_ = size;
@@ -203,11 +207,13 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     mtime_ = MtimeNow();
     header_dirty_ = true;
     lock.unlock();
-    // The header (size and index) first, then cut the slots past the end
-    // (holes if the file grows again): a header that still records them
-    // written would make them read as lost.
-    Status s = WriteHeader();
-    if (!s.ok()) return s;  // the slots stay until a later cut (Open cuts past the end)
+    // The header (size and index) first when written slots go, then cut the
+    // slots past the end (holes if the file grows again): a header on disk
+    // that still recorded them written would make them read as lost.
+    if (cuts_written) {
+      Status s = WriteHeader();
+      if (!s.ok()) return s;  // the slots stay until a later cut (Open cuts past the end)
+    }
     const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(SlotOffset(keep, cb)));
     alloc_end_ = SlotOffset(keep, cb);
     if (rc != 0) return IoStatusFromErrno(errno, "spill truncate " + rel_);
