@@ -305,7 +305,7 @@ void Mount::MakePrefetcher() {
   PolicyJobSink& sink = *sink_;
   prefetcher_ = std::make_unique<Prefetcher>(
       *cache_, prefetch,
-      [&sink](cache::JobId job, uint32_t sample) { return sink.PathOf(job, sample); });
+      [&sink](cache::JobId job, uint32_t sample) { return sink.SampleFileOf(job, sample); });
   Prefetcher* pf = prefetcher_.get();
   sink.SetSamplesListener([pf] { pf->Arm(); });
   pf->SetUnreadableListener(

@@ -203,6 +203,9 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (!fst.ok()) return fail(fst.status());
   const struct stat st = fst.value();
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
+  // Checked on the attributes of the file opened: no bytes of it are read
+  // for a user who may not read them.
+  if (req.as && !MayAccess(*req.as, st, kMayRead)) return fail(MissingOnLower(req.rel));
   const bool block = req.length != 0;
   // A samples list gives no sizes: a prefetch may name a file too large to
   // cache whole (a reader's open reads those in blocks).

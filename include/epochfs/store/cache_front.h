@@ -34,6 +34,7 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/request_cost.h"
+#include "epochfs/common/access_rule.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
@@ -61,6 +62,10 @@ struct GetRequest {
   // Get serves the bytes (refilling a handed-over stub in its place) but
   // counts no access and admits nothing.
   bool heard = false;
+  // A prefetch on a user's behalf (a job's owner): only a file they may read
+  // is loaded; another fails as a missing file does (MissingOnLower), with
+  // nothing read. Null: anything (root's jobs).
+  std::shared_ptr<const Credentials> as = nullptr;
 };
 
 struct CacheCounters {
@@ -103,7 +108,8 @@ class CacheFront {
   // Policy::OnPrefetched. True when admitted; false when refused, already
   // resident or already in flight (nothing read then). Errors: NotFound (no
   // regular file at req.rel), InvalidArgument (larger than
-  // max_object_bytes()), and LOWER's.
+  // max_object_bytes()), and LOWER's. A file `req.as` may not read is
+  // NotFound, as a missing one.
   Result<bool> Prefetch(const GetRequest& req);
   // One copy (fuse.one_copy): the kernel's page cache now holds every byte of
   // `served`, the resident object, and keeps it until the object is evicted
