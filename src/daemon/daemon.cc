@@ -21,6 +21,7 @@
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/tier/disk_tier.h"
+#include "disk_tier_setup.h"
 #include "background.h"
 #include "nested_mount.h"
 #include "job_sink.h"
@@ -298,26 +299,7 @@ Status Mount::MakeCache() {
 // one in use fails the mount), started after daemonizing (Start).
 Status Mount::OpenDiskTier() {
   if (cfg().cache.disk_path.empty()) return Status::Ok();
-  tier::DiskTierOptions o;
-  o.path = cfg().cache.disk_path;
-  o.size = cfg().cache.disk_size;
-  o.size_auto = cfg().cache.disk_size_auto;
-  o.margin_is_percent = cfg().cache.disk_margin.is_percent;
-  o.margin = cfg().cache.disk_margin.bytes;
-  o.margin_percent = cfg().cache.disk_margin.percent;
-  // A spill area on the same filesystem keeps its own bound: what it may
-  // still take is not the tier's.
-  struct stat a, b;
-  if (spill_ && cfg().spill.max_bytes != 0 && ::stat(o.path.c_str(), &a) == 0 &&
-      ::stat(cfg().spill.path.c_str(), &b) == 0 && a.st_dev == b.st_dev) {
-    const uint64_t bound = cfg().spill.max_bytes;
-    SpillArea* spill = spill_.get();
-    o.reserved = [spill, bound]() -> uint64_t {
-      const uint64_t held = spill->store() != nullptr ? spill->store()->stats().stored_bytes : 0;
-      return bound > held ? bound - held : 0;
-    };
-  }
-  auto disk = tier::DiskTier::Open(o);
+  auto disk = OpenDiskTierOf(cfg(), spill_.get());
   if (!disk.ok()) return disk.status();
   disk_ = std::move(disk).value();
   return Status::Ok();
