@@ -20,6 +20,8 @@ const std::set<std::string> kCounters = {
     "handovers", "refills", "known_answers", "known_last_known", "known_full",
     // tiers.spill
     "chunks_compressed", "chunks_raw", "ssd_read_bytes", "ssd_write_bytes", "checksum_errors",
+    // tiers.disk (also "hits", "checksum_errors" above)
+    "reads_bytes", "writes", "writes_bytes", "skipped", "stale", "write_errors",
     // governor
     "ticks", "shrinks", "grows", "read_errors"};
 
@@ -129,6 +131,11 @@ std::string PrometheusText(const nlohmann::json& stats) {
       if (!fields.is_object()) continue;
       const std::string l = "{" + Label("tier", tier) + "}";
       for (const auto& [k, v] : fields.items()) e.AddValue("epochfs_tier_", k, l, v);
+      // epochfs_tier_state{tier="disk",state="failed"} 1
+      if (const std::string st = StringAt(fields, "state"); !st.empty()) {
+        e.Add("epochfs_tier_state", false,
+              "{" + Label("tier", tier) + "," + Label("state", st) + "}", 1);
+      }
     }
   }
   // epochfs_lower_calls_by_kind_total{kind="lookup"}, ...

@@ -20,6 +20,8 @@
 #include "epochfs/governor/sampler.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
+#include "epochfs/tier/disk_tier.h"
+#include "disk_tier_setup.h"
 #include "background.h"
 #include "nested_mount.h"
 #include "job_sink.h"
@@ -140,6 +142,7 @@ class Mount {
   Status OpenLower();
   void ChooseBudget();
   Status MakeCache();
+  Status OpenDiskTier();
   void MakePrefetcher();
   Status MakeFilesystems();
   void StartProbe();
@@ -151,6 +154,7 @@ class Mount {
   uint64_t budget_ = 0;
   std::unique_ptr<MemoryGovernor> governor_;  // cache.memory = "auto"
   std::vector<std::string> fixed_warnings_;
+  std::unique_ptr<tier::DiskTier> disk_;  // cache.disk_path; outlives the cache that reads it
   std::unique_ptr<store::CacheFront> cache_;
   std::unique_ptr<SpillArea> spill_;
   std::unique_ptr<PolicyJobSink> sink_;
@@ -210,6 +214,7 @@ Status Mount::Build() {
                                          cfg().limits.spill_entries_per_user);
     if (Status s = spill_->Check(); !s.ok()) return s;
   }
+  if (Status s = OpenDiskTier(); !s.ok()) return s;
   sink_ = std::make_unique<PolicyJobSink>(*lower_, *cache_);
   MakePrefetcher();
   control::JobRegistryOptions registry_opts;
@@ -287,6 +292,16 @@ Status Mount::MakeCache() {
   slots.max_waiting = FuseThreads(cfg()) > 2 ? FuseThreads(cfg()) - 2 : 0;
   cache_->SetReadSlots(slots);
   cache_->SetRequestBytes(cfg().cache.request_bytes, cfg().cache.request_bytes_auto);
+  return Status::Ok();
+}
+
+// The disk tier: checked, locked and its index read now (a bad directory or
+// one in use fails the mount), started after daemonizing (Start).
+Status Mount::OpenDiskTier() {
+  if (cfg().cache.disk_path.empty()) return Status::Ok();
+  auto disk = OpenDiskTierOf(cfg(), spill_.get());
+  if (!disk.ok()) return disk.status();
+  disk_ = std::move(disk).value();
   return Status::Ok();
 }
 
@@ -381,6 +396,13 @@ Status Mount::Start() {
     }
     (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
   }
+  if (disk_) {
+    if (Status s = disk_->Start(); s.ok()) {
+      cache_->SetSecondTier(disk_.get());
+    } else {
+      log::Warn("disk tier " + cfg().cache.disk_path + " off: " + s.message());
+    }
+  }
   need_watch_ = std::make_unique<NeedWatch>(*cache_);
   // A removed job directory is the control session's entry when there is one.
   fs::Filesystem& fsys = control_fs_ ? *control_fs_ : *filesystem_;
@@ -457,6 +479,7 @@ Status Mount::Serve() {
   // session's last requests are served before the store closes.
   while (!nested_.empty()) nested_.pop_back();
   if (spill_) spill_->Close();  // writes staged spill data back
+  if (disk_) disk_->Stop();     // queued copies land, the index is compacted
   log::Info("unmounted " + args_.mountpoint);
   return s;
 }
