@@ -24,7 +24,9 @@
 //   - SOURCE/.fail_all exists: every call fails with EIO.
 // Every call is counted by kind; the counts are read, without being counted,
 // as the extended attribute `user.faultfs.counts` of the mount's root:
-// "stat=N open=N read=N list=N readlink=N statfs=N access=N".
+// "stat=N open=N read=N list=N readlink=N statfs=N access=N";
+// `user.faultfs.counts.PID` gives those of process PID's threads only (a test
+// counts its daemon's calls, not those of another process walking the mount).
 // Everything else is a plain passthrough. Modifying operations are not implemented (ENOSYS /
 // EROFS from the kernel); tests change SOURCE directly instead.
 //
@@ -48,7 +50,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +79,24 @@ enum Kind { kStat, kOpen, kRead, kList, kReadlink, kStatfs, kAccess, kKinds };
 const char* const kKindNames[kKinds] = {"stat", "open", "read", "list", "readlink", "statfs",
                                         "access"};
 std::atomic<uint64_t> g_calls[kKinds];
+std::mutex g_by_process_mu;
+std::map<pid_t, std::array<uint64_t, kKinds>> g_by_process;  // by thread group
+
+// The thread group (process) of thread `tid`, from /proc; `tid` if unknown.
+pid_t ProcessOf(pid_t tid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/status").c_str(), "r");
+  if (f == nullptr) return tid;
+  char line[256];
+  pid_t tgid = tid;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "Tgid:", 5) == 0) {
+      tgid = static_cast<pid_t>(std::strtol(line + 5, nullptr, 10));
+      break;
+    }
+  }
+  std::fclose(f);
+  return tgid;
+}
 
 bool Exists(const char* flag) { return access((g_source + flag).c_str(), F_OK) == 0; }
 
@@ -94,6 +117,11 @@ long MillisIn(const char* name) {
 // Returns 0 or -EIO.
 int Enter(Kind kind) {
   g_calls[kind].fetch_add(1, std::memory_order_relaxed);
+  const pid_t process = ProcessOf(fuse_get_context()->pid);
+  {
+    std::lock_guard lk(g_by_process_mu);
+    ++g_by_process[process][kind];
+  }
   if (Exists("/.fail_all")) return -EIO;
   while (Exists("/.hang_all")) usleep(20000);
   if (long ms = MillisIn("/.latency_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
@@ -195,14 +223,24 @@ int FaultAccess(const char* path, int mask) {
 
 // The counts, as described at the top; not a call of the store's.
 int FaultGetxattr(const char* path, const char* name, char* value, size_t size) {
-  if (std::strcmp(path, "/") != 0 || std::strcmp(name, "user.faultfs.counts") != 0) {
+  constexpr char kCounts[] = "user.faultfs.counts";
+  if (std::strcmp(path, "/") != 0 || std::strncmp(name, kCounts, sizeof kCounts - 1) != 0) {
+    return -ENODATA;
+  }
+  std::array<uint64_t, kKinds> n{};
+  if (name[sizeof kCounts - 1] == '\0') {
+    for (int k = 0; k < kKinds; ++k) n[k] = g_calls[k].load(std::memory_order_relaxed);
+  } else if (name[sizeof kCounts - 1] == '.') {
+    const pid_t process = static_cast<pid_t>(std::strtol(name + sizeof kCounts, nullptr, 10));
+    std::lock_guard lk(g_by_process_mu);
+    if (auto it = g_by_process.find(process); it != g_by_process.end()) n = it->second;
+  } else {
     return -ENODATA;
   }
   std::string text;
   for (int k = 0; k < kKinds; ++k) {
     if (k) text += ' ';
-    text += std::string(kKindNames[k]) + "=" +
-            std::to_string(g_calls[k].load(std::memory_order_relaxed));
+    text += std::string(kKindNames[k]) + "=" + std::to_string(n[k]);
   }
   if (size == 0) return static_cast<int>(text.size());
   if (size < text.size()) return -ERANGE;
