@@ -84,12 +84,19 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
     if (!fresh.ok()) return {nullptr, ToErrno(fresh.status())};
     const bool changed = store::VersionOf(fresh.value()) != store::VersionOf(st) ||
                          fresh.value().st_ino != st.st_ino;
-    if (changed) ctx_.cache.Invalidate(id);
-    // Without OPEN this is a READ of an inode whose pages the kernel may
-    // hold, of the version it was looked up at: a changed file's READ is
-    // stale (its pages are dropped, PassFor), and the next open, whose
-    // LOOKUP finds the change, gets a new inode (InodeTable).
-    if (changed && ctx_.role == Role::kDataset) return {nullptr, ESTALE};
+    // The inode is the version it was looked up at, its size and pages
+    // that version's (InodeTable, renumber_changed): another version is
+    // never served under it. The open is stale: the VFS looks the name up
+    // again and retries once (LOOKUP_REVAL), which gets the new version's
+    // inode. Without OPEN this is a READ of the inode (its pages are
+    // dropped, PassFor); the next open's LOOKUP gets the new inode.
+    if (changed) {
+      // The cached bytes, unless they are the new version already (a later
+      // open's, whose pages the kernel may hold).
+      const store::ObjectRef cached = ctx_.cache.ram().Find(id);
+      if (cached && cached->version != store::VersionOf(fresh.value())) ctx_.cache.Invalidate(id);
+      return {nullptr, ESTALE};
+    }
     st = fresh.value();
     ctx_.inodes.SetAttr(ino, st);
   }
