@@ -42,7 +42,7 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   return GetOnce(asked, true);
 }
 
-Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
+Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool may_retry) {
   if (ObjectRef hit = ram_.Find(req.id)) {
     if (hit->version != req.version) {
       // Heard of at an open of the version handed over: that is gone, and
@@ -81,15 +81,17 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     Result<ObjectRef> r = fut.get();
-    if (!joined_prefetch) return r;
+    // The load of another version (another open's, which found the file
+    // as it was, or is, at its own stat) is not this reader's answer: it
+    // loads for itself, once. A block is never served of another version.
+    const bool other = r.ok() && r.value()->version != req.version;
+    if (!joined_prefetch && !other) return r;
     // A prefetch's load: the bytes are this read's, a hit (a read LOWER was
     // not asked for; also counted as coalesced), and the policy hears of the
-    // read now. A failed prefetch (or one of another version) is not
-    // this reader's answer: it loads for itself.
-    if (r.ok() && r.value()->version == req.version) {
-      return req.heard ? r : ServeHit(req, r.value());
-    }
-    if (retry_failed_prefetch) return GetOnce(req, false);
+    // read now. A failed prefetch is not this reader's answer either.
+    if (joined_prefetch && r.ok() && !other) return req.heard ? r : ServeHit(req, r.value());
+    if (may_retry) return GetOnce(req, false);
+    if (other && req.length != 0) return Stale(req.rel + ": another version of the block is read");
     return r;
   }
   demand_loads_.fetch_add(1, std::memory_order_relaxed);

@@ -190,7 +190,9 @@ class CacheFront {
   // A resident object of the requested version, found without policy_mu_.
   // Counts a hit and reports the read to the policy.
   Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit);
-  Result<ObjectRef> GetOnce(const GetRequest& req, bool retry_failed_prefetch);
+  // Get; a reader that joined a load whose answer is not its own (failed
+  // prefetch, another version) loads for itself once when `may_retry`.
+  Result<ObjectRef> GetOnce(const GetRequest& req, bool may_retry);
   // Reads the object from LOWER; a demand load reports it with OnMiss, a
   // prefetch with OnPrefetched (*admitted says whether it stayed).
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
