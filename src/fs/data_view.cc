@@ -189,7 +189,9 @@ DataView::LowerOpen DataView::OpenBlocks(fuse_ino_t ino, const std::string& rel,
 // be. The errno of a failed open otherwise.
 std::pair<std::shared_ptr<OpenFile>, int> DataView::PassFor(fuse_req_t req, fuse_ino_t ino,
                                                             off_t off) {
-  if (std::shared_ptr<OpenFile> f = passes_.Join(ino, static_cast<uint64_t>(off))) {
+  // The node's generation: a pass of a number's earlier node is not joined.
+  const uint64_t generation = ctx_.inodes.Generation(ino);
+  if (std::shared_ptr<OpenFile> f = passes_.Join(ino, generation, static_cast<uint64_t>(off))) {
     return {std::move(f), 0};
   }
   auto v = ctx_.inodes.Get(ino);
@@ -215,7 +217,7 @@ std::pair<std::shared_ptr<OpenFile>, int> DataView::PassFor(fuse_req_t req, fuse
   } else if (o.file->kind == OpenFile::Kind::kBlocks) {
     held = 2 * o.file->block_size;  // the block in hand and the one ahead
   }
-  passes_.Put(ino, o.file, held, static_cast<uint64_t>(off));
+  passes_.Put(ino, v->generation, o.file, held, static_cast<uint64_t>(off));
   return {std::move(o.file), 0};
 }
 

@@ -122,6 +122,11 @@ std::optional<NodeView> InodeTable::Get(fuse_ino_t ino) const {
   return ViewOf(ino);
 }
 
+uint64_t InodeTable::Generation(fuse_ino_t ino) const {
+  std::shared_lock lock(mu_);
+  return Live(ino) ? At(ino).generation : 0;
+}
+
 fuse_ino_t InodeTable::Peek(NodeKind kind, const std::string& path) const {
   std::shared_lock lock(mu_);
   auto it = by_key_.find(Key{kind, path});

@@ -70,6 +70,9 @@ class InodeTable {
   // node for a changed lower file with `renumber_changed`, above).
   NodeView Ref(NodeKind kind, const std::string& path, const struct stat& st);
   std::optional<NodeView> Get(fuse_ino_t ino) const;
+  // The generation of live node `ino` (Get's, without copying the node); 0
+  // when there is none.
+  uint64_t Generation(fuse_ino_t ino) const;
   // The inode number of (kind, path) without taking a lookup; 0 if none.
   fuse_ino_t Peek(NodeKind kind, const std::string& path) const;
   // Replaces a lower node's cached attributes with `st`, a fresh lstat of its
