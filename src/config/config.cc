@@ -176,6 +176,13 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) {
        return SetEnum(v, kConsistencyNames, kConsistencyValues, &c->cache.consistency);
      }},
+    {"cache.metadata_entries", OptKind::kInteger, "integer 0..1000000000",
+     [](Config* c, const Raw& v) {
+       int64_t i = 0;
+       if (!GetInt(v, 0, 1'000'000'000, &i)) return false;
+       c->cache.metadata_entries = static_cast<uint64_t>(i);
+       return true;
+     }},
     {"cache.prefetch", OptKind::kInteger, "integer 0..64",
      [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->cache.prefetch); }},
     {"cache.request_bytes", OptKind::kString, R"(bytes 0..1GiB ("32KiB", integer) or "auto")",

@@ -313,9 +313,13 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
     j["batch"] = ps.batch;
     j["hits"] = ps.current.hits;
     j["misses"] = ps.current.misses;
+    j["lower_wait_s"] = static_cast<double>(ps.current.lower_wait_ns) / 1e9;
     nlohmann::json epochs = nlohmann::json::array();
     for (const cache::EpochCounters& e : f->epochs) {
-      epochs.push_back({{"epoch", e.epoch}, {"hits", e.hits}, {"misses", e.misses}});
+      epochs.push_back({{"epoch", e.epoch},
+                        {"hits", e.hits},
+                        {"misses", e.misses},
+                        {"lower_wait_s", static_cast<double>(e.lower_wait_ns) / 1e9}});
     }
     j["epochs"] = epochs;
     j["unreadable_samples"] = f->unreadable;

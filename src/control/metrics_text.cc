@@ -17,7 +17,7 @@ const std::set<std::string> kCounters = {
     "lower_inline_calls", "read_waits", "read_wait_ms", "read_aged",
     "streamed_opens",
     "streamed_bytes", "prefetched", "prefetch_bytes", "prefetch_hits", "prefetch_wasted",
-    "handovers", "refills",
+    "handovers", "refills", "known_answers", "known_last_known", "known_full",
     // tiers.spill
     "chunks_compressed", "chunks_raw", "ssd_read_bytes", "ssd_write_bytes", "checksum_errors",
     // governor
@@ -129,6 +129,15 @@ std::string PrometheusText(const nlohmann::json& stats) {
       if (!fields.is_object()) continue;
       const std::string l = "{" + Label("tier", tier) + "}";
       for (const auto& [k, v] : fields.items()) e.AddValue("epochfs_tier_", k, l, v);
+    }
+  }
+  // epochfs_lower_calls_by_kind_total{kind="lookup"}, ...
+  if (auto k = stats.find("lower_calls_by_kind"); k != stats.end() && k->is_object()) {
+    for (const auto& [kind, v] : k->items()) {
+      if (v.is_number()) {
+        e.Add("epochfs_lower_calls_by_kind", true, "{" + Label("kind", kind) + "}",
+              v.get<double>());
+      }
     }
   }
   if (auto jobs = stats.find("jobs"); jobs != stats.end() && jobs->is_array()) {

@@ -147,6 +147,7 @@ class Mount {
   DaemonArgs args_;
   unsigned max_read_ = 0;
   std::unique_ptr<store::Lower> lower_;
+  std::unique_ptr<store::KnownLower> known_;  // what the sessions know of LOWER
   uint64_t budget_ = 0;
   std::unique_ptr<MemoryGovernor> governor_;  // cache.memory = "auto"
   std::vector<std::string> fixed_warnings_;
@@ -219,7 +220,7 @@ Status Mount::Build() {
   control_ = std::make_unique<control::ControlTree>(
       *registry_, *sink_,
       [this] {
-        return StatsJson(*cache_, *lower_, spill_.get(), governor_.get(), fixed_warnings_);
+        return StatsJson(*cache_, *lower_, *known_, spill_.get(), governor_.get(), fixed_warnings_);
       },
       spill_.get(), cfg().limits.spill_schedule_steps);
   attributor_ = std::make_unique<RegistryAttributor>(*registry_);
@@ -237,6 +238,7 @@ Status Mount::OpenLower() {
   auto lower = store::Lower::Open(args_.lower, gate);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
   lower_ = std::move(lower).value();
+  known_ = std::make_unique<store::KnownLower>(*lower_, fs::KnownLowerOptionsOf(cfg()));
   return Status::Ok();
 }
 
@@ -317,6 +319,7 @@ Status Mount::MakeFilesystems() {
   fs::FsParts parts{&cfg(), lower_.get(), cache_.get(), control_.get(), attributor_.get(),
                     spill_ != nullptr, max_read_};
   if (cfg().fuse.no_open) parts.role = fs::Role::kDataset;
+  parts.known = known_.get();
   auto filesystem = fs::Filesystem::Create(parts);
   if (!filesystem.ok()) return filesystem.status();
   filesystem_ = std::move(filesystem).value();

@@ -8,7 +8,8 @@
 
 namespace epochfs {
 
-std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const SpillArea* spill,
+std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
+                      const store::KnownLower& known, const SpillArea* spill,
                       const MemoryGovernor* governor, const std::vector<std::string>& fixed) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
@@ -41,6 +42,21 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
   j["lower_in_flight"] = g.in_flight;
   j["lower_calls"] = g.calls;
   j["lower_inline_calls"] = g.inline_calls;
+  // What LOWER was asked, by kind (store/lower_health.h): on a hot epoch
+  // under "immutable", lookups, stats, opens and reads stay still.
+  const store::LowerCallCounts calls = lower.health().counts();
+  for (size_t k = 0; k < store::kLowerCallKinds; ++k) {
+    j["lower_calls_by_kind"][store::LowerCallName(static_cast<store::LowerCall>(k))] =
+        calls.by_kind[k];
+  }
+  j["lower_down"] = lower.health().down();
+  j["lower_down_seconds"] = lower.health().down_seconds();
+  const store::KnownLowerCounters known_c = known.counters();
+  j["known_paths"] = known_c.paths;
+  j["known_names"] = known_c.names;
+  j["known_answers"] = known_c.answered;
+  j["known_last_known"] = known_c.last_known;
+  j["known_full"] = known_c.full;
   const store::ReadSlotsCounters rs = cf.read_slots_counters();
   j["read_waits"] = rs.waits;
   j["read_wait_ms"] = rs.wait_ns / 1'000'000;
@@ -86,6 +102,7 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const Sp
                       {"granted_unused_bytes", s.granted_unused_bytes},
                       {"hits", s.current.hits},
                       {"misses", s.current.misses},
+                      {"lower_wait_s", static_cast<double>(s.current.lower_wait_ns) / 1e9},
                       {"cache_need_bytes", s.need_measured ? nlohmann::json(s.need_bytes)
                                                            : nlohmann::json(nullptr)}});
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "epochfs/store/cache_front.h"
+#include "epochfs/store/known_lower.h"
 #include "epochfs/store/lower.h"
 #include "memory_governor.h"
 #include "spill_area.h"
@@ -17,7 +18,8 @@ namespace epochfs {
 
 // `spill` and `governor` may be null (no spill area; a fixed budget).
 // `fixed` are the warnings said once at start (a fixed budget too large).
-std::string StatsJson(store::CacheFront& cf, const store::Lower& lower, const SpillArea* spill,
+std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
+                      const store::KnownLower& known, const SpillArea* spill,
                       const MemoryGovernor* governor, const std::vector<std::string>& fixed);
 
 }  // namespace epochfs

@@ -30,22 +30,28 @@ DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover&
       handover_(handover),
       lower_budget_(ctx.cfg.limits.lower_files_per_user, UINT64_MAX, &descriptors),
       passes_(kMaxPasses, kMaxPassHeldBytes, [this](fuse_ino_t ino) { handover_.Drop(ino); }),
-      root_(ctx.lower, RootGrace(ctx.cfg)) {}
+      root_(ctx.known, RootGrace(ctx.cfg)) {}
 
 Result<NodeView> DataView::LookupChild(const NodeView& parent, const char* name) {
   std::string path = Join(parent.path, name);
-  auto st = ctx_.lower.Stat(path);
+  double age = 0;
+  auto st = ctx_.known.Stat(path, store::LowerCall::kLookup, &age);
   if (!st.ok()) return st.status();
-  return ctx_.inodes.Ref(NodeKind::kLower, path, st.value());
+  NodeView v = ctx_.inodes.Ref(NodeKind::kLower, path, st.value());
+  v.attr_age = age;
+  return v;
 }
 
 // The kernel asks once the attribute timeout has passed (or for an inode it
-// got from a readdirplus reply without attributes): answer from LOWER. The
+// got from a readdirplus reply without attributes): answered from what is
+// known of LOWER (store/known_lower.h: from memory under "immutable"). The
 // inode table keeps only what an open checks, not whole attributes.
 void DataView::GetAttr(fuse_req_t req, fuse_ino_t ino, const NodeView& v,
                        const store::AnswerScope& answerable) {
   // Every path walk passes the root: it answers while LOWER hangs.
-  auto fresh = ino == FUSE_ROOT_ID ? root_.Get() : ctx_.lower.Stat(v.path);
+  double age = 0;
+  auto fresh = ino == FUSE_ROOT_ID ? root_.Get()
+                                   : ctx_.known.Stat(v.path, store::LowerCall::kStat, &age);
   if (!fresh.ok()) {
     if (answerable.answered()) return;
     return (void)reply::Err(req, ToErrno(fresh.status()));
@@ -53,7 +59,7 @@ void DataView::GetAttr(fuse_req_t req, fuse_ino_t ino, const NodeView& v,
   struct stat st = fresh.value();
   ctx_.inodes.SetAttr(ino, st);
   st = Exposed(ino, st);
-  reply::Attr(req, &st, ctx_.timeouts.attr);
+  reply::Attr(req, &st, std::max(0.0, ctx_.timeouts.attr - age));
 }
 
 void DataView::ReadLink(fuse_req_t req, const NodeView& v) {
@@ -126,6 +132,7 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
     }
     if (store::VersionOf(now.value()) != store::VersionOf(st)) {
       lower_budget_.Close(fctx->uid, 0);
+      ctx_.known.Forget(v.path);
       return {nullptr, ESTALE};  // see below
     }
   } else {
@@ -147,7 +154,12 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
     // the kernel look the name up again (the VFS retries an open once with
     // LOOKUP_REVAL), which takes the new attributes; the retried open then
     // serves the new bytes. A file that keeps changing gets ESTALE.
-    if (file->object->version != store::VersionOf(st)) return {nullptr, ESTALE};
+    // The name's remembered attributes are forgotten, so that the lookup
+    // finds the new ones.
+    if (file->object->version != store::VersionOf(st)) {
+      ctx_.known.Forget(v.path);
+      return {nullptr, ESTALE};
+    }
     keep_cache = handover_.Opened(ino, g.id, file->object);
   }
   return {std::move(file), 0, keep_cache};
@@ -175,6 +187,7 @@ DataView::LowerOpen DataView::OpenBlocks(fuse_ino_t ino, const std::string& rel,
   auto first = BlockOf(ctx_.cache, *file, 0);
   if (!first.ok()) {
     lower_budget_.Close(uid, 0);
+    if (ToErrno(first.status()) == ESTALE) ctx_.known.Forget(rel);
     return {nullptr, ToErrno(first.status())};
   }
   handover_.RememberBlock(ino, *file, 0, first.value());

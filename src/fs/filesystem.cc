@@ -25,6 +25,17 @@ constexpr double kMountpointTimeout = 86400.0;
 
 }  // namespace
 
+store::KnownLowerOptions KnownLowerOptionsOf(const Config& cfg) {
+  store::KnownLowerOptions o;
+  o.remember = cfg.cache.consistency == Consistency::kImmutable && cfg.cache.metadata_entries != 0;
+  o.max_entries = cfg.cache.metadata_entries;
+  if (cfg.fuse.allow_other) {
+    o.max_age = std::chrono::milliseconds(
+        static_cast<int64_t>(cfg.fuse.permission_timeout * 1000));
+  }
+  return o;
+}
+
 Router::Router(const FsParts& p, const struct stat& root_st)
     : role_(p.role),
       inodes_(root_st,
@@ -32,8 +43,12 @@ Router::Router(const FsParts& p, const struct stat& root_st)
               : p.role == Role::kSpill ? NodeKind::kSpill
                                        : NodeKind::kLower,
               /*renumber_changed=*/p.config->cache.consistency == Consistency::kOpen),
-      ctx_{*p.config, *p.lower, *p.cache, p.role, Timeouts::Of(*p.config, p.role),
-           inodes_,   files_,   dirs_},
+      own_known_(p.known ? nullptr
+                         : std::make_unique<store::KnownLower>(*p.lower,
+                                                               KnownLowerOptionsOf(*p.config))),
+      ctx_{*p.config, *p.lower,  p.known ? *p.known : *own_known_,
+           *p.cache,  p.role,    Timeouts::Of(*p.config, p.role),
+           inodes_,   files_,    dirs_},
       spill_enabled_(p.spill && p.role != Role::kDataset),
       spill_mountpoint_(p.spill && p.role == Role::kDataset),
       max_read_(p.max_read),
@@ -154,7 +169,9 @@ void Router::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return (void)reply::Err(req, ToErrno(child.status()));
   }
   if (child.value().kind != NodeKind::kVirtual) {
-    return ReplyEntry(req, child.value(), t.Entry(child.value().st), t.attr);
+    const double age = child.value().attr_age;
+    return ReplyEntry(req, child.value(), std::max(0.0, t.Entry(child.value().st) - age),
+                      std::max(0.0, t.attr - age));
   }
   const double timeout = self.role_ == Role::kDataset ? kMountpointTimeout : 0.0;
   ReplyEntry(req, child.value(), timeout, timeout);

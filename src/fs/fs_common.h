@@ -23,6 +23,7 @@
 #include "epochfs/control/control_plane.h"
 #include "epochfs/fs/fs_types.h"
 #include "epochfs/store/cache_front.h"
+#include "epochfs/store/known_lower.h"
 #include "epochfs/store/lower.h"
 #include "errno_map.h"
 #include "handle_table.h"
@@ -73,6 +74,9 @@ struct Timeouts {
 struct FsContext {
   const Config& cfg;
   const store::Lower& lower;
+  // LOWER's names and attributes as known (store/known_lower.h): the dataset
+  // views ask it, not `lower`, for lookups, stats and listings.
+  const store::KnownLower& known;
   store::CacheFront& cache;
   const Role role;
   const Timeouts timeouts;

@@ -57,6 +57,9 @@ struct NodeView {
   // Virtual and spill nodes: empty (their callers make their attributes).
   struct stat st {};
   bool detached = false;  // spill: removed; `path` no longer names it
+  // Lower nodes from a lookup: seconds since LOWER gave `st` (KnownLower),
+  // taken off the time the kernel may keep them.
+  double attr_age = 0;
 };
 
 class InodeTable {

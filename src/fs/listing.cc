@@ -27,7 +27,7 @@ void Listing::Open(fuse_req_t req, fuse_ino_t ino, const NodeView& v, fuse_file_
     }
     if (int err = control_.FillListing(req, v, *dir)) return (void)reply::Err(req, err);
   } else {
-    auto list = ctx_.lower.List(v.path);
+    auto list = ctx_.known.List(v.path);
     if (!list.ok()) {
       if (answerable.answered()) return;
       return (void)reply::Err(req, ToErrno(list.status()));
@@ -79,7 +79,7 @@ void Listing::StatForPlus(fuse_req_t req, const std::string& dir_path, OpenDir& 
     }
   }
   if (want.empty()) return;
-  auto stats = ctx_.lower.StatEntries(dir_path, names);
+  auto stats = ctx_.known.StatEntries(dir_path, names);
   if (!stats.ok()) return;  // attributes stay unknown; plain entries are still right
   for (size_t k = 0; k < want.size(); ++k) {
     const auto& st = stats.value()[k];

@@ -4,7 +4,7 @@
 
 namespace epochfs::fs {
 
-RootAttr::RootAttr(const store::Lower& lower, std::chrono::milliseconds grace)
+RootAttr::RootAttr(const store::KnownLower& lower, std::chrono::milliseconds grace)
     : lower_(lower), grace_(grace) {}
 
 RootAttr::~RootAttr() {
@@ -45,7 +45,7 @@ void RootAttr::Loop() {
     wanted_ = false;
     running_ = true;
     lock.unlock();
-    Result<struct stat> st = lower_.Stat("");
+    Result<struct stat> st = lower_.Stat("", store::LowerCall::kStat);
     lock.lock();
     running_ = false;
     ++done_;

@@ -6,7 +6,8 @@
 // would take the whole mount down with it: the control tree (.epochfs/) and
 // every cached file sit behind that walk. So the root's stat is made by a
 // thread of RootAttr's own, one at a time, and a GETATTR of the root waits
-// for it only briefly:
+// for it only briefly (under "immutable" the stat is answered from what is
+// known of LOWER, store/known_lower.h, and costs LOWER nothing):
 //   - the stat answers within `grace` (min(lower.timeout, 2 s)): its
 //     attributes, fresh, become the last known ones;
 //   - it does not (LOWER hangs) or it fails: the last known attributes stand,
@@ -29,14 +30,14 @@
 #include <thread>
 
 #include "epochfs/common/status.h"
-#include "epochfs/store/lower.h"
+#include "epochfs/store/known_lower.h"
 
 namespace epochfs::fs {
 
 class RootAttr {
  public:
   // REQUIRES: `lower` outlives the RootAttr.
-  RootAttr(const store::Lower& lower, std::chrono::milliseconds grace);
+  RootAttr(const store::KnownLower& lower, std::chrono::milliseconds grace);
   ~RootAttr();
   RootAttr(const RootAttr&) = delete;
   RootAttr& operator=(const RootAttr&) = delete;
@@ -47,7 +48,7 @@ class RootAttr {
  private:
   void Loop();
 
-  const store::Lower& lower_;
+  const store::KnownLower& lower_;  // what is known of LOWER
   const std::chrono::milliseconds grace_;
   std::mutex mu_;
   std::condition_variable wanted_cv_;  // a stat is wanted, or stop

@@ -107,6 +107,7 @@ class Router final : public Filesystem {
   InodeTable inodes_;
   HandleTable<OpenFile> files_;
   HandleTable<OpenDir> dirs_;
+  std::unique_ptr<store::KnownLower> own_known_;  // when FsParts gave none
   const FsContext ctx_;
   const bool spill_enabled_;     // this session serves the spill area
   const bool spill_mountpoint_;  // Role::kDataset: `.spill` is the kSpill session's mountpoint

@@ -1,6 +1,7 @@
 #include "chunk_format.h"
 
 #include <cstring>
+#include <string>
 
 #include "epochfs/common/hash.h"
 
@@ -8,7 +9,10 @@ namespace epochfs::spill {
 namespace {
 
 constexpr char kFileMagic[8] = {'E', 'P', 'S', 'P', 'I', 'L', 'L', '1'};
-constexpr uint32_t kFileVersion = 1;
+// 2: the written-chunk index (version 1 had none: its holes and its lost
+// slots looked the same).
+constexpr uint32_t kFileVersion = 2;
+constexpr uint32_t kIndexMagic = 0x58444950;  // "PIDX"
 constexpr uint32_t kChunkMagic = 0x4b484350;  // "PCHK"
 constexpr uint8_t kChunkVersion = 1;
 constexpr size_t kFileHeaderBytes = 64;
@@ -54,7 +58,11 @@ Status DecodeFileHeader(std::span<const uint8_t> block, FileHeader* h) {
   if (Get64(p + kFileHeaderBytes - 8) != Checksum(p, kFileHeaderBytes - 8)) {
     return Corruption("spill file header checksum mismatch");
   }
-  if (Get32(p + 8) != kFileVersion) return Corruption("unknown spill file version");
+  if (Get32(p + 8) != kFileVersion) {
+    return Status(Code::kUnsupported, "spill file format " + std::to_string(Get32(p + 8)) +
+                                          " (this epochfs reads format " +
+                                          std::to_string(kFileVersion) + ")");
+  }
   h->chunk_bytes = Get32(p + 12);
   h->size = Get64(p + 16);
   h->mode = Get32(p + 24);
@@ -65,6 +73,27 @@ Status DecodeFileHeader(std::span<const uint8_t> block, FileHeader* h) {
   if (h->chunk_bytes < kBlock || (h->chunk_bytes & (h->chunk_bytes - 1)) != 0) {
     return Corruption("spill file header has a bad chunk size");
   }
+  return Status::Ok();
+}
+
+void EncodeIndexRecord(uint64_t group, std::span<const uint8_t> bitmap, std::span<uint8_t> out) {
+  uint8_t* p = out.data();
+  std::memset(p, 0, 16);
+  Put32(p, kIndexMagic);
+  Put64(p + 8, group);
+  std::memcpy(p + 16, bitmap.data(), kIndexBitmapBytes);
+  Put64(p + kIndexRecordBytes - 8, Checksum(p, kIndexRecordBytes - 8));
+}
+
+Status DecodeIndexRecord(std::span<const uint8_t> in, uint64_t group, std::span<uint8_t> bitmap) {
+  if (in.size() < kIndexRecordBytes) return Corruption("index record is truncated");
+  const uint8_t* p = in.data();
+  if (Get32(p) != kIndexMagic) return Corruption("bad index record magic");
+  if (Get64(p + kIndexRecordBytes - 8) != Checksum(p, kIndexRecordBytes - 8)) {
+    return Corruption("index record checksum mismatch");
+  }
+  if (Get64(p + 8) != group) return Corruption("index record of another group");
+  std::memcpy(bitmap.data(), p + 16, kIndexBitmapBytes);
   return Status::Ok();
 }
 

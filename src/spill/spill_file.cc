@@ -13,50 +13,15 @@
 #include "epochfs/common/log.h"
 
 namespace epochfs::spill {
-namespace {
-
-struct AlignedBlock {
-  AlignedBlock() : p(static_cast<uint8_t*>(std::aligned_alloc(kBlock, kBlock))) {}
-  ~AlignedBlock() { std::free(p); }
-  AlignedBlock(const AlignedBlock&) = delete;
-  AlignedBlock& operator=(const AlignedBlock&) = delete;
-  uint8_t* p;
-};
-
-
-}  // namespace
-
 struct timespec MtimeNow() {
   struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts;
 }
 
-Status WriteHeaderBlock(int fd, const FileHeader& h) {
-  AlignedBlock b;
-  if (!b.p) return Internal("out of memory");
-  EncodeFileHeader(h, {b.p, kBlock});
-  ssize_t n = ::pwrite(fd, b.p, kBlock, 0);
-  if (n < 0) return IoStatusFromErrno(errno, "spill header write");
-  if (n != kBlock) return IoError("spill header write: short write");
-  return Status::Ok();
-}
-
-Status ReadHeaderBlock(int fd, FileHeader* h, bool* empty) {
-  AlignedBlock b;
-  if (!b.p) return Internal("out of memory");
-  *empty = false;
-  ssize_t n = ::pread(fd, b.p, kBlock, 0);
-  if (n < 0) return IoStatusFromErrno(errno, "spill header read");
-  if (n < static_cast<ssize_t>(kBlock)) {
-    *empty = true;
-    return Status::Ok();
-  }
-  return DecodeFileHeader({b.p, kBlock}, h);
-}
-
 SpillFileImpl::SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, UniqueFd fd,
-                             const FileHeader& header, uint64_t backing_size)
+                             const FileHeader& header, uint64_t backing_size,
+                             std::span<const uint8_t> bitmap0)
     : core_(std::move(core)), c_(*core_), fd_(std::move(fd)), rel_(std::move(rel)) {
   size_ = header.size;
   size_atomic_.store(size_, std::memory_order_release);
@@ -64,12 +29,8 @@ SpillFileImpl::SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, U
   uid_ = header.uid;
   gid_ = header.gid;
   mtime_ = header.mtime;
-  const uint32_t cb = c_.chunk_bytes();
   alloc_end_ = backing_size;
-  disk.assign(ChunkCount(size_, cb), kUnknown);
-  for (uint64_t c = 0; c < disk.size(); ++c) {
-    if (SlotOffset(c, cb) + kChunkHeaderBytes > backing_size) disk[c] = 0;
-  }
+  LoadIndex(bitmap0);
 }
 
 SpillFileImpl::~SpillFileImpl() {
@@ -88,7 +49,7 @@ void SpillFileImpl::SetSize(uint64_t size) {
   size_ = size;
   size_atomic_.store(size, std::memory_order_release);
   const uint64_t n = ChunkCount(size, c_.chunk_bytes());
-  if (disk.size() < n) disk.resize(n, 0);  // past the old end: slots absent
+  if (disk.size() < n) ResizeDisk(n);
 }
 
 Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
@@ -178,7 +139,7 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
       c_.ReleaseBytes(uid_, end - keep);
       size_ = keep;
       size_atomic_.store(keep, std::memory_order_release);
-      disk.resize(ChunkCount(keep, cb));
+      ResizeDisk(ChunkCount(keep, cb));
     }
     return failed;
   }
@@ -234,22 +195,29 @@ Status SpillFileImpl::Truncate(uint64_t size) {
       c_.MarkDirty(tail);
       c_.Unpin(tail);
     }
-    for (uint64_t c = keep; c < disk.size(); ++c) c_.ForgetStored(disk[c]);
-    disk.resize(keep);
+    bool cuts_written = false;
+    for (uint64_t c = keep; c < disk.size(); ++c) {
+      cuts_written |= disk[c] != 0;
+      c_.ForgetStored(disk[c]);
+    }
+    ResizeDisk(keep);
     c_.ReleaseBytes(uid_, old - size);
     size_ = size;
     size_atomic_.store(size, std::memory_order_release);
+    mtime_ = MtimeNow();
+    header_dirty_ = true;
     lock.unlock();
-    // Cut the slots past the end (holes read as zeros if the file grows again).
+    // The header (size and index) first when written slots go, then cut the
+    // slots past the end (holes if the file grows again): a header on disk
+    // that still recorded them written would make them read as lost.
+    if (cuts_written) {
+      Status s = WriteHeader();
+      if (!s.ok()) return s;  // the slots stay until a later cut (Open cuts past the end)
+    }
     const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(SlotOffset(keep, cb)));
     alloc_end_ = SlotOffset(keep, cb);
-    lock.lock();
-    if (rc != 0) {
-      Status s = IoStatusFromErrno(errno, "spill truncate " + rel_);
-      mtime_ = MtimeNow();
-      header_dirty_ = true;
-      return s;
-    }
+    if (rc != 0) return IoStatusFromErrno(errno, "spill truncate " + rel_);
+    return Status::Ok();
   }
   mtime_ = MtimeNow();
   header_dirty_ = true;
@@ -259,26 +227,6 @@ Status SpillFileImpl::Truncate(uint64_t size) {
 Status SpillFileImpl::Sync() {
   std::lock_guard op(op_mu_);
   return SyncLocked(true);
-}
-
-Status SpillFileImpl::WriteHeader() {
-  FileHeader h;
-  {
-    std::lock_guard lock(c_.mu);
-    if (!header_dirty_) return Status::Ok();
-    h.chunk_bytes = c_.chunk_bytes();
-    h.size = size_;
-    h.mode = mode_;
-    h.uid = uid_;
-    h.gid = gid_;
-    h.mtime = mtime_;
-    header_dirty_ = false;
-  }
-  Status s = WriteHeaderBlock(fd_.get(), h);
-  std::lock_guard lock(c_.mu);
-  if (!s.ok()) header_dirty_ = true;
-  else c_.CountHeaderWrite();
-  return s;
 }
 
 Status SpillFileImpl::SyncLocked(bool fsync) {

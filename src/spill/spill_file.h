@@ -1,5 +1,6 @@
 // The spill store's internals: StoreCore (staging, I/O thread, quota,
-// counters: what every file shares) and SpillFileImpl (one backing file).
+// counters: what every file shares; store_core.cc) and SpillFileImpl (one
+// backing file; spill_file.cc, its written-chunk index in file_index.cc).
 //
 // Thread roles: callers' threads run file operations and start loads and
 // write-backs (encoding chunks on their own thread); the engine's I/O thread
@@ -19,12 +20,15 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <set>
+#include <span>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "chunk_format.h"
+#include "header_io.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/spill/spill_store.h"
 #include "staging.h"
@@ -33,12 +37,6 @@
 namespace epochfs::spill {
 
 class SpillFileImpl;
-
-// The header block of a backing file, written / read with O_DIRECT (pwrite,
-// pread). ReadHeaderBlock: *empty when the file has no header yet (shorter
-// than a block: created, then a crash before the header was written).
-Status WriteHeaderBlock(int fd, const FileHeader& h);
-Status ReadHeaderBlock(int fd, FileHeader* h, bool* empty);
 
 class StoreCore {
  public:
@@ -178,9 +176,12 @@ class StoreCore {
 class SpillFileImpl final : public SpillFile {
  public:
   // `header` is the file's decoded header; `backing_size` its st_size (at
-  // most SlotOffset(ChunkCount(header.size)): the store cut the rest).
+  // most SlotOffset(ChunkCount(header.size)): the store cut the rest);
+  // `bitmap0` group 0's index bitmap (empty: its record was not valid). Reads
+  // the index blocks of the other groups.
   SpillFileImpl(std::shared_ptr<StoreCore> core, std::string rel, UniqueFd fd,
-                const FileHeader& header, uint64_t backing_size);
+                const FileHeader& header, uint64_t backing_size,
+                std::span<const uint8_t> bitmap0);
   ~SpillFileImpl() override;
 
   Result<size_t> Read(uint64_t offset, std::span<uint8_t> out) override;
@@ -206,10 +207,19 @@ class SpillFileImpl final : public SpillFile {
 
   // --- Guarded by core mu (StoreCore reads and writes these). ---
   std::map<uint64_t, Entry*> chunks;  // staged chunks by index
-  // What is known of each chunk's slot on disk: kUnknown, 0 (absent: reads
-  // as zeros without I/O) or the stored length.
+  // What is known of each chunk's slot on disk, and the in-memory copy of
+  // the written-chunk index (chunk_format.h): 0 (a hole: reads as zeros
+  // without I/O), or written: kUnknown (its stored length not known yet) or
+  // the stored length. A load of a written chunk that finds no slot is
+  // Corruption. Change only through SetDisk / ResizeDisk (they mark the
+  // index for writing). Memory: these 4 bytes per chunk of the logical size
+  // are the whole in-memory index; the persisted index adds one bit per
+  // chunk on disk (a 4 KiB block per kIndexChunks chunks, group 0 in the
+  // header block) and a set of at most IndexGroups(chunks) dirty groups.
   static constexpr uint32_t kUnknown = UINT32_MAX;
   std::vector<uint32_t> disk;
+  void SetDisk(uint64_t c, uint32_t known);
+  void ResizeDisk(uint64_t chunks);
   uint32_t dirty_chunks = 0;  // kDirty + kWriting
   Status write_error;          // first write-back failure, reported by Sync
   uint64_t size_ = 0;
@@ -217,7 +227,12 @@ class SpillFileImpl final : public SpillFile {
 
  private:
   Status SyncLocked(bool fsync);
+  // Writes the index blocks marked dirty, then the header block (the size
+  // and group 0's record). REQUIRES: op_mu_ held, core mu not held.
   Status WriteHeader();
+  void LoadIndex(std::span<const uint8_t> bitmap0);  // constructor only
+  void MarkGroup(uint64_t group);                     // REQUIRES: core mu
+  void GroupBits(uint64_t group, uint8_t* bitmap) const;  // REQUIRES: core mu
   void SetSize(uint64_t size);  // REQUIRES: core mu
 
   std::shared_ptr<StoreCore> core_;
@@ -233,6 +248,7 @@ class SpillFileImpl final : public SpillFile {
   uint32_t gid_ = 0;
   struct timespec mtime_ {};
   bool header_dirty_ = false;
+  std::set<uint64_t> index_dirty_;  // groups >= 1 whose index block needs writing
   // Guarded by op_mu_.
   uint64_t seq_next_ = UINT64_MAX;  // end of the last read (sequential detection)
   uint64_t alloc_end_ = 0;          // backing bytes allocated ahead (fallocate)

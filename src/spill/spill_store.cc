@@ -216,6 +216,8 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
   UniqueFd ufd(fd);
   FileHeader h;
   uint64_t backing = kBlock;
+  std::vector<uint8_t> bitmap0(kIndexBitmapBytes, 0);  // a new file: nothing written
+  bool index_ok = true;
   if (created) {
     h.chunk_bytes = cb;
     h.mode = S_IFREG | (mode & 07777);
@@ -226,7 +228,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
     if (core_->is_root() && (::fchown(fd, uid, gid) != 0 || ::fchmod(fd, mode & 0777) != 0)) {
       s = StatusFromErrno(errno, "spill chown " + rel);
     }
-    if (s.ok()) s = WriteHeaderBlock(fd, h);
+    if (s.ok()) s = WriteHeaderBlock(fd, h, {});
     if (!s.ok()) {
       ::unlinkat(root(), rel.c_str(), 0);
       return s;
@@ -238,7 +240,7 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
     if (::fstat(fd, &st) != 0) return StatusFromErrno(errno, "spill fstat " + rel);
     if (!S_ISREG(st.st_mode)) return InvalidArgument("spill: " + rel + " is not a regular file");
     bool empty = false;
-    Status s = ReadHeaderBlock(fd, &h, &empty);
+    Status s = ReadHeaderBlock(fd, &h, &empty, bitmap0, &index_ok);
     if (!s.ok()) return Status(s.code(), "spill file " + rel + ": " + s.message());
     if (empty) {
       // Created, then a crash before its header was written: an empty file.
@@ -248,7 +250,8 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
       h.uid = st.st_uid;
       h.gid = st.st_gid;
       h.mtime = st.st_mtim;
-      s = WriteHeaderBlock(fd, h);
+      index_ok = true;
+      s = WriteHeaderBlock(fd, h, {});
       if (!s.ok()) return s;
     } else if (h.chunk_bytes != cb) {
       return Status(Code::kUnsupported, "spill file " + rel + " has chunks of " +
@@ -264,7 +267,9 @@ Result<std::shared_ptr<SpillFileImpl>> SpillStoreImpl::OpenLocked(const std::str
       backing = end;
     }
   }
-  auto f = std::make_shared<SpillFileImpl>(core_, rel, std::move(ufd), h, backing);
+  auto f = std::make_shared<SpillFileImpl>(core_, rel, std::move(ufd), h, backing,
+                                           index_ok ? std::span<const uint8_t>(bitmap0)
+                                                    : std::span<const uint8_t>());
   if (created) f->NeedDirSync();
   TrimLocked();
   files_[rel] = f;

@@ -139,6 +139,9 @@ Result<Entry*> StoreCore::Pin(std::unique_lock<std::mutex>& lock, SpillFileImpl*
       if (e->state == Entry::State::kFailed) {
         Status s = e->error;
         Detach(e);
+        // An overwrite of the whole chunk needs none of its old bytes: it
+        // repairs a chunk whose load failed (a read-ahead's, too).
+        if (mode == PinMode::kOverwrite) continue;
         return s;
       }
       ++e->pins;
@@ -254,13 +257,19 @@ void StoreCore::ReadDone(Entry* e, int res) {
   if (res < 0) {
     st = ErrnoStatus(Code::kIoError, -res, "spill read");
   } else if (static_cast<size_t>(res) < kChunkHeaderBytes) {
-    std::memset(out, 0, opt_.chunk_bytes);  // past the backing file's end: never written
+    // Only chunks the index records as written are loaded (holes read as
+    // zeros without I/O): a slot that is not there was lost (a truncated
+    // backing file), never a hole.
+    corrupt = true;
+    st = Corruption("chunk " + std::to_string(e->chunk) +
+                    ": written, but past the end of the backing file");
   } else {
     ChunkHeader h;
     const char* why = "";
     ChunkHeaderKind kind = DecodeChunkHeader({buf, static_cast<size_t>(res)}, &h, &why);
     if (kind == ChunkHeaderKind::kAbsent) {
-      std::memset(out, 0, opt_.chunk_bytes);
+      corrupt = true;  // as above: a written slot that reads as zeros was zeroed
+      st = Corruption("chunk " + std::to_string(e->chunk) + ": written, but its slot is zeros");
     } else if (kind == ChunkHeaderKind::kBad) {
       corrupt = true;
       st = Corruption(std::string("chunk ") + std::to_string(e->chunk) + ": " + why);
@@ -302,7 +311,7 @@ void StoreCore::ReadDone(Entry* e, int res) {
       if (swap) std::swap(e->buf, decode_buf_);
       if (e->chunk < f->disk.size()) {
         if (f->disk[e->chunk] == SpillFileImpl::kUnknown && stored) stats_.stored_bytes += stored;
-        f->disk[e->chunk] = stored;
+        f->SetDisk(e->chunk, stored);
       }
       (void)mode;
       SetState(e, Entry::State::kClean);
@@ -424,7 +433,7 @@ void StoreCore::WriteDone(Entry* e, int res) {
         const uint32_t old = f->disk[e->chunk];
         if (old != SpillFileImpl::kUnknown) stats_.stored_bytes -= old;
         stats_.stored_bytes += e->io_stored;
-        f->disk[e->chunk] = e->io_stored;
+        f->SetDisk(e->chunk, e->io_stored);
       }
       SetState(e, Entry::State::kClean);
     } else {

@@ -99,12 +99,23 @@ Result<int> UsableFd(int fd, bool gated, std::shared_ptr<const UniqueFd>* owned)
 }  // namespace
 
 template <class T, class F>
-Result<T> Lower::Gated(const std::string& what, F fn) const {
-  if (!gate_) return fn();
+Result<T> Lower::Gated(LowerCall kind, uint64_t n, const std::string& what, F fn) const {
+  health_.Count(kind, n);
+  if (!gate_) {
+    Result<T> r = fn();
+    health_.Saw(r.status(), what);
+    return r;
+  }
   // The operation owns its result: a worker may finish it after we gave up.
   auto out = std::make_shared<std::optional<Result<T>>>();
   Status s = gate_->Run([out, fn = std::move(fn)]() mutable { out->emplace(fn()); }, what);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    // An inline call answered for by the watchdog returns here once LOWER
+    // has answered it after all: that answer is what LOWER's health says.
+    health_.Saw(out->has_value() ? (*out)->status() : s, what);
+    return s;
+  }
+  health_.Saw((*out)->status(), what);
   return std::move(**out);
 }
 
@@ -112,7 +123,11 @@ Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOpt
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return LowerStatus(errno, root);
   std::unique_ptr<Lower> l(new Lower(root, UniqueFd(fd)));
-  if (gate.timeout.count() > 0) l->gate_ = std::make_unique<LowerGate>(gate);
+  if (gate.timeout.count() > 0) {
+    l->gate_ = std::make_unique<LowerGate>(gate);
+    LowerHealth* health = &l->health_;
+    l->gate_->OnTimeout([health](const Status& s, const std::string& what) { health->Saw(s, what); });
+  }
   return l;
 }
 
@@ -124,8 +139,8 @@ LowerGateCounters Lower::gate_counters() const {
   return gate_ ? gate_->counters() : LowerGateCounters{};
 }
 
-Result<struct stat> Lower::Stat(const std::string& rel) const {
-  return Gated<struct stat>("stat " + rel,
+Result<struct stat> Lower::Stat(const std::string& rel, LowerCall kind) const {
+  return Gated<struct stat>(kind, 1, "stat " + rel,
                             [root = root_fd_, rel] { return StatBeneath(root->get(), rel); });
 }
 
@@ -136,7 +151,7 @@ std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>&
     const size_t end = std::min(rels.size(), at + kStatPiece);
     auto piece = std::make_shared<std::vector<std::string>>(rels.begin() + at, rels.begin() + end);
     using Stats = std::vector<Result<struct stat>>;
-    auto got = Gated<Stats>("stat " + rels[at] + " and " + std::to_string(end - at - 1) + " more",
+    auto got = Gated<Stats>(LowerCall::kStat, end - at, "stat " + rels[at] + " and " + std::to_string(end - at - 1) + " more",
                             [root = root_fd_, piece]() -> Result<Stats> {
                               Stats s;
                               s.reserve(piece->size());
@@ -154,13 +169,15 @@ std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>&
 
 Result<struct stat> Lower::FStat(int fd) const {
   if (!gate_) {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) return LowerStatus(errno, "fstat");
-    return st;
+    return Gated<struct stat>(LowerCall::kStat, 1, "fstat", [fd]() -> Result<struct stat> {
+      struct stat st;
+      if (::fstat(fd, &st) != 0) return LowerStatus(errno, "fstat");
+      return st;
+    });
   }
   auto own = OwnedCopy(fd);
   if (!own.ok()) return own.status();
-  return Gated<struct stat>("fstat", [f = own.value()]() -> Result<struct stat> {
+  return Gated<struct stat>(LowerCall::kStat, 1, "fstat", [f = own.value()]() -> Result<struct stat> {
     struct stat st;
     if (::fstat(f->get(), &st) != 0) return LowerStatus(errno, "fstat");
     return st;
@@ -182,7 +199,7 @@ static mode_t TypeOf(unsigned char d_type) {
 
 Result<std::vector<DirEntry>> Lower::List(const std::string& rel) const {
   return Gated<std::vector<DirEntry>>(
-      "list " + rel, [root = root_fd_, rel]() -> Result<std::vector<DirEntry>> {
+      LowerCall::kList, 1, "list " + rel, [root = root_fd_, rel]() -> Result<std::vector<DirEntry>> {
         auto fd = OpenBeneath(root->get(), rel, O_RDONLY | O_DIRECTORY);
         if (!fd.ok()) return fd.status();
         DIR* dir = ::fdopendir(fd.value().get());
@@ -207,7 +224,7 @@ Result<std::vector<std::optional<struct stat>>> Lower::StatEntries(
     const std::string& rel, const std::vector<std::string>& names) const {
   using Stats = std::vector<std::optional<struct stat>>;
   auto dir = Gated<std::shared_ptr<UniqueFd>>(
-      "stat in " + rel, [root = root_fd_, rel]() -> Result<std::shared_ptr<UniqueFd>> {
+      LowerCall::kStat, 0, "stat in " + rel, [root = root_fd_, rel]() -> Result<std::shared_ptr<UniqueFd>> {
         auto fd = OpenBeneath(root->get(), rel, O_PATH | O_DIRECTORY);
         if (!fd.ok()) return fd.status();
         return std::make_shared<UniqueFd>(std::move(fd).value());
@@ -218,7 +235,7 @@ Result<std::vector<std::optional<struct stat>>> Lower::StatEntries(
   out.reserve(names.size());
   for (size_t at = 0; at < names.size(); at += kListPiece) {
     const size_t end = std::min(names.size(), at + kListPiece);
-    auto piece = Gated<Stats>("stat in " + rel, [all, d = dir.value(), at, end]() -> Result<Stats> {
+    auto piece = Gated<Stats>(LowerCall::kStat, end - at, "stat in " + rel, [all, d = dir.value(), at, end]() -> Result<Stats> {
       Stats v;
       v.reserve(end - at);
       for (size_t i = at; i < end; ++i) {
@@ -240,7 +257,7 @@ Result<std::vector<std::optional<struct stat>>> Lower::StatEntries(
 }
 
 Result<std::string> Lower::ReadLink(const std::string& rel) const {
-  return Gated<std::string>("readlink " + rel, [root = root_fd_, rel]() -> Result<std::string> {
+  return Gated<std::string>(LowerCall::kReadlink, 1, "readlink " + rel, [root = root_fd_, rel]() -> Result<std::string> {
     auto fd = OpenBeneath(root->get(), rel, O_PATH);
     if (!fd.ok()) return fd.status();
     char buf[PATH_MAX];
@@ -251,7 +268,7 @@ Result<std::string> Lower::ReadLink(const std::string& rel) const {
 }
 
 Result<struct statvfs> Lower::StatFs() const {
-  return Gated<struct statvfs>("statfs", [root = root_fd_, path = root_path_]() -> Result<struct statvfs> {
+  return Gated<struct statvfs>(LowerCall::kStatfs, 1, "statfs", [root = root_fd_, path = root_path_]() -> Result<struct statvfs> {
     struct statvfs sv;
     if (::fstatvfs(root->get(), &sv) != 0) return LowerStatus(errno, path);
     return sv;
@@ -259,7 +276,7 @@ Result<struct statvfs> Lower::StatFs() const {
 }
 
 Result<UniqueFd> Lower::OpenFile(const std::string& rel) const {
-  return Gated<UniqueFd>("open " + rel,
+  return Gated<UniqueFd>(LowerCall::kOpen, 1, "open " + rel,
                          [root = root_fd_, rel] { return OpenBeneath(root->get(), rel, O_RDONLY); });
 }
 
@@ -275,7 +292,7 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   uint64_t done = 0;
   while (done < size) {
     const uint64_t len = std::min(size - done, kReadPiece);
-    auto n = Gated<size_t>("read", [f, use, data, done, len] {
+    auto n = Gated<size_t>(LowerCall::kRead, 1, "read", [f, use, data, done, len] {
       return PreadAll(use, data->data() + done, len, done);
     });
     if (!n.ok()) return n.status();
@@ -283,7 +300,7 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
     done += n.value();
   }
   // A file that grew since its stat would be served truncated: refuse it.
-  auto grew = Gated<bool>("read", [f, use, size]() -> Result<bool> {
+  auto grew = Gated<bool>(LowerCall::kRead, 0, "read", [f, use, size]() -> Result<bool> {
     char extra;
     const ssize_t n = ::pread(use, &extra, 1, static_cast<off_t>(size));
     ::posix_fadvise(use, 0, 0, POSIX_FADV_DONTNEED);
@@ -299,7 +316,7 @@ Result<std::vector<char>> Lower::ReadAt(int fd, size_t len, uint64_t off) const 
   auto usable = UsableFd(fd, gate_ != nullptr, &f);
   if (!usable.ok()) return usable.status();
   const int use = usable.value();
-  return Gated<std::vector<char>>("read", [f, use, len, off]() -> Result<std::vector<char>> {
+  return Gated<std::vector<char>>(LowerCall::kRead, 1, "read", [f, use, len, off]() -> Result<std::vector<char>> {
     std::vector<char> buf(len);
     auto n = PreadAll(use, buf.data(), len, off);
     if (!n.ok()) return n.status();

@@ -57,6 +57,7 @@ struct LowerGate::Core {
   LowerGateCounters c;    // guarded by mu
   Clock::time_point last_log{};  // guarded by mu
   uint64_t unlogged = 0;          // timeouts since the last log line
+  std::function<void(const Status&, const std::string&)> on_timeout;  // set before Start
   // Inline operations (guarded by mu).
   std::vector<std::shared_ptr<InlineCall>> watched;  // running, not given up on
   uint32_t inline_now = 0;    // running inline, given up on or not
@@ -110,6 +111,7 @@ struct LowerGate::Core {
       core->dog_cv.wait_for(lk, kWatchTick, [&] { return core->stop; });
       if (core->stop) return core->ExitLocked();
       std::string log_line;
+      std::vector<std::pair<Status, std::string>> timed_out;
       const Clock::time_point now = Clock::now();
       for (size_t i = 0; i < core->watched.size();) {
         InlineCall& k = *core->watched[i];
@@ -125,14 +127,16 @@ struct LowerGate::Core {
           k.status = Status(Code::kInterrupted, k.what + ": interrupted");
         } else {
           k.status = core->TimedOutLocked(k.what, &log_line);
+          if (core->on_timeout) timed_out.emplace_back(k.status, k.what);
         }
         k.answer(k.status);  // under mu: the caller cannot answer meanwhile
         core->watched[i] = std::move(core->watched.back());
         core->watched.pop_back();
       }
-      if (!log_line.empty()) {
+      if (!log_line.empty() || !timed_out.empty()) {
         lk.unlock();
-        log::Warn(log_line);
+        if (!log_line.empty()) log::Warn(log_line);
+        for (const auto& [status, what] : timed_out) core->on_timeout(status, what);
         lk.lock();
       }
     }
@@ -219,6 +223,10 @@ void LowerGate::Start() {
     ++core_->live;
     std::thread(Core::Watch, core_).detach();
   }
+}
+
+void LowerGate::OnTimeout(std::function<void(const Status&, const std::string&)> fn) {
+  core_->on_timeout = std::move(fn);
 }
 
 LowerGate::LowerGate(LowerGateOptions options) : core_(std::make_shared<Core>()) {
@@ -318,5 +326,9 @@ AnswerScope::AnswerScope(std::function<void(const Status&)> answer)
 AnswerScope::~AnswerScope() { tls_answer = prev_; }
 
 AnswerScope* AnswerScope::Current() { return tls_answer; }
+
+WorkerOnlyScope::WorkerOnlyScope() : saved_(tls_answer) { tls_answer = nullptr; }
+
+WorkerOnlyScope::~WorkerOnlyScope() { tls_answer = saved_; }
 
 }  // namespace epochfs::store

@@ -38,6 +38,20 @@ std::string Percent(uint64_t part, uint64_t whole) {
   return whole == 0 ? std::string("-") : Fmt("%.1f%%", 100.0 * double(part) / double(whole));
 }
 
+// A boolean under `key`; false if none.
+bool Flag(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return false;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+// Seconds under `key` ("1.2s"), or "-".
+std::string Seconds(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "-";
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? Fmt("%.1fs", it->get<double>()) : std::string("-");
+}
+
 // Rate of a counter between the snapshots, or "-".
 std::string Rate(const nlohmann::json& now, const nlohmann::json* before, double seconds,
                  const char* key, bool bytes) {
@@ -81,10 +95,26 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
                   Rate(now, before, seconds, "misses", false) + "   hit ratio " + interval +
                   " (all " + Percent(hits, hits + misses) + ")   from lower " +
                   Rate(now, before, seconds, "bytes_read_lower", true));
-  lines.push_back("lower: in flight " + std::to_string(U(now, "lower_in_flight")) + "   errors " +
+  std::string lower_calls;  // by kind: "lookup 3/s  open 2/s ..."
+  if (auto k = now.is_object() ? now.find("lower_calls_by_kind") : now.end();
+      k != now.end() && k->is_object()) {
+    const nlohmann::json* was = nullptr;
+    if (before != nullptr) {
+      if (auto b = before->is_object() ? before->find("lower_calls_by_kind") : before->end();
+          b != before->end() && b->is_object()) {
+        was = &*b;
+      }
+    }
+    for (const char* kind : {"lookup", "stat", "open", "read", "list"}) {
+      lower_calls += std::string("   ") + kind + " " + Rate(*k, was, seconds, kind, false);
+    }
+  }
+  lines.push_back(std::string("lower: ") + (Flag(now, "lower_down") ? "DOWN   " : "") +
+                  "in flight " + std::to_string(U(now, "lower_in_flight")) + "   errors " +
                   std::to_string(U(now, "lower_errors")) + "   timeouts " +
                   std::to_string(U(now, "lower_timeouts")) + "   evictions " +
                   std::to_string(U(now, "evictions")));
+  if (!lower_calls.empty()) lines.push_back("lower calls:" + lower_calls);
   if (auto t = now.find("tiers"); t != now.end() && t->is_object()) {
     if (auto sp = t->find("spill"); sp != t->end() && sp->is_object()) {
       lines.push_back("spill: " + std::to_string(U(*sp, "files")) + " files, " +
@@ -109,7 +139,8 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
   lines.push_back("");
   lines.push_back(Pad("JOB", 24, false) + " " + Pad("STATE", 10, false) + Pad("EPOCH", 7, true) +
                   Pad("BATCH", 8, true) + Pad("HITS", 10, true) + Pad("MISSES", 10, true) +
-                  Pad("HIT%", 8, true) + Pad("CUR", 12, true) + Pad("NEXT", 12, true));
+                  Pad("HIT%", 8, true) + Pad("WAIT", 9, true) + Pad("CUR", 12, true) +
+                  Pad("NEXT", 12, true));
   size_t jobs = 0;
   if (auto js = now.find("jobs"); js != now.end() && js->is_array()) {
     for (const auto& j : *js) {
@@ -121,7 +152,8 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
                       Pad(std::to_string(U(j, "epoch")), 7, true) +
                       Pad(std::to_string(U(j, "batch")), 8, true) +
                       Pad(std::to_string(h), 10, true) + Pad(std::to_string(m), 10, true) +
-                      Pad(Percent(h, h + m), 8, true) + Pad(HumanBytes(U(j, "cur_bytes")), 12, true) +
+                      Pad(Percent(h, h + m), 8, true) + Pad(Seconds(j, "lower_wait_s"), 9, true) +
+                      Pad(HumanBytes(U(j, "cur_bytes")), 12, true) +
                       Pad(HumanBytes(U(j, "next_bytes")), 12, true));
     }
   }

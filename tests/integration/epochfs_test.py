@@ -386,15 +386,16 @@ class MountTestCase(unittest.TestCase):
         self.assertLessEqual(ram["bytes"], st["budget"], "ram.bytes > budget: %r" % st)
 
     # -- faultfs ------------------------------------------------------------
-    def mount_faultfs(self, source):
-        """Mount faultfs(source) on a temp dir; returns its mountpoint."""
+    def mount_faultfs(self, source, extra=()):
+        """Mount faultfs(source) on a temp dir (`extra`: more libfuse options);
+        returns its mountpoint."""
         mnt = self.make_mountpoint("faultfs")
         binary = faultfs_bin()
         if not os.access(binary, os.X_OK):
             self.fail("faultfs fixture not found: %s (set FAULTFS_BIN)" % binary)
         errp = os.path.join(self.tmp, "faultfs.stderr")
         errf = open(errp, "wb")
-        proc = subprocess.Popen([binary, source, mnt, "-f", "-o", "allow_other"],
+        proc = subprocess.Popen([binary, source, mnt, "-f", "-o", "allow_other", *extra],
                                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
         errf.close()
 

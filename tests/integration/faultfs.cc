@@ -13,8 +13,19 @@
 // (a high-latency store: an object store's time to first byte). A stat
 // (getattr by path) of a file whose name contains "STATHANG" blocks while
 // SOURCE/.hang exists, as a lookup on a hung NFS server; so does a stat of
-// the root while SOURCE/.hang_root exists. Everything else
-// is a plain passthrough. Modifying operations are not implemented (ENOSYS /
+// the root while SOURCE/.hang_root exists.
+//
+// A store where every call pays (NFS, an s3 mount), on command:
+//   - SOURCE/.latency_ms holds N: every call (stat, which is also how a
+//     lookup reaches this high-level fixture; open, read, listing, readlink,
+//     statfs, access) first sleeps N ms (at most 10 s). Calls are served at
+//     once, as many as libfuse runs threads for (`-o max_threads=N`);
+//   - SOURCE/.hang_all exists: every call blocks until it is removed;
+//   - SOURCE/.fail_all exists: every call fails with EIO.
+// Every call is counted by kind; the counts are read, without being counted,
+// as the extended attribute `user.faultfs.counts` of the mount's root:
+// "stat=N open=N read=N list=N readlink=N statfs=N access=N".
+// Everything else is a plain passthrough. Modifying operations are not implemented (ENOSYS /
 // EROFS from the kernel); tests change SOURCE directly instead.
 //
 // Files are opened with direct_io so that every read reaches this process and
@@ -37,6 +48,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +70,36 @@ bool NameHas(const char* path, const char* what) {
 
 bool IsFaulty(const char* path) { return NameHas(path, "EIO"); }
 
+enum Kind { kStat, kOpen, kRead, kList, kReadlink, kStatfs, kAccess, kKinds };
+const char* const kKindNames[kKinds] = {"stat", "open", "read", "list", "readlink", "statfs",
+                                        "access"};
+std::atomic<uint64_t> g_calls[kKinds];
+
+bool Exists(const char* flag) { return access((g_source + flag).c_str(), F_OK) == 0; }
+
+// The milliseconds SOURCE/NAME holds (0 if none; at most 10 s).
+long MillisIn(const char* name) {
+  const std::string file = g_source + name;
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd == -1) return 0;
+  char buf[16] = {};
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  const long ms = std::strtol(buf, nullptr, 10);
+  return ms > 0 && ms <= 10000 ? ms : 0;
+}
+
+// Every call starts here: counted, then slowed, hung or failed on command.
+// Returns 0 or -EIO.
+int Enter(Kind kind) {
+  g_calls[kind].fetch_add(1, std::memory_order_relaxed);
+  if (Exists("/.fail_all")) return -EIO;
+  while (Exists("/.hang_all")) usleep(20000);
+  if (long ms = MillisIn("/.latency_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
+  return 0;
+}
+
 // Blocks while SOURCE/.hang exists (checked every 20 ms).
 void HangWhileAsked(const char* path) {
   if (!NameHas(path, "HANG")) return;
@@ -65,17 +107,9 @@ void HangWhileAsked(const char* path) {
   while (access(flag.c_str(), F_OK) == 0) usleep(20000);
 }
 
-// Sleeps the milliseconds SOURCE/.delay_ms holds, if it exists (at most 10 s).
+// Sleeps the milliseconds SOURCE/.delay_ms holds, if it exists.
 void DelayAsked() {
-  const std::string file = g_source + "/.delay_ms";
-  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd == -1) return;
-  char buf[16] = {};
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return;
-  const long ms = std::strtol(buf, nullptr, 10);
-  if (ms > 0 && ms <= 10000) usleep(static_cast<useconds_t>(ms) * 1000);
+  if (long ms = MillisIn("/.delay_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
 }
 
 void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
@@ -87,6 +121,7 @@ void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
 }
 
 int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
+  if (int err = Enter(kStat)) return err;
   if (fi == nullptr && NameHas(path, "STATHANG")) HangWhileAsked(path);
   if (fi == nullptr && std::strcmp(path, "/") == 0) {
     const std::string flag = g_source + "/.hang_root";
@@ -97,6 +132,7 @@ int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
 }
 
 int FaultReadlink(const char* path, char* buf, size_t size) {
+  if (int err = Enter(kReadlink)) return err;
   if (size == 0) return -EINVAL;
   ssize_t n = readlink(Real(path).c_str(), buf, size - 1);
   if (n == -1) return -errno;
@@ -106,6 +142,7 @@ int FaultReadlink(const char* path, char* buf, size_t size) {
 
 int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*offset*/,
                  fuse_file_info* /*fi*/, fuse_readdir_flags /*flags*/) {
+  if (int err = Enter(kList)) return err;
   DIR* dir = opendir(Real(path).c_str());
   if (dir == nullptr) return -errno;
   while (dirent* de = readdir(dir)) {
@@ -119,11 +156,12 @@ int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*of
 }
 
 int FaultOpen(const char* path, fuse_file_info* fi) {
+  if (int err = Enter(kOpen)) return err;
   if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
   int fd = open(Real(path).c_str(), fi->flags & ~(O_CREAT | O_TRUNC | O_EXCL));
   if (fd == -1) return -errno;
   fi->fh = static_cast<uint64_t>(fd);
-  if (access((g_source + "/.page_cache").c_str(), F_OK) == 0) {
+  if (Exists("/.page_cache")) {
     fi->keep_cache = 1;
   } else {
     fi->direct_io = 1;
@@ -132,6 +170,7 @@ int FaultOpen(const char* path, fuse_file_info* fi) {
 }
 
 int FaultRead(const char* path, char* buf, size_t size, off_t offset, fuse_file_info* fi) {
+  if (int err = Enter(kRead)) return err;
   if (IsFaulty(path)) return -EIO;
   HangWhileAsked(path);
   if (offset == 0) DelayAsked();
@@ -145,11 +184,30 @@ int FaultRelease(const char* /*path*/, fuse_file_info* fi) {
 }
 
 int FaultStatfs(const char* path, struct statvfs* st) {
+  if (int err = Enter(kStatfs)) return err;
   return statvfs(Real(path).c_str(), st) == -1 ? -errno : 0;
 }
 
 int FaultAccess(const char* path, int mask) {
+  if (int err = Enter(kAccess)) return err;
   return access(Real(path).c_str(), mask) == -1 ? -errno : 0;
+}
+
+// The counts, as described at the top; not a call of the store's.
+int FaultGetxattr(const char* path, const char* name, char* value, size_t size) {
+  if (std::strcmp(path, "/") != 0 || std::strcmp(name, "user.faultfs.counts") != 0) {
+    return -ENODATA;
+  }
+  std::string text;
+  for (int k = 0; k < kKinds; ++k) {
+    if (k) text += ' ';
+    text += std::string(kKindNames[k]) + "=" +
+            std::to_string(g_calls[k].load(std::memory_order_relaxed));
+  }
+  if (size == 0) return static_cast<int>(text.size());
+  if (size < text.size()) return -ERANGE;
+  std::memcpy(value, text.data(), text.size());
+  return static_cast<int>(text.size());
 }
 
 }  // namespace
@@ -177,6 +235,7 @@ int main(int argc, char* argv[]) {
   ops.release = FaultRelease;
   ops.statfs = FaultStatfs;
   ops.access = FaultAccess;
+  ops.getxattr = FaultGetxattr;
 
   // Drop SOURCE from argv; libfuse parses the rest (MOUNTPOINT, -f, -o ...).
   std::vector<char*> args;

@@ -446,8 +446,11 @@ class VanishTest(et.MountTestCase):
         os.unlink(os.path.join(self.lower, "dir", "x.bin"))
         os.rmdir(os.path.join(self.lower, "dir"))
         try:
+            # Under "immutable" a listing the daemon made is remembered
+            # (store/known_lower.h): it may still name the file, which then
+            # fails to read.
             names = os.listdir(d.path("dir"))
-            self.assertEqual(names, [])
+            self.assertIn(names, ([], ["x.bin"]))
         except OSError as e:
             self.assertIn(e.errno, (errno.ENOENT, errno.EIO, errno.ESTALE))
         data, err = read_or_errno(d.path("dir", "x.bin"))

@@ -10,7 +10,9 @@
 - seed 001's scheduler: after `progress` k, the files of steps
   k+1..k+num_prefetch are RAM-resident and those outside the write-out window
   are not, read from the job's status, with files written by a real process;
-- crash: fsync, SIGKILL the daemon, mount again: the bytes are there.
+- crash: fsync, SIGKILL the daemon, mount again: the bytes are there;
+- a written chunk whose slot was zeroed on the SSD, or cut off by a truncated
+  backing file, fails read(2) with EIO (a hole still reads as zeros).
 """
 
 import errno
@@ -352,6 +354,47 @@ class CrashTest(SpillTestCase):
         self.assertEqual(os.stat(d2.path(".spill", "ckpt")).st_size, len(data))
         self.assertEqual(hashlib.sha256(et.read_file(d2.path(".spill", "ckpt"))).hexdigest(),
                          hashlib.sha256(data).hexdigest())
+
+
+class LostSlotTest(SpillTestCase):
+    def test_a_written_slot_lost_on_disk_fails_with_eio(self):
+        """A chunk slot that was written, then zeroed on the SSD or cut off by a
+        truncated backing file, is EIO on read(2), never zeros; a hole still
+        reads as zeros. (Before, both lost chunks read back as zeros.)"""
+        d = self.mount_spill()
+        c0, c2, c3 = (et.det_bytes(CHUNK, seed) for seed in (21, 22, 23))
+        fd = os.open(d.path(".spill", "lost"), os.O_CREAT | os.O_WRONLY, 0o600)
+        os.pwrite(fd, c0, 0)  # chunk 1 stays a hole
+        os.pwrite(fd, c2, 2 * CHUNK)
+        os.pwrite(fd, c3, 3 * CHUNK)
+        os.fsync(fd)
+        os.close(fd)
+        self.assertEqual(d.unmount(), 0)
+
+        # The backing file's slots (docs/spill.md, "On-disk format").
+        backing = os.path.join(self.ssd, "lost")
+        self.assertTrue(os.path.isfile(backing))
+
+        def slot(c):
+            return 4096 + c * (4096 + CHUNK)
+
+        with open(backing, "r+b") as f:
+            f.seek(slot(2))
+            f.write(bytes(4096 + CHUNK))  # chunk 2: header block and bytes zeroed
+            f.truncate(slot(3))           # chunk 3: cut off
+        d2 = self.mount_spill()
+        fd = os.open(d2.path(".spill", "lost"), os.O_RDONLY)
+        try:
+            self.assertEqual(os.fstat(fd).st_size, 4 * CHUNK)
+            self.assertEqual(os.pread(fd, CHUNK, 0), c0)
+            self.assertEqual(os.pread(fd, CHUNK, CHUNK), bytes(CHUNK))
+            for c in (2, 3):
+                with self.assertRaises(OSError, msg="chunk %d read as a hole" % c) as cm:
+                    os.pread(fd, CHUNK, c * CHUNK)
+                self.assertEqual(cm.exception.errno, errno.EIO)
+        finally:
+            os.close(fd)
+        self.assertGreaterEqual(d2.stats()["tiers"]["spill"]["checksum_errors"], 2)
 
 
 class ScheduleTest(SpillTestCase):

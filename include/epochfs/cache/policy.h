@@ -126,6 +126,9 @@ struct EpochCounters {
   uint32_t epoch = 0;
   uint64_t hits = 0;    // OnHit events attributed to the job in that epoch
   uint64_t misses = 0;  // OnMiss events attributed to the job in that epoch
+  // Its reads' time waiting for LOWER in that epoch (Access::wait_ns of its
+  // misses and of its hits that joined a load in flight), nanoseconds.
+  uint64_t lower_wait_ns = 0;
 };
 
 // Per-job figures for the `status` / `stats` JSON (built by control/).

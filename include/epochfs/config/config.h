@@ -47,6 +47,11 @@ struct Config {
     bool memory_auto = true;  // "auto": the memory governor (docs/governor.md)
     PolicyKind policy = PolicyKind::kFuture;  // docs/future_policy.md: why
     Consistency consistency = Consistency::kImmutable;
+    // cache.metadata_entries: under "immutable", the LOWER paths whose
+    // attributes, and the listed names, the daemon remembers so that a
+    // cached file's lookups, stats and listings cost LOWER nothing
+    // (store/known_lower.h: ~100 bytes each); 0: none.
+    uint64_t metadata_entries = 2'000'000;
     // cache.prefetch: LOWER reads in flight loading what the jobs declared
     // they read next (the "future" policy's hints); 0: no prefetch.
     uint32_t prefetch = 4;

@@ -17,6 +17,7 @@
 #include "epochfs/control/control_plane.h"
 #include "epochfs/fs/fs_types.h"
 #include "epochfs/store/cache_front.h"
+#include "epochfs/store/known_lower.h"
 #include "epochfs/store/lower.h"
 
 namespace epochfs::spill {
@@ -42,7 +43,15 @@ struct FsParts {
   // default). libfuse requires INIT to agree with the mount option.
   unsigned max_read = 0;
   Role role = Role::kWhole;
+  // What is known of LOWER's names and attributes (store/known_lower.h),
+  // made with KnownLowerOptionsOf(*config); null: the Filesystem makes its own.
+  const store::KnownLower* known = nullptr;
 };
+
+// The options of the session's KnownLower: remembered under "immutable";
+// on an allow_other mount re-checked once per fuse.permission_timeout
+// (docs/security.md).
+store::KnownLowerOptions KnownLowerOptionsOf(const Config& cfg);
 
 class Filesystem {
  public:

@@ -4,12 +4,18 @@
 // validated by the caller: no "..", no empty or absolute components) is one
 // backing file at the same relative path under SpillOptions::dir; directories
 // are real directories there. The backing file holds a header block (magic,
-// logical size, chunk size) and one fixed slot per chunk of chunk_bytes
-// logical bytes: a chunk header (stored length, ZVC mode, logical length,
-// XXH3 of the stored bytes) and the chunk's bytes, zero-value compressed when
-// that pays (include/epochfs/spill/zvc.h). A slot is written and read with
-// O_DIRECT through io_uring (aligned buffers, batched submissions, several
-// requests in flight). A chunk never written reads as zeros (sparse).
+// logical size, chunk size), a written-chunk index (one bit per chunk, in
+// XXH3-checked records of 16384 chunks) and one fixed slot per chunk of
+// chunk_bytes logical bytes: a chunk header (stored length, ZVC mode, logical
+// length, XXH3 of the stored bytes) and the chunk's bytes, zero-value
+// compressed when that pays (include/epochfs/spill/zvc.h). A slot is written
+// and read with O_DIRECT through io_uring (aligned buffers, batched
+// submissions, several requests in flight). A chunk never written reads as
+// zeros (sparse); a chunk the index records as written whose slot is zeros or
+// past the backing file's end (zeroed, truncated) is Corruption, never zeros.
+// The index costs no memory beyond the 4 bytes per chunk of a file's size
+// the store keeps anyway, and on disk one bit per chunk (a 4 KiB block per
+// 16384 chunks); src/spill/chunk_format.h has the layout.
 //
 // RAM staging: chunks live in a bounded RAM buffer (staging_bytes) — written
 // data first, read-ahead on sequential reads, whole files on Prefetch. Dirty
@@ -20,8 +26,11 @@
 // Durability: after Sync() returns Ok the file's bytes and logical size are on
 // the SSD (fdatasync); a restart (SpillStore::Open on the same dir) shows them.
 // Data written after the last Sync() may or may not survive a crash, but a
-// chunk that reads back is never wrong: a checksum mismatch is Corruption (EIO
-// at the FUSE edge) and a log line.
+// chunk that reads back is never wrong: a checksum mismatch, or a written slot
+// found lost, is Corruption (EIO at the FUSE edge) and a log line. (After a
+// power loss, a chunk written after the last Sync() may so read as Corruption
+// rather than as its old bytes: its index bit reached the disk, its slot did
+// not.) Files of an older format (without the index) open as Unsupported.
 //
 // Ownership: each file and directory is created owned by the given uid/gid
 // (fchown of the backing file when the daemon runs as root) and carries the
@@ -138,7 +147,7 @@ class SpillStore {
   // exclusive with create: Exists if present; truncate: size 0 (counts as a
   // write). NotFound, Exists, IsDirectory, NotDirectory; Corruption when the
   // backing file's header is not a spill header; Unsupported when it was
-  // written with another chunk_bytes.
+  // written with another chunk_bytes or in another format version.
   virtual Result<std::shared_ptr<SpillFile>> OpenFile(const std::string& rel, bool create,
                                                      bool exclusive, bool truncate,
                                                      uint32_t mode, uid_t uid, gid_t gid) = 0;

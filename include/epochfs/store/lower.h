@@ -29,6 +29,7 @@
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/store/lower_gate.h"
+#include "epochfs/store/lower_health.h"
 
 namespace epochfs::store {
 
@@ -45,7 +46,8 @@ class Lower {
 
   const std::string& root() const { return root_path_; }
 
-  Result<struct stat> Stat(const std::string& rel) const;
+  // `kind` is kLookup for a stat that answers a LOOKUP (lower_health.h).
+  Result<struct stat> Stat(const std::string& rel, LowerCall kind = LowerCall::kStat) const;
   // Stat of each path (one result each), gated in batches: a long sample
   // list costs one thread hop per 1024 paths, not per path.
   std::vector<Result<struct stat>> StatMany(const std::vector<std::string>& rels) const;
@@ -76,18 +78,22 @@ class Lower {
   void StartGate();
   // The gate's counters (all 0 without a gate).
   LowerGateCounters gate_counters() const;
+  // Calls by kind, and whether LOWER is answering (lower_health.h).
+  const LowerHealth& health() const { return health_; }
 
  private:
   Lower(std::string path, UniqueFd fd)
       : root_path_(std::move(path)), root_fd_(std::make_shared<UniqueFd>(std::move(fd))) {}
-  // Runs fn() -> Result<T> through the gate (directly without one).
+  // Runs fn() -> Result<T> through the gate (directly without one), counted
+  // as `n` calls of `kind`, its outcome told to health_.
   template <class T, class F>
-  Result<T> Gated(const std::string& what, F fn) const;
+  Result<T> Gated(LowerCall kind, uint64_t n, const std::string& what, F fn) const;
 
   std::string root_path_;
   // Shared with operations still running on the gate's workers after their
   // caller gave up, which may outlive this Lower.
   std::shared_ptr<UniqueFd> root_fd_;
+  mutable LowerHealth health_;  // before gate_: the gate's watchdog tells it, until the gate is gone
   std::unique_ptr<LowerGate> gate_;
 };
 

@@ -77,6 +77,11 @@ class LowerGate {
 
   // Starts the workers and the watchdog (once; REQUIRES: any fork done).
   void Start();
+  // `fn` is told of each inline operation the watchdog gives up on for its
+  // timeout (TimedOut, and the operation's name), from the watchdog's
+  // thread: its caller is held in the operation and cannot tell. REQUIRES:
+  // called before Start; what `fn` uses outlives the gate.
+  void OnTimeout(std::function<void(const Status&, const std::string&)> fn);
 
   // Runs `op` on a worker, or inline, as described above. `what` names the
   // operation in the log line of a timeout (the first of each burst).
@@ -135,6 +140,22 @@ class AnswerScope {
   std::function<void(const Status&)> answer_;
   bool answered_ = false;
   AnswerScope* prev_;
+};
+
+// WorkerOnlyScope: while alive, operations the calling thread runs through a
+// LowerGate never run inline, whatever AnswerScope is around: the caller has
+// an answer of its own for a call given up on (the last known attributes,
+// known_lower.h) and must neither be answered by the watchdog nor be held in
+// a hung call.
+class WorkerOnlyScope {
+ public:
+  WorkerOnlyScope();
+  ~WorkerOnlyScope();
+  WorkerOnlyScope(const WorkerOnlyScope&) = delete;
+  WorkerOnlyScope& operator=(const WorkerOnlyScope&) = delete;
+
+ private:
+  AnswerScope* saved_;
 };
 
 }  // namespace epochfs::store

@@ -52,6 +52,7 @@ struct Session {
   std::unique_ptr<InodeTable> inodes;
   HandleTable<OpenFile> files;
   HandleTable<OpenDir> dirs;
+  std::unique_ptr<store::KnownLower> known;
   std::unique_ptr<FsContext> ctx;
   std::unique_ptr<KernelHandover> handover;
   Attributor attributor;
@@ -68,7 +69,8 @@ struct Session {
     struct stat root_st {};
     ::stat(root.c_str(), &root_st);
     inodes = std::make_unique<InodeTable>(root_st, NodeKind::kLower, false);
-    ctx = std::make_unique<FsContext>(FsContext{cfg, *lower, *cache, Role::kWhole,
+    known = std::make_unique<store::KnownLower>(*lower, store::KnownLowerOptions{});
+    ctx = std::make_unique<FsContext>(FsContext{cfg, *lower, *known, *cache, Role::kWhole,
                                                 Timeouts::Of(cfg, Role::kWhole), *inodes, files,
                                                 dirs});
     handover = std::make_unique<KernelHandover>(*ctx);

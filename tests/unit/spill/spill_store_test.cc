@@ -1,5 +1,6 @@
 // SpillStore: randomized workloads against an in-memory reference (one thread
-// and several), restart and crash durability, corruption detection, quota,
+// and several), restart and crash durability, corruption detection (written
+// slots zeroed or cut off on disk never read as holes), quota,
 // ownership, staging residency. Runs on a real disk directory under /var/tmp
 // (O_DIRECT; tmpfs may refuse it).
 #include "epochfs/spill/spill_store.h"
@@ -18,6 +19,7 @@
 #include <random>
 #include <thread>
 
+#include "chunk_format.h"
 #include "epochfs/spill/zvc.h"
 #include "temp_dir.h"
 
@@ -506,6 +508,241 @@ TEST(SpillStore, CorruptCompressedChunk) {
   EXPECT_EQ(s->stats().checksum_errors, 1u);
   ASSERT_EQ(f->Read(kChunk, buf).value(), kChunk);
   EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin() + kChunk));
+}
+
+// --- Written slots never read as holes (the written-chunk index). ---
+
+std::vector<uint8_t> RandomBytes(uint64_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> d(n);
+  for (auto& b : d) b = static_cast<uint8_t>(rng());
+  return d;
+}
+
+// Writes `chunks` (index → bytes, one chunk each) into a new file `rel` of
+// `size` bytes, syncs and closes the store.
+void WriteChunksAndClose(const SpillOptions& o, const std::string& rel,
+                         const std::map<uint64_t, std::vector<uint8_t>>& chunks, uint64_t size) {
+  auto s = MustOpen(o);
+  ASSERT_TRUE(s);
+  auto f = MustOpenFile(*s, rel);
+  ASSERT_TRUE(f);
+  for (const auto& [c, d] : chunks) ASSERT_TRUE(f->Write(c * kChunk, d).ok());
+  ASSERT_TRUE(f->Truncate(size).ok());
+  ASSERT_TRUE(f->Sync().ok());
+}
+
+void PwriteBacking(const SpillOptions& o, const std::string& rel, uint64_t off,
+                   const std::vector<uint8_t>& bytes) {
+  int fd = open((o.dir + "/" + rel).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off)),
+            static_cast<ssize_t>(bytes.size()));
+  close(fd);
+}
+
+bool AllZero(const std::vector<uint8_t>& b) {
+  return std::all_of(b.begin(), b.end(), [](uint8_t x) { return x == 0; });
+}
+
+// A written slot zeroed on disk (header block and bytes) is Corruption, not a
+// chunk never written; a hole still reads as zeros; a flipped byte is still
+// Corruption. (Before, the zeroed slot read back as zeros with no error.)
+TEST(SpillStore, ZeroedWrittenSlotIsCorruption) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  const auto d0 = RandomBytes(1, kChunk), d2 = RandomBytes(2, kChunk), d3 = RandomBytes(3, kChunk);
+  // Chunk 1 is a hole, chunk 4 a hole at the end.
+  WriteChunksAndClose(o, "w", {{0, d0}, {2, d2}, {3, d3}}, 5 * kChunk);
+  if (HasFatalFailure()) return;
+  PwriteBacking(o, "w", SlotOffset(2, kChunk), std::vector<uint8_t>(kBlock + kChunk, 0));
+  std::vector<uint8_t> flip(1, 0);
+  {
+    int fd = open((o.dir + "/w").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pread(fd, flip.data(), 1, static_cast<off_t>(SlotOffset(3, kChunk) + kBlock + 7)), 1);
+    close(fd);
+    flip[0] ^= 0x20;
+  }
+  PwriteBacking(o, "w", SlotOffset(3, kChunk) + kBlock + 7, flip);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "w", false);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(f->size(), 5 * kChunk);
+  std::vector<uint8_t> buf(kChunk);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto r = f->Read(2 * kChunk, buf);
+    ASSERT_FALSE(r.ok()) << "a zeroed written slot read as a hole";
+    EXPECT_EQ(r.status().code(), Code::kCorruption) << r.status().ToString();
+  }
+  EXPECT_EQ(f->Read(3 * kChunk, buf).status().code(), Code::kCorruption);
+  // A read spanning the lost chunk fails as a whole.
+  std::vector<uint8_t> big(3 * kChunk);
+  EXPECT_EQ(f->Read(kChunk, big).status().code(), Code::kCorruption);
+  EXPECT_GE(s->stats().checksum_errors, 4u);  // and read-ahead's
+  // The holes read as zeros, chunk 0 as written.
+  std::fill(buf.begin(), buf.end(), 0xEE);
+  ASSERT_EQ(f->Read(kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(AllZero(buf));
+  std::fill(buf.begin(), buf.end(), 0xEE);
+  ASSERT_EQ(f->Read(4 * kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(AllZero(buf));
+  ASSERT_EQ(f->Read(0, buf).value(), kChunk);
+  EXPECT_EQ(buf, d0);
+  // Overwriting the whole lost chunk repairs it (even with a failed
+  // read-ahead of it in staging, from the read at 0).
+  ASSERT_TRUE(f->Write(2 * kChunk, d3).ok());
+  ASSERT_TRUE(s->WriteOut("w").ok());
+  ASSERT_EQ(f->Read(2 * kChunk, buf).value(), kChunk);
+  EXPECT_EQ(buf, d3);
+}
+
+// Slots cut off by a truncated backing file are Corruption, whether the cut
+// is at a slot's start or inside its header; the slots before read back.
+// (Before, they read as zeros.)
+TEST(SpillStore, TruncatedBackingFileIsCorruption) {
+  for (uint64_t cut_in_slot : {uint64_t{0}, uint64_t{30}}) {
+    TempDir t;
+    auto o = SmallOptions(t.path());
+    std::map<uint64_t, std::vector<uint8_t>> chunks;
+    for (uint64_t c = 0; c < 4; ++c) chunks[c] = RandomBytes(10 + c, kChunk);
+    WriteChunksAndClose(o, "t", chunks, 4 * kChunk);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(truncate((o.dir + "/t").c_str(), static_cast<off_t>(SlotOffset(2, kChunk) + cut_in_slot)), 0);
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "t", false);
+    ASSERT_TRUE(f);
+    ASSERT_EQ(f->size(), 4 * kChunk);
+    std::vector<uint8_t> buf(kChunk);
+    for (uint64_t c : {2, 3}) {
+      auto r = f->Read(c * kChunk, buf);
+      ASSERT_FALSE(r.ok()) << "chunk " << c << " past the cut read as a hole";
+      EXPECT_EQ(r.status().code(), Code::kCorruption) << r.status().ToString();
+    }
+    for (uint64_t c : {0, 1}) {
+      ASSERT_EQ(f->Read(c * kChunk, buf).value(), kChunk);
+      EXPECT_EQ(buf, chunks[c]) << c;
+    }
+    EXPECT_GE(s->stats().checksum_errors, 2u);
+  }
+}
+
+// A chunk written as zeros (the codec stores it compressed, a run of zero
+// values) and a hole both read as zeros, across a restart and without errors;
+// zeroing the written one on disk is still Corruption.
+TEST(SpillStore, WrittenZerosAndHolesReadAsZeros) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  WriteChunksAndClose(o, "z", {{1, std::vector<uint8_t>(kChunk, 0)}, {3, RandomBytes(4, 100)}},
+                      6 * kChunk);
+  if (HasFatalFailure()) return;
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "z", false);
+    ASSERT_TRUE(f);
+    auto all = ReadAll(*f);
+    ASSERT_EQ(all.size(), 6 * kChunk);
+    auto want = std::vector<uint8_t>(6 * kChunk, 0);
+    auto d = RandomBytes(4, 100);
+    std::copy(d.begin(), d.end(), want.begin() + 3 * kChunk);
+    EXPECT_EQ(all, want);
+    EXPECT_EQ(s->stats().checksum_errors, 0u);
+  }
+  PwriteBacking(o, "z", SlotOffset(1, kChunk), std::vector<uint8_t>(kBlock + kChunk, 0));
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "z", false);
+  std::vector<uint8_t> buf(kChunk);
+  EXPECT_EQ(f->Read(kChunk, buf).status().code(), Code::kCorruption);
+  ASSERT_EQ(f->Read(2 * kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(AllZero(buf));
+}
+
+// A damaged index record makes its group's chunks count as written: the
+// written ones still read back, the holes are Corruption (never zeros that
+// might hide a lost chunk).
+TEST(SpillStore, DamagedIndexRecordCountsChunksAsWritten) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  const auto d0 = RandomBytes(5, kChunk);
+  WriteChunksAndClose(o, "i", {{0, d0}}, 2 * kChunk);
+  if (HasFatalFailure()) return;
+  PwriteBacking(o, "i", kIndexInHeader + 20, {0xFF});  // a byte of group 0's bitmap
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "i", false);
+  ASSERT_TRUE(f);
+  std::vector<uint8_t> buf(kChunk);
+  ASSERT_EQ(f->Read(0, buf).value(), kChunk);
+  EXPECT_EQ(buf, d0);
+  EXPECT_EQ(f->Read(kChunk, buf).status().code(), Code::kCorruption);
+}
+
+// Past the first index group (chunk kIndexChunks on, index block before the
+// group): holes read as zeros, a written chunk reads back, and zeroing its
+// slot or the group's index block is Corruption. Sparse: about 40 KiB on disk.
+TEST(SpillStore, SecondIndexGroup) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  const uint64_t c = kIndexChunks + 1;
+  const auto d = RandomBytes(6, kChunk);
+  WriteChunksAndClose(o, "g", {{0, RandomBytes(7, kChunk)}, {c, d}}, (c + 2) * kChunk);
+  if (HasFatalFailure()) return;
+  std::vector<uint8_t> buf(kChunk);
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "g", false);
+    ASSERT_TRUE(f);
+    ASSERT_EQ(f->Read(c * kChunk, buf).value(), kChunk);
+    EXPECT_EQ(buf, d);
+    for (uint64_t h : {c - 1, c + 1, uint64_t{5}}) {
+      std::fill(buf.begin(), buf.end(), 0xEE);
+      ASSERT_EQ(f->Read(h * kChunk, buf).value(), kChunk) << h;
+      EXPECT_TRUE(AllZero(buf)) << h;
+    }
+  }
+  PwriteBacking(o, "g", SlotOffset(c, kChunk), std::vector<uint8_t>(kBlock + kChunk, 0));
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "g", false);
+    EXPECT_EQ(f->Read(c * kChunk, buf).status().code(), Code::kCorruption);
+  }
+  PwriteBacking(o, "g", IndexOffset(1, kChunk), std::vector<uint8_t>(kBlock, 0));
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "g", false);
+  EXPECT_EQ(f->Read((c + 1) * kChunk, buf).status().code(), Code::kCorruption);
+  ASSERT_EQ(f->Read(5 * kChunk, buf).value(), kChunk);  // group 0 is intact
+  EXPECT_TRUE(AllZero(buf));
+}
+
+// A shrinking truncate records the new size and index before it cuts the
+// slots: a process killed right after it reopens the file at its new size,
+// and extending it shows zeros, not lost chunks.
+TEST(SpillStore, KilledAfterShrinkingTruncate) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto r = SpillStore::Open(o);
+    if (!r.ok()) _exit(3);
+    auto f = r.value()->OpenFile("k", true, false, false, 0600, getuid(), getgid());
+    if (!f.ok()) _exit(4);
+    std::vector<uint8_t> d(4 * kChunk, 0x33);
+    if (!f.value()->Write(0, d).ok() || !f.value()->Sync().ok()) _exit(5);
+    if (!f.value()->Truncate(kChunk).ok()) _exit(6);
+    kill(getpid(), SIGKILL);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << WEXITSTATUS(status);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "k", false);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(f->size(), kChunk);
+  ASSERT_TRUE(f->Truncate(4 * kChunk).ok());
+  auto all = ReadAll(*f);
+  ASSERT_EQ(all.size(), 4 * kChunk);
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], i < kChunk ? 0x33 : 0) << i;
 }
 
 TEST(SpillStore, Quota) {

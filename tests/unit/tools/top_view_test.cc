@@ -12,17 +12,19 @@ bool Has(const std::string& frame, const std::string& what) {
 }
 
 const char* kBefore = R"({"version": "0.1.0", "policy": "epoch", "budget": 1073741824,
-  "used": 0, "hits": 100, "misses": 100, "bytes_read_lower": 0, "jobs": []})";
+  "used": 0, "hits": 100, "misses": 100, "bytes_read_lower": 0, "jobs": [],
+  "lower_calls_by_kind": {"lookup": 10, "open": 5}})";
 const char* kNow = R"({"version": "0.1.0", "policy": "epoch", "budget": 1073741824,
   "used": 536870912, "pool": 0, "shared": 0, "objects": 7, "hits": 400, "misses": 200,
-  "bytes_read_lower": 20971520, "lower_in_flight": 2, "lower_errors": 1,
+  "bytes_read_lower": 20971520, "lower_in_flight": 2, "lower_errors": 1, "lower_down": true,
+  "lower_calls_by_kind": {"lookup": 30, "stat": 0, "open": 105, "read": 100, "list": 1},
   "warnings": ["cache need over\nbudget"],
   "tiers": {"ram": {"bytes": 1}, "spill": {"files": 3, "logical_bytes": 2048,
             "stored_bytes": 1024, "dirty_bytes": 0}},
   "governor": {"budget": 1073741824, "non_cache": 1048576, "urgent": true,
                "fit": {"plateau": false}},
   "jobs": [{"name": "resnet", "state": "caching", "epoch": 3, "batch": 12, "hits": 90,
-            "misses": 10, "cur_bytes": 1048576, "next_bytes": 2097152}]})";
+            "misses": 10, "lower_wait_s": 1.25, "cur_bytes": 1048576, "next_bytes": 2097152}]})";
 
 TEST(RenderTop, RatesComeFromTwoSnapshots) {
   const auto before = nlohmann::json::parse(kBefore), now = nlohmann::json::parse(kNow);
@@ -32,12 +34,14 @@ TEST(RenderTop, RatesComeFromTwoSnapshots) {
   // 300 hits and 100 misses in 10 s; 2 MiB/s from lower.
   EXPECT_TRUE(Has(f, "hits 30/s   misses 10/s   hit ratio 75.0% (all 66.7%)   from lower "
                      "2.0 MiB/s")) << f;
-  EXPECT_TRUE(Has(f, "lower: in flight 2   errors 1")) << f;
+  EXPECT_TRUE(Has(f, "lower: DOWN   in flight 2   errors 1")) << f;
+  EXPECT_TRUE(Has(f, "lower calls:   lookup 2/s   stat 0/s   open 10/s   read 10/s   list 0/s\n"))
+      << f;
   EXPECT_TRUE(Has(f, "spill: 3 files, 2.0 KiB stored as 1.0 KiB")) << f;
   EXPECT_TRUE(Has(f, "governor: budget 1.0 GiB   non-cache 1.0 MiB   rising   URGENT")) << f;
   EXPECT_TRUE(Has(f, "warning: cache need over?budget\n")) << f;
   EXPECT_TRUE(Has(f, "resnet                   caching         3      12        90        10"
-                     "   90.0%     1.0 MiB     2.0 MiB\n")) << f;
+                     "   90.0%     1.2s     1.0 MiB     2.0 MiB\n")) << f;
 }
 
 TEST(RenderTop, FirstFrameHasNoRatesAndNoJobsSaysSo) {
