@@ -17,7 +17,9 @@ holds:
     the new version under the old inode;
   - GETATTR of an inode answers its version's size, not LOWER's newer one;
   - a block of a big file is never another version's, even from a load
-    another open started that this read joined (CacheFront single flight);
+    another open started that this read joined (CacheFront single flight),
+    and a read never takes the failure of a joined load asked for another
+    version (it loads for itself);
   - without OPEN, a READ joins a pass only of its inode's generation: an
     inode number the kernel forgot and the daemon gave to the file's next
     version never reads the old version's pass.
@@ -205,6 +207,66 @@ class OpenVersionsTest(et.MountTestCase):
             if "old" in got:
                 self.assertTrue(got["old"] == a[MiB:MiB + 64 * KiB],
                                 "block 1 of the old open: bytes of another version")
+            else:
+                self.assertEqual(err.get("old"), errno.ESTALE)
+        finally:
+            if os.path.exists(flag):
+                os.unlink(flag)
+            os.close(old)
+            if new is not None:
+                os.close(new)
+        self.assertTrue(d.alive(), d.stderr_text())
+
+    # Cause: a read that joined a load asked for another version took its
+    # failure: an open of the old version loads block 2, LOWER holds the new
+    # one, and that load fails Stale; the new version's read of block 2,
+    # joined to it, failed ESTALE although its version is LOWER's. Held by
+    # the fixture: the old open's load waits in LOWER's open.
+    def test_a_read_never_takes_the_failure_of_a_load_for_another_version(self):
+        src = self.make_dir("src")
+        path = os.path.join(src, "big_HANG.bin")
+        flag = os.path.join(src, ".hang_open")
+        a, b = et.det_bytes(3 * MiB, 11), et.det_bytes(3 * MiB, 12)
+        self.put(a, path)
+        faultmnt = self.mount_faultfs(src)
+        d = self.mount(faultmnt, opts=["cache.consistency=open", "cache.policy=lru",
+                                       "cache.memory=8MiB", "cache.block_size=1MiB",
+                                       "lower.timeout=60"])
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))  # runs first
+        old = os.open(d.path("big_HANG.bin"), os.O_RDONLY)  # blocks 0 (and 1 ahead) of a
+        new = None
+        try:
+            self.put(b, path)
+            # O_DIRECT: one READ, which the kernel does not send again after
+            # an error as it does a page's.
+            new = os.open(d.path("big_HANG.bin"), os.O_RDONLY | os.O_DIRECT)
+            self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] == 0, WAIT))
+            et.write_file(flag, b"")
+            got, err = {}, {}
+
+            def read(name, fd):
+                try:
+                    got[name] = os.pread(fd, 64 * KiB, 2 * MiB)
+                except OSError as e:
+                    err[name] = e.errno
+            t_old = threading.Thread(target=read, args=("old", old))
+            t_old.start()
+            # The old open's load of block 2 waits in LOWER's open.
+            self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT),
+                            d.stats())
+            coalesced = d.stats()["coalesced"]
+            t_new = threading.Thread(target=read, args=("new", new))
+            t_new.start()
+            self.assertTrue(et.wait_for(lambda: d.stats()["coalesced"] > coalesced, WAIT),
+                            "the new open's read did not join the load: %s" % d.stats())
+            os.unlink(flag)
+            t_old.join(WAIT)
+            t_new.join(WAIT)
+            self.assertEqual(err.get("new"), None, "the new version's read failed")
+            self.assertTrue(got.get("new") == b[2 * MiB:2 * MiB + 64 * KiB],
+                            "block 2 of the new open: bytes of another version")
+            if "old" in got:
+                self.assertTrue(got["old"] == a[2 * MiB:2 * MiB + 64 * KiB])
             else:
                 self.assertEqual(err.get("old"), errno.ESTALE)
         finally:

@@ -190,9 +190,10 @@ class CacheFront {
   // A resident object of the requested version, found without policy_mu_.
   // Counts a hit and reports the read to the policy.
   Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit);
-  // Get; a reader that joined a load whose answer is not its own (failed
-  // prefetch, another version) loads for itself once when `may_retry`.
-  Result<ObjectRef> GetOnce(const GetRequest& req, bool may_retry);
+  // Get; a reader that joined a load whose answer is not its own (a failed
+  // prefetch, a load for or of another version) loads for itself, at most
+  // `retries` more times.
+  Result<ObjectRef> GetOnce(const GetRequest& req, int retries);
   // Reads the object from LOWER; a demand load reports it with OnMiss, a
   // prefetch with OnPrefetched (*admitted says whether it stayed).
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
@@ -228,6 +229,7 @@ class CacheFront {
   struct Flight {
     std::shared_future<Result<ObjectRef>> done;
     bool prefetch = false;
+    Version version;  // a reader's load: the version it asked for
   };
   std::mutex flights_mu_;
   std::unordered_map<cache::ObjectId, Flight> flights_;
