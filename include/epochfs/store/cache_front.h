@@ -2,8 +2,9 @@
 //
 // Get() returns the bytes of one lower file, or of one block of it (a file
 // too large to cache whole): from the RAM store on a hit, else loaded from
-// Lower. N concurrent Gets of one missing object cause exactly one
-// lower read (single flight); the others wait for it. Prefetch() loads an
+// Lower. N concurrent Gets of one missing object, of one version, cause
+// exactly one lower read (single flight); the others wait for it (a Get
+// for another version waits too, then loads for itself). Prefetch() loads an
 // object ahead of its read, as the policy's PrefetchHints() ask; a Get of an
 // object being prefetched joins that load (it is never read twice), and is
 // reported to the policy as its read once the bytes are in. Every access is reported
