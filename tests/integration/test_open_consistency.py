@@ -160,8 +160,8 @@ class OpenVersionsTest(et.MountTestCase):
 
     # Cause: a read that joined another open's load of the same block took
     # its bytes, of the version that open saw. Held by the fixture: the new
-    # version's open loads block 1 and hangs in LOWER's read while the old
-    # version's open asks for block 1 too (joins: stats' coalesced).
+    # version's open loads block 2 and hangs in LOWER's read while the old
+    # version's open asks for block 2 too (joins: stats' coalesced).
     def test_a_block_is_never_another_versions(self):
         src = self.make_dir("src")
         path = os.path.join(src, "big_HANG.bin")
@@ -177,15 +177,18 @@ class OpenVersionsTest(et.MountTestCase):
         new = None
         try:
             self.put(b, path)
-            new = os.open(d.path("big_HANG.bin"), os.O_RDONLY)  # block 0 of b
+            new = os.open(d.path("big_HANG.bin"), os.O_RDONLY)  # blocks 0 (and 1 ahead) of b
+            # Block 2 is read by neither open yet (an open reads block 0 and
+            # the one after it ahead).
+            self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] == 0, WAIT))
             et.write_file(flag, b"")
             got = {}
 
             def read_new():
-                got["new"] = os.pread(new, 64 * KiB, 1 * MiB)
+                got["new"] = os.pread(new, 64 * KiB, 2 * MiB)
             t = threading.Thread(target=read_new)
             t.start()
-            # The new open's load of block 1 is in LOWER's read, hung.
+            # The new open's load of block 2 is in LOWER's read, hung.
             self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT),
                             d.stats())
             coalesced = d.stats()["coalesced"]
@@ -193,7 +196,7 @@ class OpenVersionsTest(et.MountTestCase):
 
             def read_old():
                 try:
-                    got["old"] = os.pread(old, 64 * KiB, 1 * MiB)
+                    got["old"] = os.pread(old, 64 * KiB, 2 * MiB)
                 except OSError as e:
                     err["old"] = e.errno
             t2 = threading.Thread(target=read_old)
@@ -203,10 +206,10 @@ class OpenVersionsTest(et.MountTestCase):
             os.unlink(flag)
             t.join(WAIT)
             t2.join(WAIT)
-            self.assertEqual(got.get("new"), b[MiB:MiB + 64 * KiB])
+            self.assertEqual(got.get("new"), b[2 * MiB:2 * MiB + 64 * KiB])
             if "old" in got:
-                self.assertTrue(got["old"] == a[MiB:MiB + 64 * KiB],
-                                "block 1 of the old open: bytes of another version")
+                self.assertTrue(got["old"] == a[2 * MiB:2 * MiB + 64 * KiB],
+                                "block 2 of the old open: bytes of another version")
             else:
                 self.assertEqual(err.get("old"), errno.ESTALE)
         finally:
