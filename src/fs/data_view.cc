@@ -90,12 +90,19 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
     if (!fresh.ok()) return {nullptr, ToErrno(fresh.status())};
     const bool changed = store::VersionOf(fresh.value()) != store::VersionOf(st) ||
                          fresh.value().st_ino != st.st_ino;
-    if (changed) ctx_.cache.Invalidate(id);
-    // Without OPEN this is a READ of an inode whose pages the kernel may
-    // hold, of the version it was looked up at: a changed file's READ is
-    // stale (its pages are dropped, PassFor), and the next open, whose
-    // LOOKUP finds the change, gets a new inode (InodeTable).
-    if (changed && ctx_.role == Role::kDataset) return {nullptr, ESTALE};
+    // The inode is the version it was looked up at, its size and pages
+    // that version's (InodeTable, renumber_changed): another version is
+    // never served under it. The open is stale: the VFS looks the name up
+    // again and retries once (LOOKUP_REVAL), which gets the new version's
+    // inode. Without OPEN this is a READ of the inode (its pages are
+    // dropped, PassFor); the next open's LOOKUP gets the new inode.
+    if (changed) {
+      // The cached bytes, unless they are the new version already (a later
+      // open's, whose pages the kernel may hold).
+      const store::ObjectRef cached = ctx_.cache.ram().Find(id);
+      if (cached && cached->version != store::VersionOf(fresh.value())) ctx_.cache.Invalidate(id);
+      return {nullptr, ESTALE};
+    }
     st = fresh.value();
     ctx_.inodes.SetAttr(ino, st);
   }
@@ -195,7 +202,9 @@ DataView::LowerOpen DataView::OpenBlocks(fuse_ino_t ino, const std::string& rel,
 // be. The errno of a failed open otherwise.
 std::pair<std::shared_ptr<OpenFile>, int> DataView::PassFor(fuse_req_t req, fuse_ino_t ino,
                                                             off_t off) {
-  if (std::shared_ptr<OpenFile> f = passes_.Join(ino, static_cast<uint64_t>(off))) {
+  // The node's generation: a pass of a number's earlier node is not joined.
+  const uint64_t generation = ctx_.inodes.Generation(ino);
+  if (std::shared_ptr<OpenFile> f = passes_.Join(ino, generation, static_cast<uint64_t>(off))) {
     return {std::move(f), 0};
   }
   auto v = ctx_.inodes.Get(ino);
@@ -221,7 +230,7 @@ std::pair<std::shared_ptr<OpenFile>, int> DataView::PassFor(fuse_req_t req, fuse
   } else if (o.file->kind == OpenFile::Kind::kBlocks) {
     held = 2 * o.file->block_size;  // the block in hand and the one ahead
   }
-  passes_.Put(ino, o.file, held, static_cast<uint64_t>(off));
+  passes_.Put(ino, v->generation, o.file, held, static_cast<uint64_t>(off));
   return {std::move(o.file), 0};
 }
 

@@ -42,8 +42,7 @@ Router::Router(const FsParts& p, const struct stat& root_st)
               p.role == Role::kControl ? NodeKind::kVirtual
               : p.role == Role::kSpill ? NodeKind::kSpill
                                        : NodeKind::kLower,
-              /*renumber_changed=*/p.role == Role::kDataset &&
-                  p.config->cache.consistency == Consistency::kOpen),
+              /*renumber_changed=*/p.config->cache.consistency == Consistency::kOpen),
       own_known_(p.known ? nullptr
                          : std::make_unique<store::KnownLower>(*p.lower,
                                                                KnownLowerOptionsOf(*p.config))),
@@ -136,10 +135,10 @@ void Router::Init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   // Immutable data: no need for the kernel to compare mtimes on every open.
-  // Nor under "open" without OPEN: there an inode is one version for good
-  // (InodeTable, renumber_changed), and its attributes can be kept.
-  const Timeouts& t = self->ctx_.timeouts;
-  if (!t.open_mode || t.renumbered) conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  // Nor under "open": there an inode is one version for good (InodeTable,
+  // renumber_changed; GETATTR answers that version's size and mtime), so its
+  // pages never need dropping for a change; a changed file is a new inode.
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   conn->time_gran = 1;
   // Spill writes of 1 MiB reach the store in one request (max_pages follows).
   if (self->spill_enabled_) conn->max_write = 1u << 20;

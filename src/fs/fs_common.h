@@ -35,13 +35,15 @@ namespace epochfs::fs {
 
 // How long the kernel may keep the names and attributes of dataset entries.
 struct Timeouts {
-  // Consistency "open": every open of a dataset file checks LOWER.
+  // Consistency "open": every open of a dataset file looks its name up
+  // (entry timeout 0) and checks LOWER, and a changed file gets a new inode
+  // (InodeTable, renumber_changed): an inode's size, mtime and pages are of
+  // one version for good.
   bool open_mode = false;
-  // "open" without OPEN (Role::kDataset): every open looks its file's name up
-  // (entry timeout 0), and a changed file gets a new inode (InodeTable,
-  // renumber_changed); so an inode's attributes and pages, which are of one
-  // version, may be kept (attr), and so may directories' names.
-  bool renumbered = false;
+  // "open" without OPEN (Role::kDataset): an inode's attributes may be kept
+  // (attr), and so may directories' names. (With OPEN they are not: every
+  // GETATTR goes to LOWER, for the mode and owner.)
+  bool keep_attrs = false;
   double entry = 0;      // files, and negative entries
   double attr = 0;
   double dir_entry = 0;  // directories
@@ -53,17 +55,17 @@ struct Timeouts {
   static Timeouts Of(const Config& cfg, Role role) {
     Timeouts t;
     t.open_mode = cfg.cache.consistency == Consistency::kOpen;
-    t.renumbered = t.open_mode && role == Role::kDataset;
-    // Shared mount under "immutable" (or renumbered): GETATTR answers from
+    t.keep_attrs = t.open_mode && role == Role::kDataset;
+    // Shared mount under "immutable" (or keep_attrs): GETATTR answers from
     // LOWER, and a timeout the kernel may hold dataset attributes for is at
     // most fuse.permission_timeout.
-    const bool recheck = (!t.open_mode || t.renumbered) && cfg.fuse.allow_other;
+    const bool recheck = (!t.open_mode || t.keep_attrs) && cfg.fuse.allow_other;
     const auto bounded = [&](double v) {
       return recheck ? std::min(v, cfg.fuse.permission_timeout) : v;
     };
     t.entry = t.open_mode ? 0.0 : bounded(cfg.fuse.entry_timeout);
-    t.attr = t.open_mode && !t.renumbered ? 0.0 : bounded(cfg.fuse.attr_timeout);
-    t.dir_entry = t.renumbered ? bounded(cfg.fuse.entry_timeout) : t.entry;
+    t.attr = t.open_mode && !t.keep_attrs ? 0.0 : bounded(cfg.fuse.attr_timeout);
+    t.dir_entry = t.keep_attrs ? bounded(cfg.fuse.entry_timeout) : t.entry;
     return t;
   }
 };

@@ -122,17 +122,29 @@ std::optional<NodeView> InodeTable::Get(fuse_ino_t ino) const {
   return ViewOf(ino);
 }
 
+uint64_t InodeTable::Generation(fuse_ino_t ino) const {
+  std::shared_lock lock(mu_);
+  return Live(ino) ? At(ino).generation : 0;
+}
+
 fuse_ino_t InodeTable::Peek(NodeKind kind, const std::string& path) const {
   std::shared_lock lock(mu_);
   auto it = by_key_.find(Key{kind, path});
   return it == by_key_.end() ? 0 : *it;
 }
 
-void InodeTable::SetAttr(fuse_ino_t ino, const struct stat& st) {
+void InodeTable::SetAttr(fuse_ino_t ino, struct stat& st) {
   std::unique_lock lock(mu_);
   if (!Live(ino) || At(ino).kind != NodeKind::kLower) return;
+  const Node& n = At(ino);
   // A renumbered table's file node is one version for good (Ref).
-  if (renumber_changed_ && S_ISREG(At(ino).mode) && Changed(At(ino), st)) return;
+  if (renumber_changed_ && S_ISREG(n.mode) && Changed(n, st)) {
+    st.st_size = static_cast<off_t>(n.size);
+    st.st_mtim.tv_sec = n.mtime_ns / 1'000'000'000LL;
+    st.st_mtim.tv_nsec = n.mtime_ns % 1'000'000'000LL;
+    st.st_blocks = static_cast<blkcnt_t>((n.size + 511) / 512);
+    return;
+  }
   SetLowerAttr(At(ino), st);
 }
 

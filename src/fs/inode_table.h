@@ -11,14 +11,15 @@
 // never dies. The number of a node the kernel forgot is given to a later node
 // with the next generation (the pair never repeats within a mount).
 //
-// With `renumber_changed` (a session without OPEN under consistency "open":
-// fs/fs_types.h, Role), a lower regular file whose version (size, mtime, lower
-// inode number) changed since its node was made gets a new node at its next
-// Ref, and the old one is detached: the kernel, told a new inode number by the
-// LOOKUP that revalidates the name, opens the new inode, so no open after the
-// change can read pages of the version before (the old inode keeps them for
-// the files already open on it, until the old object's invalidation drops
-// them). Without it the node keeps its number and takes the new attributes.
+// With `renumber_changed` (consistency "open"), a lower regular file whose
+// version (size, mtime, lower inode number) changed since its node was made
+// gets a new node at its next Ref, and the old one is detached: the kernel,
+// told a new inode number by the LOOKUP that revalidates the name, opens the
+// new inode, so no open after the change can read pages of the version before
+// or be cut at its size (the old inode keeps both for the files already open
+// on it). A node is one version for good: its size and mtime are what SetAttr
+// shows the kernel, whatever LOWER holds now. Without it the node keeps its
+// number and takes the new attributes.
 //
 // Memory: a mount of a million-file dataset knows a million inodes, so a node
 // keeps only what the data path needs: its path, lookups, and of a lower
@@ -72,11 +73,17 @@ class InodeTable {
   // node for a changed lower file with `renumber_changed`, above).
   NodeView Ref(NodeKind kind, const std::string& path, const struct stat& st);
   std::optional<NodeView> Get(fuse_ino_t ino) const;
+  // The generation of live node `ino` (Get's, without copying the node); 0
+  // when there is none.
+  uint64_t Generation(fuse_ino_t ino) const;
   // The inode number of (kind, path) without taking a lookup; 0 if none.
   fuse_ino_t Peek(NodeKind kind, const std::string& path) const;
-  // Replaces a lower node's cached attributes (not, with `renumber_changed`,
-  // a regular file's with another version's: its node keeps its version).
-  void SetAttr(fuse_ino_t ino, const struct stat& st);
+  // Replaces a lower node's cached attributes with `st`, a fresh lstat of its
+  // path. With `renumber_changed`, a regular file's node keeps its version:
+  // when `st` is another version's, the node is left alone and `st` is made
+  // to show the node's size and mtime (the attributes of the inode the kernel
+  // asked about; its pages are of that version).
+  void SetAttr(fuse_ino_t ino, struct stat& st);
   // Records that `ino` was opened with bytes of version `v`; returns true when
   // the previous open served the same version (the kernel's cached pages of
   // the inode, if any, are then still right).

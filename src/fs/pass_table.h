@@ -8,7 +8,10 @@
 // policy, an open: one attributed access): the kernel's READs of it, at offset
 // 0 and at the read-ahead windows after it (which may arrive first), join it
 // instead of asking the cache again; the next READ at offset 0 after one was
-// served begins a new pass.
+// served begins a new pass. A pass is of one node: an inode number the kernel
+// forgot may be given to another file, or to the next version of the same
+// one (InodeTable), with the next generation; a READ joins only a pass of
+// its node's generation, so it never reads what the number held before.
 //
 // Bounded: at most `max_passes` passes, and at most `max_held` bytes of
 // objects that are not in the RAM tier (held only by their pass); the oldest
@@ -41,14 +44,16 @@ class PassTable {
   PassTable(size_t max_passes, uint64_t max_held, std::function<void(fuse_ino_t)> on_end = {})
       : max_passes_(max_passes), max_held_(max_held), on_end_(std::move(on_end)) {}
 
-  // The pass a READ of `ino` at `off` joins: the inode's pass, unless `off`
+  // The pass a READ of `ino` (of node generation `generation`) at `off`
+  // joins: the inode's pass, unless it is of another generation, or `off`
   // is 0 and that pass already served offset 0 (a new read of the file);
   // nullptr then, or when there is none.
-  std::shared_ptr<OpenFile> Join(fuse_ino_t ino, uint64_t off) {
+  std::shared_ptr<OpenFile> Join(fuse_ino_t ino, uint64_t generation, uint64_t off) {
     std::lock_guard lock(mu_);
     auto it = by_ino_.find(ino);
     if (it == by_ino_.end()) return nullptr;
     Pass& p = *it->second;
+    if (p.generation != generation) return nullptr;
     if (off == 0) {
       if (p.started) return nullptr;
       p.started = true;
@@ -56,18 +61,19 @@ class PassTable {
     return p.file;
   }
 
-  // Makes `file` the pass over `ino` (replacing any), begun by a READ at
-  // `off`. `held`: the bytes that only this pass keeps in memory (0 for an
-  // object the RAM tier holds).
+  // Makes `file` the pass over `ino` of node generation `generation`
+  // (replacing any), begun by a READ at `off`. `held`: the bytes that only
+  // this pass keeps in memory (0 for an object the RAM tier holds).
   // Returns false when the pass is not kept (`held` > max_held).
-  bool Put(fuse_ino_t ino, std::shared_ptr<OpenFile> file, uint64_t held, uint64_t off) {
+  bool Put(fuse_ino_t ino, uint64_t generation, std::shared_ptr<OpenFile> file, uint64_t held,
+           uint64_t off) {
     std::vector<std::shared_ptr<OpenFile>> gone;  // released outside the lock
     std::vector<fuse_ino_t> ended;
     {
       std::lock_guard lock(mu_);
       if (auto it = by_ino_.find(ino); it != by_ino_.end()) Erase(it->second, gone);
       if (held > max_held_) return false;  // too large to hold outside the budget
-      order_.push_back({ino, std::move(file), held, off == 0});
+      order_.push_back({ino, generation, std::move(file), held, off == 0});
       by_ino_[ino] = std::prev(order_.end());
       held_ += held;
       while (order_.size() > max_passes_ || held_ > max_held_) {
@@ -113,6 +119,7 @@ class PassTable {
  private:
   struct Pass {
     fuse_ino_t ino;
+    uint64_t generation;
     std::shared_ptr<OpenFile> file;
     uint64_t held;
     bool started;  // offset 0 served

@@ -22,6 +22,10 @@ uint64_t NowNs() {
 
 namespace {
 
+// How many times a reader that joined loads not its own (CacheFront::GetOnce)
+// loads again for itself, each time joining a load under way if there is one.
+constexpr int kJoinRetries = 3;
+
 // " (job J, sample S)" for debug lines, or "" for an unregistered reader.
 std::string DebugWho(const GetRequest& req) {
   if (req.job == cache::kNoJob) return "";
@@ -39,10 +43,10 @@ CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy
 Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   GetRequest asked = req;
   asked.asked_ns = NowNs();
-  return GetOnce(asked, true);
+  return GetOnce(asked, kJoinRetries);
 }
 
-Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
+Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
   if (ObjectRef hit = ram_.Find(req.id)) {
     if (hit->version != req.version) {
       // Heard of at an open of the version handed over: that is gone, and
@@ -58,6 +62,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
   std::shared_future<Result<ObjectRef>> fut;
   bool leader = false;
   bool joined_prefetch = false;
+  bool theirs = false;  // joined a reader's load for another version
   ObjectRef landed;
   {
     std::lock_guard lock(flights_mu_);
@@ -65,6 +70,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     if (it != flights_.end()) {
       fut = it->second.done;
       joined_prefetch = it->second.prefetch;
+      theirs = !joined_prefetch && it->second.version != req.version;
     } else if (ObjectRef now = ram_.Find(req.id);
                now && now->version == req.version && !now->handed_over) {
       // A load finished between the Find above and here (it inserts before it
@@ -72,7 +78,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
       landed = std::move(now);
     } else {
       fut = promise.get_future().share();
-      flights_.emplace(req.id, Flight{fut, false});
+      flights_.emplace(req.id, Flight{fut, false, req.version});
       leader = true;
     }
   }
@@ -81,15 +87,19 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
     c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     Result<ObjectRef> r = fut.get();
-    if (!joined_prefetch) return r;
+    // A load for another version (another open's), or one that found
+    // another version, is not this reader's answer, done or failed (a
+    // block's load fails Stale when LOWER holds another version than it
+    // asked for, which may be this reader's): it loads for itself. A block
+    // is never served of another version.
+    const bool other = theirs || (r.ok() && r.value()->version != req.version);
+    if (!joined_prefetch && !other) return r;
     // A prefetch's load: the bytes are this read's, a hit (a read LOWER was
     // not asked for; also counted as coalesced), and the policy hears of the
-    // read now. A failed prefetch (or one of another version) is not
-    // this reader's answer: it loads for itself.
-    if (r.ok() && r.value()->version == req.version) {
-      return req.heard ? r : ServeHit(req, r.value());
-    }
-    if (retry_failed_prefetch) return GetOnce(req, false);
+    // read now. A failed prefetch is not this reader's answer either.
+    if (joined_prefetch && r.ok() && !other) return req.heard ? r : ServeHit(req, r.value());
+    if (retries > 0) return GetOnce(req, retries - 1);
+    if (other && req.length != 0) return Stale(req.rel + ": another version of the block is read");
     return r;
   }
   demand_loads_.fetch_add(1, std::memory_order_relaxed);
@@ -109,7 +119,7 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req) {
   {
     std::lock_guard lock(flights_mu_);
     if (flights_.count(req.id) != 0 || ram_.Find(req.id)) return false;
-    flights_.emplace(req.id, Flight{promise.get_future().share(), true});
+    flights_.emplace(req.id, Flight{promise.get_future().share(), true, {}});
   }
   bool admitted = false;
   Result<ObjectRef> r = Load(req, /*prefetch=*/true, &admitted);

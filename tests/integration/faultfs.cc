@@ -13,7 +13,8 @@
 // (a high-latency store: an object store's time to first byte). A stat
 // (getattr by path) of a file whose name contains "STATHANG" blocks while
 // SOURCE/.hang exists, as a lookup on a hung NFS server; so does a stat of
-// the root while SOURCE/.hang_root exists.
+// the root while SOURCE/.hang_root exists, and an open of a *HANG* file while
+// SOURCE/.hang_open exists (a load held before its first read).
 //
 // A store where every call pays (NFS, an s3 mount), on command:
 //   - SOURCE/.latency_ms holds N: every call (stat, which is also how a
@@ -186,6 +187,9 @@ int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*of
 int FaultOpen(const char* path, fuse_file_info* fi) {
   if (int err = Enter(kOpen)) return err;
   if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
+  if (NameHas(path, "HANG")) {
+    while (Exists("/.hang_open")) usleep(20000);
+  }
   int fd = open(Real(path).c_str(), fi->flags & ~(O_CREAT | O_TRUNC | O_EXCL));
   if (fd == -1) return -errno;
   fi->fh = static_cast<uint64_t>(fd);

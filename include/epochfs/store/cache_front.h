@@ -2,8 +2,9 @@
 //
 // Get() returns the bytes of one lower file, or of one block of it (a file
 // too large to cache whole): from the RAM store on a hit, else loaded from
-// Lower. N concurrent Gets of one missing object cause exactly one
-// lower read (single flight); the others wait for it. Prefetch() loads an
+// Lower. N concurrent Gets of one missing object, of one version, cause
+// exactly one lower read (single flight); the others wait for it (a Get
+// for another version waits too, then loads for itself). Prefetch() loads an
 // object ahead of its read, as the policy's PrefetchHints() ask; a Get of an
 // object being prefetched joins that load (it is never read twice), and is
 // reported to the policy as its read once the bytes are in. Every access is reported
@@ -222,7 +223,10 @@ class CacheFront {
   // A resident object of the requested version, found without policy_mu_.
   // Counts a hit and reports the read to the policy.
   Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit);
-  Result<ObjectRef> GetOnce(const GetRequest& req, bool retry_failed_prefetch);
+  // Get; a reader that joined a load whose answer is not its own (a failed
+  // prefetch, a load for or of another version) loads for itself, at most
+  // `retries` more times.
+  Result<ObjectRef> GetOnce(const GetRequest& req, int retries);
   // Reads the object from LOWER; a demand load reports it with OnMiss, a
   // prefetch with OnPrefetched (*admitted says whether it stayed).
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
@@ -276,6 +280,7 @@ class CacheFront {
   struct Flight {
     std::shared_future<Result<ObjectRef>> done;
     bool prefetch = false;
+    Version version;  // a reader's load: the version it asked for
   };
   std::mutex flights_mu_;
   std::unordered_map<cache::ObjectId, Flight> flights_;

@@ -79,16 +79,26 @@ TEST(InodeTable, MarkServedSaysWhetherTheVersionIsTheOneServedLast) {
   EXPECT_FALSE(t.MarkServed(999, v1)) << "no such node";
 }
 
-// A session without OPEN under consistency "open": a file node is one version
-// for good; a changed file gets a new number at its next lookup, the old node
+// Consistency "open" (with OPEN or without): a file node is one version for
+// good; a changed file gets a new number at its next lookup, the old node
 // lives on (detached) for the kernel's lookups on it, and the attributes of
 // another version never overwrite a node's. Directories keep their numbers.
 TEST(InodeTable, RenumberingGivesAChangedFileANewNode) {
   InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755), NodeKind::kLower, /*renumber_changed=*/true);
   NodeView a = t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77));
   EXPECT_EQ(t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77)).ino, a.ino) << "same version";
-  t.SetAttr(a.ino, Lstat(10, 100, 78));  // GETATTR saw a replaced file
+  struct stat replaced = Lstat(25, 130, 78);  // GETATTR saw a replaced file
+  replaced.st_mode = S_IFREG | 0600;
+  t.SetAttr(a.ino, replaced);
   EXPECT_EQ(t.Get(a.ino)->st.st_ino, 77u) << "the node keeps its version";
+  // The kernel is answered the node's size and mtime, the rest as LOWER has it.
+  EXPECT_EQ(replaced.st_size, 10);
+  EXPECT_EQ(replaced.st_mtim.tv_sec, 100);
+  EXPECT_EQ(replaced.st_mode, S_IFREG | 0600u);
+  struct stat same = Lstat(10, 100, 77);
+  same.st_mode = S_IFREG | 0640;
+  t.SetAttr(a.ino, same);
+  EXPECT_EQ(t.Get(a.ino)->st.st_mode, S_IFREG | 0640u) << "the same version takes a new mode";
   for (const struct stat& changed : {Lstat(10, 100, 78), Lstat(11, 100, 77), Lstat(10, 101, 77)}) {
     const fuse_ino_t before = t.Peek(NodeKind::kLower, "a");
     NodeView b = t.Ref(NodeKind::kLower, "a", changed);
