@@ -670,6 +670,10 @@ TEST(Engine, PrefetchHidesTheLatencyOfAnObjectStore) {
   w.storage.concurrency = 32;
   w.storage.bandwidth = 1e9;
   w.prefetch = 24;
+  // Requests bind, not bytes (30 ms x 1 GB/s): the prefetch rule lets a load
+  // ahead displace whatever is read after it (FuturePolicy::MayDisplace).
+  w.request_bytes = 30'000'000;
+  w.request_bytes_auto = false;
   const RunResult with = MustRun(w, PolicyKind::kFuture);
   EXPECT_GT(with.prefetched, 1000u);
   EXPECT_GT(with.prefetch_hits, 1000u);
