@@ -192,7 +192,7 @@ Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   j->epoch = epoch;
   j->consumed = 0;
   j->epoch_start_ns = now_ns;
-  j->current = EpochCounters{epoch, 0, 0, 0};
+  j->current = EpochCounters{epoch};
   j->orders.DropBefore(epoch);
   Refresh(*j);
   return Status::Ok();
@@ -441,7 +441,7 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   if (!j->started) {  // reads before the first epoch marker: epoch 0 began
     j->started = true;
     j->epoch_start_ns = a.now_ns;
-    j->current = EpochCounters{0, 0, 0, 0};
+    j->current = EpochCounters{0};
   }
   // A file read in blocks is one read (the job's pace is per sample): its
   // first block in the epoch.
@@ -455,7 +455,7 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   }
   j->current.lower_wait_ns += a.wait_ns;
   if (hit) {
-    ++j->current.hits;
+    CountHit(a, &j->current);
   } else {
     ++j->current.misses;
     j->load_ns += load_ns;

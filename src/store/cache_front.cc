@@ -78,16 +78,16 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
   }
   if (landed) return req.heard ? landed : ServeHit(req, std::move(landed));
   if (!leader) {
-    c_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    if (!joined_prefetch) c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     Result<ObjectRef> r = fut.get();
     if (!joined_prefetch) return r;
-    // A prefetch's load: the bytes are this read's, a hit (a read LOWER was
-    // not asked for; also counted as coalesced), and the policy hears of the
-    // read now. A failed prefetch (or one of another version) is not
-    // this reader's answer: it loads for itself.
+    // A prefetch's load: the bytes are this read's, and the policy hears of
+    // the read now, as a hit it waited for (coalesced, not a hit in the
+    // counters). A failed prefetch (or one of another version) is not this
+    // reader's answer: it loads for itself.
     if (r.ok() && r.value()->version == req.version) {
-      return req.heard ? r : ServeHit(req, r.value());
+      return req.heard ? r : ServeHit(req, r.value(), cache::Access::Served::kJoined);
     }
     if (retry_failed_prefetch) return GetOnce(req, false);
     return r;
@@ -140,7 +140,8 @@ std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
   return pf->PrefetchHints(max, NowNs(), skipped, loading);
 }
 
-Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
+Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit,
+                                       cache::Access::Served served) {
   if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
   {
     std::lock_guard lock(policy_mu_);
@@ -149,6 +150,7 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
     }
     cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs(), req.file};
     a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
+    a.served = served;
     // The store changes only under policy_mu_: look again. Evicted since the
     // caller's Find, the policy has forgotten the object, so this read is a
     // miss for it (of bytes already in hand, which it may admit again);
@@ -156,7 +158,8 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
     // know.
     // Counted as the policy hears it: stats, policy and trace agree.
     if (ram_.Find(req.id)) {
-      c_.hits.fetch_add(1, std::memory_order_relaxed);
+      (served == cache::Access::Served::kJoined ? c_.coalesced : c_.hits)
+          .fetch_add(1, std::memory_order_relaxed);
       ApplyLocked(policy_->OnHit(a), nullptr);
     } else {
       c_.misses.fetch_add(1, std::memory_order_relaxed);
@@ -279,8 +282,8 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     if (resident->version == ref->version && resident->checksum == ref->checksum &&
         ram_.Replace(resident, ref)) {
       c_.refills.fetch_add(1, std::memory_order_relaxed);
-      if (!req.heard) {
-        c_.hits.fetch_add(1, std::memory_order_relaxed);
+      if (!req.heard) {  // read from LOWER again: a refill, not a hit
+        a.served = cache::Access::Served::kRefill;
         ApplyLocked(policy_->OnHit(a), nullptr);
       }
       return ref;
