@@ -78,13 +78,13 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_p
   }
   if (landed) return req.heard ? landed : ServeHit(req, std::move(landed));
   if (!leader) {
-    if (!joined_prefetch) c_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    c_.coalesced.fetch_add(1, std::memory_order_relaxed);  // joined: waits, no hit
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     Result<ObjectRef> r = fut.get();
     if (!joined_prefetch) return r;
     // A prefetch's load: the bytes are this read's, and the policy hears of
-    // the read now, as a hit it waited for (coalesced, not a hit in the
-    // counters). A failed prefetch (or one of another version) is not this
+    // the read now, as a hit it waited for (counted in coalesced above, not
+    // in hits). A failed prefetch (or one of another version) is not this
     // reader's answer: it loads for itself.
     if (r.ok() && r.value()->version == req.version) {
       return req.heard ? r : ServeHit(req, r.value(), cache::Access::Served::kJoined);
@@ -158,8 +158,8 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit,
     // know.
     // Counted as the policy hears it: stats, policy and trace agree.
     if (ram_.Find(req.id)) {
-      (served == cache::Access::Served::kJoined ? c_.coalesced : c_.hits)
-          .fetch_add(1, std::memory_order_relaxed);
+      // A read that joined a load was counted (coalesced) when it joined.
+      if (served != cache::Access::Served::kJoined) c_.hits.fetch_add(1, std::memory_order_relaxed);
       ApplyLocked(policy_->OnHit(a), nullptr);
     } else {
       c_.misses.fetch_add(1, std::memory_order_relaxed);

@@ -160,7 +160,9 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
                       Pad(std::to_string(U(j, "epoch")), 7, true) +
                       Pad(std::to_string(U(j, "batch")), 8, true) +
                       Pad(std::to_string(h), 10, true) + Pad(std::to_string(m), 10, true) +
-                      Pad(std::to_string(waited), 8, true) + Pad(Percent(h, h + m + waited), 8, true) + Pad(Seconds(j, "lower_wait_s"), 9, true) +
+                      Pad(std::to_string(waited), 8, true) +
+                      Pad(Percent(h, h + m + waited), 8, true) +
+                      Pad(Seconds(j, "lower_wait_s"), 9, true) +
                       Pad(HumanBytes(U(j, "cur_bytes")), 12, true) +
                       Pad(HumanBytes(U(j, "next_bytes")), 12, true));
     }
