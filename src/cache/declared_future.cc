@@ -192,7 +192,7 @@ Status DeclaredFuture::BeginEpoch(JobId id, uint32_t epoch, uint64_t now_ns) {
   j->epoch = epoch;
   j->consumed = 0;
   j->epoch_start_ns = now_ns;
-  j->current = EpochCounters{epoch, 0, 0, 0};
+  j->current = EpochCounters{epoch};
   j->orders.DropBefore(epoch);
   Refresh(*j);
   return Status::Ok();
@@ -340,6 +340,14 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
 }
 
 bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
+  return FindUse(object, /*may_spread=*/true, out);
+}
+
+bool DeclaredFuture::DeclaredUse(ObjectId object, Use* out) const {
+  return FindUse(object, /*may_spread=*/false, out);
+}
+
+bool DeclaredFuture::FindUse(ObjectId object, bool may_spread, Use* out) const {
   uint32_t slot = slot_of_.Find(object);
   if (slot != SlotIndex::kNone && file_of_[slot] != kNoFile) slot = file_of_[slot];  // a block
   bool found = false;
@@ -348,8 +356,8 @@ bool DeclaredFuture::NextUse(ObjectId object, Use* out) const {
   // the object: then whose read comes first depends on the exact places. The
   // ranks of a distributed run share the objects, but each epoch's shards are
   // disjoint: one next order holds each, and its place is spread.
-  bool spread = true;
-  if (slot != SlotIndex::kNone && more_refs_.count(slot) != 0) {
+  bool spread = may_spread;
+  if (spread && slot != SlotIndex::kNone && more_refs_.count(slot) != 0) {
     int declaring = 0;
     auto next_holds = [&](const Ref& r) {
       const Job* j = by_index_[r.index];
@@ -433,7 +441,7 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   if (!j->started) {  // reads before the first epoch marker: epoch 0 began
     j->started = true;
     j->epoch_start_ns = a.now_ns;
-    j->current = EpochCounters{0, 0, 0, 0};
+    j->current = EpochCounters{0};
   }
   // A file read in blocks is one read (the job's pace is per sample): its
   // first block in the epoch.
@@ -447,7 +455,7 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   }
   j->current.lower_wait_ns += a.wait_ns;
   if (hit) {
-    ++j->current.hits;
+    CountHit(a, &j->current);
   } else {
     ++j->current.misses;
     j->load_ns += load_ns;
@@ -576,6 +584,34 @@ void DeclaredFuture::Upcoming(size_t per_job, const std::function<bool(ObjectId)
       if (j.read[next->idx[q]] == mark) take(next->idx[q], &unused);
     }
   }
+}
+
+bool DeclaredFuture::HeldReadBefore(ObjectId object,
+                                    const std::function<bool(ObjectId)>& held) const {
+  Use use;
+  if (!DeclaredUse(object, &use) || use.job == 0 || use.job >= by_index_.size()) return false;
+  const Job* jp = by_index_[use.job];
+  if (jp == nullptr || jp->cur_order == nullptr) return true;  // nothing known: assume so
+  const Job& j = *jp;
+  const uint32_t mark = j.epoch + 1;
+  const std::vector<uint32_t>& order = j.cur_order->idx;
+  const uint64_t here = use.pos - std::min(use.pos, j.base);  // its place from the epoch's start
+  const size_t end = static_cast<size_t>(std::min<uint64_t>(here, order.size()));
+  if (end - std::min(end, j.scan) > kScan) return true;
+  for (size_t p = j.scan; p < end; ++p) {
+    if (j.read[order[p]] != mark && held(j.samples[order[p]].object)) return true;
+  }
+  if (here < order.size()) return false;
+  // Read in a later epoch: the next order's samples before its place that
+  // this epoch has read already (those not read yet were looked at above).
+  if (j.next_order == nullptr) return true;
+  const std::vector<uint32_t>& next = j.next_order->idx;
+  const size_t in_next = static_cast<size_t>(here - order.size());
+  if (in_next > kScan) return true;
+  for (size_t q = 0; q < std::min(in_next, next.size()); ++q) {
+    if (held(j.samples[next[q]].object)) return true;
+  }
+  return false;
 }
 
 void DeclaredFuture::Evicted(const std::vector<ObjectId>& objects) {

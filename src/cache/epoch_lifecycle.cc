@@ -28,7 +28,7 @@ void EpochPolicy::StartEpoch(Job& j, uint32_t epoch, uint64_t now) {
     j.prev_stats = j.cur_stats;
   }
   j.epoch = epoch;
-  j.cur_stats = EpochCounters{epoch, 0, 0, 0};
+  j.cur_stats = EpochCounters{epoch};
   j.consumed = 0;
   j.epoch_start_ns = now;
   DropOldOrders(j);

@@ -190,7 +190,11 @@ bool EpochPolicy::Serve(Job& j, const Access& a, bool hit, uint64_t load_ns, Dec
     StartEpoch(j, j.orders.empty() ? 0 : j.orders.begin()->first, a.now_ns);
   }
   if (j.state == JobState::kDone) return false;
-  (hit ? j.cur_stats.hits : j.cur_stats.misses)++;
+  if (hit) {
+    CountHit(a, &j.cur_stats);
+  } else {
+    ++j.cur_stats.misses;
+  }
   j.cur_stats.lower_wait_ns += a.wait_ns;
   if (a.size > 0) {
     j.access_size_sum += a.size;

@@ -8,6 +8,7 @@
 #include "epochfs/cache/declared_future.h"
 #include "epochfs/cache/future_tier.h"
 #include "epochfs/cache/next_use_cache.h"
+#include "epochfs/cache/prefetch_depth.h"
 #include "epochfs/cache/prefetching.h"
 #include "epochfs/cache/read_order.h"
 
@@ -34,12 +35,14 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
   Decision OnHit(const Access& a) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/true, 0);
+    depth_.Read(a.object);
     Implied(a);
     return Noted(cache_.OnHit(a));
   }
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/false, load_ns);
+    depth_.Read(a.object);
     Implied(a);
     return Noted(cache_.OnMiss(a));
   }
@@ -47,6 +50,10 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
                                           const std::function<bool(ObjectId)>& skip,
                                           const std::vector<PrefetchHint>& loading) override {
     now_ = std::max(now_, now_ns);
+    // No more unread objects loaded ahead than the depth allows (waste
+    // pulls it down: PrefetchDepth).
+    max = std::min(max, depth_.Room(loading.size()));
+    if (max == 0) return {};
     std::vector<PrefetchHint> upcoming;
     future_.Upcoming(max, [&](ObjectId o) { return cache_.Holds(o); }, skip, &upcoming);
     // Soonest first across jobs (an object several jobs read: its first
@@ -72,15 +79,25 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
       });
       if (!again) ordered.push_back(upcoming[i]);
     }
-    return cache_.Admissible(loading, ordered, max, now_);
+    // The prefetch rule: a hint displaces only objects read after it
+    // (NextUseCache::Admissible), and, where bytes bind, only while no
+    // object held is read before it (MayDisplace).
+    return cache_.Admissible(loading, ordered, max, now_, [&](const PrefetchHint& h) {
+      return MayDisplace(h.object, h.size);
+    });
   }
   Decision OnPrefetched(const Access& a, uint64_t /*load_ns*/) override {
     now_ = std::max(now_, a.now_ns);
     future_.Touch(a.object, a.now_ns, a.size);  // no job read it: positions stay
-    return Noted(cache_.OnMiss(a));
+    // Admitted only if it displaces no read sooner than its own
+    // (NextUseCache::OnPrefetched).
+    Decision d = Noted(cache_.OnPrefetched(a, MayDisplace(a.object, a.size)));
+    if (d.admit) depth_.Admitted(a.object);
+    return d;
   }
   void OnDropped(ObjectId id) override {
     future_.Touch(id, now_);
+    depth_.Left(id);
     cache_.OnDropped(id);
     future_.Evicted({id});
   }
@@ -134,6 +151,22 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
   Status CheckInvariants() const override { return cache_.CheckInvariants(); }
 
  private:
+  // Whether a load ahead of `object` (`size` bytes) may displace anything
+  // now. Where the store's bandwidth binds (a request costs no more than
+  // the object's bytes: request_bytes <= size), only while no object held
+  // is read before it: read, such an object moves on to a later read and
+  // may then be the one to evict, so displacing now could cost a load more
+  // than waiting for its read would (DeclaredFuture::HeldReadBefore).
+  // Objects loaded ahead and not read yet do not count: this rule let them
+  // in, as the hints before this one. Where requests bind, a byte loaded
+  // ahead costs little and hides a request's latency: the victims being
+  // read after it (NextUseCache) is the whole rule.
+  bool MayDisplace(ObjectId object, uint64_t size) const {
+    if (cache_.request_bytes() > std::max<uint64_t>(size, 1)) return true;
+    return !future_.HeldReadBefore(
+        object, [&](ObjectId o) { return cache_.Holds(o) && !depth_.Unread(o); });
+  }
+
   // The reads `a` implies (FuturePolicyParams::implied_reads) move their
   // objects' next use on: filed again (with their blocks).
   void Implied(const Access& a) {
@@ -165,9 +198,11 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
     }
     return Noted(std::move(d));
   }
-  // Tells the future (prefetch cursors) what a Decision evicts.
+  // Tells the future (prefetch cursors) and the prefetch depth (waste)
+  // what a Decision evicts.
   Decision Noted(Decision d) {
     if (!d.evict.empty()) future_.Evicted(d.evict);
+    for (ObjectId o : d.evict) depth_.Left(o);
     return d;
   }
 
@@ -175,6 +210,7 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
   DeclaredFuture future_;
   NextUseCache cache_;
   FutureTier tier_{future_};  // the disk tier's placement (future_tier.h)
+  PrefetchDepth depth_;
   const bool order_jobs_;
 };
 

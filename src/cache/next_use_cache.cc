@@ -52,7 +52,19 @@ size_t NextUseCache::Worst() const {
   return group;
 }
 
-Decision NextUseCache::OnMiss(const Access& a) {
+Decision NextUseCache::OnMiss(const Access& a) { return Admit(a, /*prefetch=*/false, true); }
+
+Decision NextUseCache::OnPrefetched(const Access& a, bool may_displace) {
+  return Admit(a, /*prefetch=*/true, may_displace);
+}
+
+uint64_t NextUseCache::DeclaredWhen(ObjectId id) const {
+  Future::Use use;
+  if (!future_.DeclaredUse(id, &use) || use.job >= lines_.size()) return ~uint64_t{0};
+  return lines_[use.job].At(use.pos);
+}
+
+Decision NextUseCache::Admit(const Access& a, bool prefetch, bool may_displace) {
   Decision d;
   Entry& e = At(a.object);
   if (e.size != 0) Forget(e);  // the store lost it
@@ -61,12 +73,16 @@ Decision NextUseCache::OnMiss(const Access& a) {
   if (s == 0 || s > budget_ || !future_.NextUse(a.object, &use)) return d;
   Lines(a.now_ns);
   const Rank mine = RankOf(lines_[use.job].At(use.pos), s, a.now_ns, lines_[use.job].worth);
+  const uint64_t mine_when = prefetch ? DeclaredWhen(a.object) : 0;
   std::vector<ObjectId> victims;
   uint64_t used_after = used_ + s;
   bool bypass = false;
   while (used_after > budget_) {
     const size_t group = Worst();
-    if (group == kNone || !(mine < ranks_[group])) {  // the new object is the one to drop
+    // The new object is the one to drop; or, loaded ahead, it would
+    // displace a read that comes before its own.
+    if (group == kNone || !(mine < ranks_[group]) ||
+        (prefetch && (!may_displace || DeclaredWhen(groups_[group].heap.front().id) <= mine_when))) {
       bypass = true;
       break;
     }
@@ -97,9 +113,9 @@ Decision NextUseCache::OnMiss(const Access& a) {
   return d;
 }
 
-std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHint>& loading,
-                                                   const std::vector<PrefetchHint>& soonest_first,
-                                                   size_t max, uint64_t now) {
+std::vector<PrefetchHint> NextUseCache::Admissible(
+    const std::vector<PrefetchHint>& loading, const std::vector<PrefetchHint>& soonest_first,
+    size_t max, uint64_t now, const std::function<bool(const PrefetchHint&)>& may_displace) {
   std::vector<PrefetchHint> out;
   if (soonest_first.empty() || max == 0) return out;
   Lines(now);
@@ -116,11 +132,14 @@ std::vector<PrefetchHint> NextUseCache::Admissible(const std::vector<PrefetchHin
     Future::Use use;
     if (size > budget_ || Holds(h.object) || !future_.NextUse(h.object, &use)) return Verdict::kSkip;
     const Rank mine = RankOf(lines_[use.job].At(use.pos), size, now, lines_[use.job].worth);
+    const uint64_t mine_when = DeclaredWhen(h.object);
     const size_t mark = popped_.size();
     uint64_t after = used + size;
+    const bool displace = used + size <= budget_ || !may_displace || may_displace(h);
     while (after > budget_) {
       const size_t group = Worst();
-      if (group == kNone || !(mine < ranks_[group])) {
+      if (group == kNone || !(mine < ranks_[group]) || !displace ||
+          DeclaredWhen(groups_[group].heap.front().id) <= mine_when) {
         while (popped_.size() > mark) {  // this one is not played: its victims stay
           const auto [g, it] = popped_.back();
           popped_.pop_back();

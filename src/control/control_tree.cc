@@ -311,14 +311,21 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
     // Once the policy runs the job, its state is the finer one.
     if (ps.started) j["state"] = cache::JobStateName(ps.state);
     j["batch"] = ps.batch;
+    // Reads by how they were served: hits at once, misses, and reads that
+    // waited for LOWER although the policy counts them as hits (coalesced:
+    // joined a load in flight; refills: read a handed-over object again).
     j["hits"] = ps.current.hits;
     j["misses"] = ps.current.misses;
+    j["coalesced"] = ps.current.coalesced;
+    j["refills"] = ps.current.refills;
     j["lower_wait_s"] = static_cast<double>(ps.current.lower_wait_ns) / 1e9;
     nlohmann::json epochs = nlohmann::json::array();
     for (const cache::EpochCounters& e : f->epochs) {
       epochs.push_back({{"epoch", e.epoch},
                         {"hits", e.hits},
                         {"misses", e.misses},
+                        {"coalesced", e.coalesced},
+                        {"refills", e.refills},
                         {"lower_wait_s", static_cast<double>(e.lower_wait_ns) / 1e9}});
     }
     j["epochs"] = epochs;
@@ -353,6 +360,8 @@ Result<std::string> ControlTree::StatusJson(const std::string& name, const Calle
     j["batch"] = 0;
     j["hits"] = 0;
     j["misses"] = 0;
+    j["coalesced"] = 0;
+    j["refills"] = 0;
     j["epochs"] = nlohmann::json::array();
     j["unreadable_samples"] = 0;
     j["first_unreadable"] = nullptr;

@@ -107,9 +107,13 @@ std::string StringAt(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// Hits over every read: a read that joined a load in flight (coalesced) or
+// refilled a handed-over object (refills) waited for LOWER, and is no hit.
 double Ratio(const nlohmann::json& j) {
-  const double h = j.value("hits", 0.0), m = j.value("misses", 0.0);
-  return h + m > 0 ? h / (h + m) : NAN;
+  const double h = j.value("hits", 0.0);
+  const double all = h + j.value("misses", 0.0) + j.value("coalesced", 0.0) +
+                     j.value("refills", 0.0);
+  return all > 0 ? h / all : NAN;
 }
 
 }  // namespace

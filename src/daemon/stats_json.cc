@@ -124,6 +124,8 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
                       {"granted_unused_bytes", s.granted_unused_bytes},
                       {"hits", s.current.hits},
                       {"misses", s.current.misses},
+                      {"coalesced", s.current.coalesced},  // waited: not hits
+                      {"refills", s.current.refills},
                       {"lower_wait_s", static_cast<double>(s.current.lower_wait_ns) / 1e9},
                       {"cache_need_bytes", s.need_measured ? nlohmann::json(s.need_bytes)
                                                            : nlohmann::json(nullptr)}});

@@ -422,15 +422,12 @@ class Engine final : public cache::Future {
         continue;
       }
       if (st == kInFlight) {
-        // A prefetch's load is a hit for its reader (as the daemon counts
-        // it), told to the policy when it lands; a reader's, a miss.
-        if (prefetching_.count(id) != 0) {
-          ++j.r.hits;
-          ++er.hits;
-        } else {
-          ++j.r.misses;
-          ++er.misses;
-        }
+        // Joining a load in flight, a reader's or a prefetch's, is no hit:
+        // the reader waits for storage (counted as a miss and coalesced, as
+        // the daemon counts it apart from its hits). A prefetch's reader is
+        // told to the policy when the bytes land (a hit for its decisions).
+        ++j.r.misses;
+        ++er.misses;
         ++j.r.coalesced;
         wk.asked = now;
         waiters_[id].push_back({j.index, w});
@@ -515,6 +512,7 @@ class Engine final : public cache::Future {
       const uint32_t s = j.order[wk.batch * j.b + wk.next];
       cache::Access r{id, size, j.id, static_cast<int64_t>(s), e.t};
       r.wait_ns = e.t - wk.asked;
+      r.served = cache::Access::Served::kJoined;
       if (State(id) == kResident) {
         if (unread_prefetched_.erase(id) != 0) ++prefetch_hits_;
         Apply(policy_->OnHit(r), 0);

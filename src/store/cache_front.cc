@@ -84,7 +84,7 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
   }
   if (landed) return req.heard ? landed : ServeHit(req, std::move(landed));
   if (!leader) {
-    c_.coalesced.fetch_add(1, std::memory_order_relaxed);
+    c_.coalesced.fetch_add(1, std::memory_order_relaxed);  // joined: waits, no hit
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     Result<ObjectRef> r = fut.get();
     // A load for another version (another open's), or one that found
@@ -94,10 +94,12 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
     // is never served of another version.
     const bool other = theirs || (r.ok() && r.value()->version != req.version);
     if (!joined_prefetch && !other) return r;
-    // A prefetch's load: the bytes are this read's, a hit (a read LOWER was
-    // not asked for; also counted as coalesced), and the policy hears of the
-    // read now. A failed prefetch is not this reader's answer either.
-    if (joined_prefetch && r.ok() && !other) return req.heard ? r : ServeHit(req, r.value());
+    // A prefetch's load: the bytes are this read's, and the policy hears of
+    // the read now, as a hit it waited for (counted in coalesced above, not
+    // in hits). A failed prefetch is not this reader's answer either.
+    if (joined_prefetch && r.ok() && !other) {
+      return req.heard ? r : ServeHit(req, r.value(), cache::Access::Served::kJoined);
+    }
     if (retries > 0) return GetOnce(req, retries - 1);
     if (other && req.length != 0) return Stale(req.rel + ": another version of the block is read");
     return r;
@@ -150,7 +152,8 @@ std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
   return pf->PrefetchHints(max, NowNs(), skipped, loading);
 }
 
-Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
+Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit,
+                                       cache::Access::Served served) {
   if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
   {
     std::lock_guard lock(policy_mu_);
@@ -159,6 +162,7 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
     }
     cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs(), req.file};
     a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
+    a.served = served;
     // The store changes only under policy_mu_: look again. Evicted since the
     // caller's Find, the policy has forgotten the object, so this read is a
     // miss for it (of bytes already in hand, which it may admit again);
@@ -166,7 +170,8 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
     // know.
     // Counted as the policy hears it: stats, policy and trace agree.
     if (ram_.Find(req.id)) {
-      c_.hits.fetch_add(1, std::memory_order_relaxed);
+      // A read that joined a load was counted (coalesced) when it joined.
+      if (served != cache::Access::Served::kJoined) c_.hits.fetch_add(1, std::memory_order_relaxed);
       ApplyLocked(policy_->OnHit(a), nullptr);
     } else {
       c_.misses.fetch_add(1, std::memory_order_relaxed);
@@ -322,8 +327,8 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     if (resident->version == ref->version && resident->checksum == ref->checksum &&
         ram_.Replace(resident, ref)) {
       c_.refills.fetch_add(1, std::memory_order_relaxed);
-      if (!req.heard) {
-        c_.hits.fetch_add(1, std::memory_order_relaxed);
+      if (!req.heard) {  // read from LOWER again: a refill, not a hit
+        a.served = cache::Access::Served::kRefill;
         ApplyLocked(policy_->OnHit(a), nullptr);
       }
       TierLocked(req, a, ref, loaded);

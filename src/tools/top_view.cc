@@ -85,16 +85,23 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
                   Percent(used, budget) + ")   pool " + HumanBytes(U(now, "pool")) +
                   "   shared " + HumanBytes(U(now, "shared")) + "   objects " +
                   std::to_string(U(now, "objects")));
-  const uint64_t hits = U(now, "hits"), misses = U(now, "misses");
+  // Every read counts once: hits (served at once), misses, joined loads
+  // (coalesced) and refills; the hit ratio is hits over all of them.
+  auto reads = [](const nlohmann::json& j) {
+    return U(j, "hits") + U(j, "misses") + U(j, "coalesced") + U(j, "refills");
+  };
+  const uint64_t hits = U(now, "hits"), all = reads(now);
   std::string interval = "-";
   if (before != nullptr) {
     const uint64_t dh = hits >= U(*before, "hits") ? hits - U(*before, "hits") : 0;
-    const uint64_t dm = misses >= U(*before, "misses") ? misses - U(*before, "misses") : 0;
-    interval = Percent(dh, dh + dm);
+    const uint64_t da = all >= reads(*before) ? all - reads(*before) : 0;
+    interval = Percent(dh, da);
   }
   lines.push_back("hits " + Rate(now, before, seconds, "hits", false) + "   misses " +
-                  Rate(now, before, seconds, "misses", false) + "   hit ratio " + interval +
-                  " (all " + Percent(hits, hits + misses) + ")   from lower " +
+                  Rate(now, before, seconds, "misses", false) + "   joined " +
+                  Rate(now, before, seconds, "coalesced", false) + "   refills " +
+                  Rate(now, before, seconds, "refills", false) + "   hit ratio " + interval +
+                  " (all " + Percent(hits, all) + ")   from lower " +
                   Rate(now, before, seconds, "bytes_read_lower", true));
   std::string lower_calls;  // by kind: "lookup 3/s  open 2/s ..."
   if (auto k = now.is_object() ? now.find("lower_calls_by_kind") : now.end();
@@ -151,7 +158,7 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
   lines.push_back("");
   lines.push_back(Pad("JOB", 24, false) + " " + Pad("STATE", 10, false) + Pad("EPOCH", 7, true) +
                   Pad("BATCH", 8, true) + Pad("HITS", 10, true) + Pad("MISSES", 10, true) +
-                  Pad("HIT%", 8, true) + Pad("WAIT", 9, true) + Pad("CUR", 12, true) +
+                  Pad("JOINED", 8, true) + Pad("HIT%", 8, true) + Pad("WAIT", 9, true) + Pad("CUR", 12, true) +
                   Pad("NEXT", 12, true));
   size_t jobs = 0;
   if (auto js = now.find("jobs"); js != now.end() && js->is_array()) {
@@ -159,12 +166,15 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
       if (!j.is_object()) continue;
       ++jobs;
       const uint64_t h = U(j, "hits"), m = U(j, "misses");
+      const uint64_t waited = U(j, "coalesced") + U(j, "refills");  // reads that waited, not hits
       lines.push_back(Pad(Printable(S(j, "name")), 24, false) + " " +
                       Pad(Printable(S(j, "state")), 10, false) +
                       Pad(std::to_string(U(j, "epoch")), 7, true) +
                       Pad(std::to_string(U(j, "batch")), 8, true) +
                       Pad(std::to_string(h), 10, true) + Pad(std::to_string(m), 10, true) +
-                      Pad(Percent(h, h + m), 8, true) + Pad(Seconds(j, "lower_wait_s"), 9, true) +
+                      Pad(std::to_string(waited), 8, true) +
+                      Pad(Percent(h, h + m + waited), 8, true) +
+                      Pad(Seconds(j, "lower_wait_s"), 9, true) +
                       Pad(HumanBytes(U(j, "cur_bytes")), 12, true) +
                       Pad(HumanBytes(U(j, "next_bytes")), 12, true));
     }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "epochfs/cache/prefetching.h"
+#include "epochfs/cache/read_order.h"
 #include "epochfs/trace/trace_event.h"
 
 namespace epochfs::trace {
@@ -108,6 +109,21 @@ class RecordingPolicy final : public cache::Policy, public cache::Prefetching {
     Emit(e);
     return inner_->BeginEpoch(job, epoch, now_ns);
   }
+  // A job's progress report: recorded and passed on (the wrapped policy may
+  // count the reads it implies: FuturePolicyParams::implied_reads).
+  Decision Progress(JobId job, uint32_t epoch, uint64_t position, uint64_t now_ns) override {
+    TraceEvent e;
+    e.kind = TraceKind::kProgress;
+    e.job = job;
+    e.epoch = epoch;
+    e.position = position;
+    e.now_ns = now_ns;
+    Emit(e);
+    return inner_->Progress(job, epoch, position, now_ns);
+  }
+  // The order of readers' loads: the wrapped policy's (a question: not
+  // recorded).
+  const cache::ReadOrder* read_order() const override { return inner_->read_order(); }
   Status RestartEpoch(JobId job, uint64_t now_ns) override {
     TraceEvent e;
     e.kind = TraceKind::kRestartEpoch;

@@ -22,6 +22,7 @@ constexpr std::pair<TraceKind, const char*> kNames[] = {
     {TraceKind::kDropped, "dropped"},
     {TraceKind::kPrefetch, "prefetch"},
     {TraceKind::kRequestBytes, "request_bytes"},
+    {TraceKind::kProgress, "progress"},
 };
 
 const char* NameOf(TraceKind k) {
@@ -169,6 +170,12 @@ std::string FormatTraceEvent(const TraceEvent& e) {
     case TraceKind::kRequestBytes:
       j["bytes"] = e.request_bytes;
       break;
+    case TraceKind::kProgress:
+      j["job"] = e.job;
+      j["epoch"] = e.epoch;
+      j["position"] = e.position;
+      j["t"] = e.now_ns;
+      break;
     case TraceKind::kHit:
     case TraceKind::kMiss:
     case TraceKind::kPrefetch:
@@ -180,6 +187,11 @@ std::string FormatTraceEvent(const TraceEvent& e) {
       if (e.access.file != 0) j["file"] = e.access.file;  // a block of this file
       if (e.kind != TraceKind::kHit) j["load_ns"] = e.load_ns;
       if (e.kind != TraceKind::kPrefetch && e.access.wait_ns != 0) j["wait_ns"] = e.access.wait_ns;
+      if (e.kind == TraceKind::kHit && e.access.served == cache::Access::Served::kJoined) {
+        j["served"] = "joined";
+      } else if (e.kind == TraceKind::kHit && e.access.served == cache::Access::Served::kRefill) {
+        j["served"] = "refill";
+      }
       break;
     case TraceKind::kDropped:
       j["o"] = e.access.object;
@@ -261,6 +273,12 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
     case TraceKind::kRequestBytes:
       e.request_bytes = f.U64("bytes");
       break;
+    case TraceKind::kProgress:
+      e.job = static_cast<cache::JobId>(f.U64("job", kMaxJob));
+      e.epoch = static_cast<uint32_t>(f.U64("epoch", kMaxU32));
+      e.position = f.U64("position");
+      e.now_ns = f.U64("t");
+      break;
     case TraceKind::kHit:
     case TraceKind::kMiss:
     case TraceKind::kPrefetch:
@@ -272,6 +290,16 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
       if (f.Has("file")) e.access.file = f.U64("file");  // optional: blocks only
       if (e.kind != TraceKind::kHit) e.load_ns = f.U64("load_ns");
       if (e.kind != TraceKind::kPrefetch && f.Has("wait_ns")) e.access.wait_ns = f.U64("wait_ns");
+      if (e.kind == TraceKind::kHit && f.Has("served")) {  // format 4: hits that waited
+        const std::string served = f.Str("served");
+        if (served == "joined") {
+          e.access.served = cache::Access::Served::kJoined;
+        } else if (served == "refill") {
+          e.access.served = cache::Access::Served::kRefill;
+        } else if (f.status().ok()) {
+          f.Fail("served must be \"joined\" or \"refill\"");
+        }
+      }
       break;
     case TraceKind::kDropped:
       e.access.object = f.U64("o");

@@ -107,6 +107,14 @@ class DeclaredFuture final : public Future {
   static constexpr size_t kScanNext = 256;
   void Upcoming(size_t per_job, const std::function<bool(ObjectId)>& held,
                 const std::function<bool(ObjectId)>& skip, std::vector<PrefetchHint>* out);
+  // Whether an object `held` is read, by the job that reads `object` first,
+  // before that read (its declared place): such an object moves on to a
+  // later read when it is read, and may then be the better one to evict, so
+  // a load ahead of `object` may not displace anything yet (the prefetch
+  // rule, FuturePolicy). Reads of other jobs are not looked at. True as well
+  // when more than kScan positions would have to be looked at; false for an
+  // object no job reads. O(positions looked at).
+  bool HeldReadBefore(ObjectId object, const std::function<bool(ObjectId)>& held) const;
   // `objects` left the cache (Upcoming's cursors go back to them).
   void Evicted(const std::vector<ObjectId>& objects);
   // The objects of job `id`'s sample list (empty if unknown).
@@ -132,6 +140,7 @@ class DeclaredFuture final : public Future {
   size_t Slots() const override { return slot_objects_.size(); }
   size_t Slot(ObjectId object) const override;
   bool NextUse(ObjectId object, Use* out) const override;
+  bool DeclaredUse(ObjectId object, Use* out) const override;
   size_t Jobs() const override { return by_index_.size(); }
   Line LineOf(uint32_t job, uint64_t now) const override;
 
@@ -145,6 +154,7 @@ class DeclaredFuture final : public Future {
   Job* Find(JobId id) const;
   void Refresh(Job& j);
   bool UseOf(const Job& j, uint32_t sample, bool spread, uint64_t* pos) const;
+  bool FindUse(ObjectId object, bool may_spread, Use* out) const;
   double PaceOf(const Job& j, uint64_t now) const;
   void AddRef(size_t slot, Ref r);
   void Link(uint32_t block_slot, ObjectId block, ObjectId file);

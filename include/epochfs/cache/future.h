@@ -32,6 +32,11 @@ class Future {
   // first by Estimate(); false when no job reads it again. It stays the same
   // until some job reads the object (or the answerer says otherwise).
   virtual bool NextUse(ObjectId object, Use* out) const = 0;
+  // The next read of `object` at its declared place, for the prefetch rule
+  // (NextUseCache::Admissible): NextUse may file a read at an estimated
+  // place (the declared future spreads the next epoch's reads over it); this
+  // one is where the read is declared to come. The oracle's: NextUse.
+  virtual bool DeclaredUse(ObjectId object, Use* out) const { return NextUse(object, out); }
   // How a job's future reads map to times at `now`: the read at position pos
   // is estimated at max(floor, origin + max(0, pos − done) · pace). `worth`
   // (0 < worth <= 1): what a hit of the job saves, relative to a job whose

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -51,16 +52,27 @@ class NextUseCache {
   Decision OnHit(const Access& a);
   // `a.object` was loaded: admitted unless it is the least worth keeping.
   Decision OnMiss(const Access& a);
-  // Of `soonest_first` (objects not held), up to `max` that OnMiss would
-  // admit once `loading` (objects being loaded ahead now) and the hints
-  // before them have landed, in order: each is played as OnMiss would play
-  // it, the victims it would take no longer there for the next one (an
-  // estimate: time moves and demand misses come between, and OnMiss
-  // decides). Stops at the first hint that would be bypassed. A hint of size
-  // 0 (unknown) is weighed as one byte.
-  std::vector<PrefetchHint> Admissible(const std::vector<PrefetchHint>& loading,
-                                       const std::vector<PrefetchHint>& soonest_first, size_t max,
-                                       uint64_t now);
+  // `a.object` was loaded ahead of its read (a prefetch): admitted as OnMiss
+  // would, and only if it does no harm: every object it displaces is next
+  // read, at its declared place (Future::DeclaredUse), after `a.object` is
+  // (Belady's rule for a miss, applied to a load nobody waits for: a
+  // prefetch that displaced a sooner read would cost a load more than it
+  // saves). Otherwise bypassed: nothing is evicted.
+  // `may_displace` false: admitted only into free space.
+  Decision OnPrefetched(const Access& a, bool may_displace = true);
+  // Of `soonest_first` (objects not held), up to `max` that OnPrefetched
+  // would admit once `loading` (objects being loaded ahead now) and the
+  // hints before them have landed, in order: each is played as OnPrefetched
+  // would play it, the victims it would take no longer there for the next
+  // one (an estimate: time moves and demand misses come between, and
+  // OnPrefetched decides). Stops at the first hint that would be bypassed
+  // or would displace a read that comes before its own. A hint of size 0
+  // (unknown) is weighed as one byte. `may_displace(h)` false: `h` may take
+  // only free space (null: every hint may displace).
+  std::vector<PrefetchHint> Admissible(
+      const std::vector<PrefetchHint>& loading, const std::vector<PrefetchHint>& soonest_first,
+      size_t max, uint64_t now,
+      const std::function<bool(const PrefetchHint&)>& may_displace = nullptr);
   // The store lost `id`: forgotten.
   void OnDropped(ObjectId id);
   // The future of `id` changed (a job declared an order, ended): it is filed
@@ -102,6 +114,9 @@ class NextUseCache {
     bool operator<(const Rank& o) const { return cost != o.cost ? cost < o.cost : when < o.when; }
   };
   Rank RankOf(uint64_t when, uint64_t size, uint64_t now, double worth) const;
+  Decision Admit(const Access& a, bool prefetch, bool may_displace);
+  // When `id` is next read at its declared place (Lines() current).
+  uint64_t DeclaredWhen(ObjectId id) const;
   Entry& At(ObjectId id);
   void Lines(uint64_t now);
   void TopRank(size_t g, uint64_t now);

@@ -78,6 +78,13 @@ struct Access {
   // hit by what it saves (the "future" policy) measure a job's loaders'
   // time in storage with it.
   uint64_t wait_ns = 0;
+  // How a hit (OnHit) was served: from RAM at once, by joining a load in
+  // flight (a prefetch's: the reader waited for LOWER), or by refilling an
+  // object handed over to the kernel whose pages it lost (read from LOWER
+  // again). The policy's decisions treat all three as hits; its counters
+  // (EpochCounters) keep them apart. Misses: kAtOnce.
+  enum class Served : uint8_t { kAtOnce, kJoined, kRefill };
+  Served served = Served::kAtOnce;
 };
 
 // What the caller must do after an event, in this order: drop `evict` from the
@@ -125,12 +132,25 @@ const char* JobStateName(JobState s);
 
 struct EpochCounters {
   uint32_t epoch = 0;
-  uint64_t hits = 0;    // OnHit events attributed to the job in that epoch
-  uint64_t misses = 0;  // OnMiss events attributed to the job in that epoch
+  // Reads attributed to the job in that epoch, by how they were served:
+  uint64_t hits = 0;       // OnHit served from RAM at once (Access::Served::kAtOnce)
+  uint64_t misses = 0;     // OnMiss
   // Its reads' time waiting for LOWER in that epoch (Access::wait_ns of its
   // misses and of its hits that joined a load in flight), nanoseconds.
   uint64_t lower_wait_ns = 0;
+  uint64_t coalesced = 0;  // OnHit that joined a load in flight (kJoined): waited for LOWER
+  uint64_t refills = 0;    // OnHit that read a handed-over object again (kRefill)
+  // hits + misses + coalesced + refills: every read heard of.
+  uint64_t reads() const { return hits + misses + coalesced + refills; }
 };
+// Counts a hit `a` in `c` by how it was served.
+inline void CountHit(const Access& a, EpochCounters* c) {
+  switch (a.served) {
+    case Access::Served::kAtOnce: ++c->hits; break;
+    case Access::Served::kJoined: ++c->coalesced; break;
+    case Access::Served::kRefill: ++c->refills; break;
+  }
+}
 
 // Per-job figures for the `status` / `stats` JSON (built by control/).
 // Times are nanoseconds; 0 means "not measured yet".

@@ -22,8 +22,9 @@
 //     are fewer than min(prefetch, concurrency), the policy's PrefetchHints
 //     are loaded as storage requests like any other; on completion
 //     OnPrefetched decides. A reader who reaches an object being prefetched
-//     waits for that load (a hit, as the daemon counts it; the policy hears
-//     of the read when the bytes land). Only policies with a declared future
+//     waits for that load (a miss and coalesced: it waited, as the daemon
+//     counts it apart from its hits; the policy hears of the read, as a hit
+//     it joined, when the bytes land). Only policies with a declared future
 //     (future) give hints; the others never prefetch.
 //   - The policy sees what the daemon shows it, in the same order: at the
 //     job's start AddJob, SetSamples, SetOrder(0), SetOrder(1), BeginEpoch(0);
@@ -60,7 +61,7 @@ struct JobResult {
   uint64_t accesses = 0;
   uint64_t hits = 0;
   uint64_t misses = 0;      // accesses - hits
-  uint64_t coalesced = 0;   // misses that joined another reader's load
+  uint64_t coalesced = 0;   // misses that joined a load in flight (a reader's or a prefetch's)
   uint64_t bytes_read = 0;  // bytes this job's loads moved from storage
   uint64_t stall_ns = 0;
   uint64_t start_ns = 0;

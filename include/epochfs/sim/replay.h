@@ -29,14 +29,25 @@ struct TraceSummary {
   uint64_t budget = 0;  // at the start
   uint64_t jobs = 0, accesses = 0, hits = 0, misses = 0, bytes_missed = 0;
   uint64_t prefetches = 0;  // "prefetch" events (loads by the prefetcher)
+  // Hits that waited for LOWER (format 4 "served"): joined a load in flight,
+  // or read a handed-over object again (in `hits` too: the policy's hits).
+  uint64_t joined = 0, refills = 0;
+  // Every byte the live run read from LOWER as the trace shows it: misses,
+  // every prefetch (admitted or not) and refills.
+  uint64_t bytes_read = 0;
 };
 TraceSummary Summarize(const std::vector<trace::TraceEvent>& events);
 
 struct ReplayResult {
   std::string policy;
   uint64_t accesses = 0, hits = 0, misses = 0;
-  uint64_t bytes_read = 0;  // bytes of the misses and of the prefetches admitted
+  // Every byte the policy had read from LOWER: its misses, and every load
+  // ahead the live prefetcher made for it (a policy with Prefetching: the
+  // trace's "prefetch" events, admitted or not; the others prefetch
+  // nothing).
+  uint64_t bytes_read = 0;
   uint64_t prefetched = 0;  // "prefetch" events the policy admitted
+  uint64_t prefetch_bytes = 0;  // bytes of its "prefetch" events (in bytes_read)
   uint64_t admissions = 0, evictions = 0, refused = 0;
   uint64_t rejected_calls = 0;  // declarations the policy refused (as it would live)
 };

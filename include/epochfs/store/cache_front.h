@@ -7,7 +7,8 @@
 // for another version waits too, then loads for itself). Prefetch() loads an
 // object ahead of its read, as the policy's PrefetchHints() ask; a Get of an
 // object being prefetched joins that load (it is never read twice), and is
-// reported to the policy as its read once the bytes are in. Every access is reported
+// reported to the policy as its read once the bytes are in (a hit served by
+// joining: counted in `coalesced`, not in `hits`). Every access is reported
 // to the Policy and its Decision applied to the store (evictions first, then
 // admission). A file larger than max_object_bytes() is asked for in blocks
 // (GetRequest::length), each an object of its own (store::BlockIdOf).
@@ -80,11 +81,15 @@ struct GetRequest {
 };
 
 struct CacheCounters {
-  // hits + misses: the reads the policy heard of, each as it heard it.
-  uint64_t hits = 0;              // served from RAM (or from a prefetch's load, joined)
+  // Every read counts once, by how it was served: hits + misses +
+  // coalesced + refills (a read whose open the policy heard of already,
+  // GetRequest::heard, is counted at the open). The hit ratio is hits over
+  // that sum: a read that waited for LOWER is not a hit.
+  uint64_t hits = 0;              // served from RAM at once
   uint64_t misses = 0;            // loaded from lower (or, rarely, served from bytes in hand
                                   // that the store had dropped meanwhile)
-  uint64_t coalesced = 0;         // waited for another reader's load
+  uint64_t coalesced = 0;         // joined a load in flight (another reader's or a prefetch's)
+                                  // and waited for it: not a hit
   uint64_t bytes_read_lower = 0;  // bytes read from lower (loads and streams)
   uint64_t evictions = 0;
   uint64_t admissions = 0;
@@ -98,8 +103,9 @@ struct CacheCounters {
   uint64_t prefetch_hits = 0;     // first reads of a prefetched object (resident or joined)
   uint64_t prefetch_wasted = 0;   // prefetched objects evicted or dropped unread
   uint64_t handovers = 0;         // objects handed over to the kernel's page cache (HandOver)
-  uint64_t refills = 0;           // handed-over objects read again from lower (in hits,
-                                  // unless the open was: GetRequest::heard)
+  uint64_t refills = 0;           // handed-over objects read again from lower: not hits
+                                  // (the policy hears a hit; an open it heard of already,
+                                  // GetRequest::heard, counted a hit then)
   // The second tier (SetSecondTier): misses it served (bytes not read from
   // LOWER), and objects loaded from LOWER the placement did not write to it
   // (their next read lies beyond what it holds).
@@ -222,7 +228,10 @@ class CacheFront {
  private:
   // A resident object of the requested version, found without policy_mu_.
   // Counts a hit and reports the read to the policy.
-  Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit);
+  // `served`: kJoined for a read that joined a prefetch's load (counted in
+  // coalesced, not hits).
+  Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit,
+                             cache::Access::Served served = cache::Access::Served::kAtOnce);
   // Get; a reader that joined a load whose answer is not its own (a failed
   // prefetch, a load for or of another version) loads for itself, at most
   // `retries` more times.

@@ -43,7 +43,11 @@ namespace epochfs::trace {
 // 3: "start" has weigh_hits (FuturePolicyParams::weigh_hits); hits and misses
 //    have wait_ns; "request_bytes" events (Policy::SetRequestBytes). Format 2
 //    is still read (weigh_hits false, waits 0).
-inline constexpr int kTraceFormat = 3;
+// 4: hits that waited have "served" ("joined": a load in flight; "refill": a
+//    handed-over object read again; absent: served at once); "progress"
+//    events (Policy::Progress). Formats 2 and 3 are still read (every hit
+//    served at once, no progress).
+inline constexpr int kTraceFormat = 4;
 
 enum class TraceKind : uint8_t {
   kStart,
@@ -59,6 +63,7 @@ enum class TraceKind : uint8_t {
   kDropped,
   kPrefetch,      // Policy::OnPrefetched
   kRequestBytes,  // Policy::SetRequestBytes
+  kProgress,      // Policy::Progress
 };
 
 struct TraceEvent {
@@ -68,9 +73,10 @@ struct TraceEvent {
   uint64_t request_bytes = 0;            // kStart, kRequestBytes: the cost per store request
   bool weigh_hits = false;               // kStart: FuturePolicyParams::weigh_hits
   cache::JobSpec spec;                   // kAddJob
-  cache::JobId job = cache::kNoJob;      // kSamples .. kEndJob
-  uint32_t epoch = 0;                    // kOrder, kBeginEpoch
-  uint64_t now_ns = 0;                   // kBeginEpoch, kRestartEpoch
+  cache::JobId job = cache::kNoJob;      // kSamples .. kEndJob, kProgress
+  uint32_t epoch = 0;                    // kOrder, kBeginEpoch, kProgress
+  uint64_t now_ns = 0;                   // kBeginEpoch, kRestartEpoch, kProgress
+  uint64_t position = 0;                 // kProgress
   std::vector<cache::SampleRef> samples;  // kSamples
   std::vector<uint32_t> order;           // kOrder
   cache::Access access;                  // kHit, kMiss, kPrefetch; kDropped: access.object only

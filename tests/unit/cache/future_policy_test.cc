@@ -549,6 +549,71 @@ TEST(FuturePolicyPrefetch, HintsAreThoseStillAdmittedOnceTheOnesBeforeThemLand) 
   EXPECT_EQ(hints[0].sample, 5u);
 }
 
+// The prefetch rule: a load ahead displaces only objects read after it.
+// Sample 5 (390 bytes) is held; sample 6 (20 bytes) comes right after it.
+// With requests costing more than those bytes (request_bytes 1000), the
+// size-weighed rank of a miss would evict the big sample 5 for the small 6;
+// a prefetch may not: 5 is read first, and evicting it would cost a load.
+TEST(FuturePolicyPrefetch, APrefetchThatWouldDisplaceASoonerReadIsNotMade) {
+  FuturePolicyParams p;
+  p.budget_bytes = 400;
+  p.request_bytes = 1000;
+  Harness h(MakeFuturePolicy(p));
+  std::vector<SampleRef> samples = UniformSamples(10, 100, 1000);
+  samples[5].size = 390;
+  samples[6].size = 20;
+  h.AddJob(Spec(1, 1), samples);
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+  h.BeginEpoch(1, 0, 1);
+  Prefetching& pf = *h.policy().prefetching();
+  Decision d = pf.OnPrefetched(Access{1005, 390, 1, 5, 2}, 1);
+  h.Apply(d, 1005);
+  ASSERT_TRUE(h.resident(1005));
+  // Samples 0-4 in flight (skipped): the next hints would be 6, 7, ... and
+  // each needs sample 5's space, read before any of them.
+  auto in_flight = [](ObjectId o) { return o < 1005; };
+  EXPECT_TRUE(pf.PrefetchHints(4, 3, in_flight, {}).empty());
+  // Landing anyway (a hint asked earlier), sample 6 is not admitted and
+  // sample 5 stays.
+  d = pf.OnPrefetched(Access{1006, 20, 1, 6, 4}, 1);
+  EXPECT_FALSE(d.admit);
+  EXPECT_TRUE(d.evict.empty());
+  h.Apply(d, 1006);
+  EXPECT_TRUE(h.resident(1005));
+  EXPECT_FALSE(h.resident(1006));
+  // Sample 4 is read before sample 5: its prefetch may take 5's space.
+  d = pf.OnPrefetched(Access{1004, 100, 1, 4, 5}, 1);
+  EXPECT_TRUE(d.admit);
+  EXPECT_EQ(d.evict, std::vector<ObjectId>{1005});
+  h.Apply(d, 1004);
+}
+
+// Waste pulls the prefetch depth down: every object loaded ahead that
+// leaves the cache unread halves how many may wait unread at once; each
+// one read lets one more.
+TEST(FuturePolicyPrefetch, WasteLowersTheDepth) {
+  Harness h(Future(100'000));  // room for everything
+  h.AddJob(Spec(1, 2), UniformSamples(40, 100, 1000));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(40)).ok());
+  h.BeginEpoch(1, 0, 1);
+  Prefetching& pf = *h.policy().prefetching();
+  EXPECT_EQ(pf.PrefetchHints(8, 2, nullptr, {}).size(), 8u);
+  uint64_t t = 2;
+  for (int round = 0; round < 10; ++round) {  // 10 wasted: 1024 -> 1
+    ASSERT_NE(h.Prefetch(++t), 0u);
+    Result<Decision> d = h.policy().SetBudget(0);  // evicted unread
+    ASSERT_TRUE(d.ok());
+    h.Apply(d.value(), 0);
+    ASSERT_TRUE(h.policy().SetBudget(100'000).ok());
+  }
+  EXPECT_EQ(pf.PrefetchHints(8, ++t, nullptr, {}).size(), 1u);
+  const ObjectId first = h.Prefetch(++t);
+  ASSERT_EQ(first, 1000u);
+  EXPECT_TRUE(pf.PrefetchHints(8, ++t, nullptr, {}).empty()) << "one unread already";
+  EXPECT_TRUE(h.Read(1, 0, ++t));  // it paid: depth 2
+  EXPECT_EQ(pf.PrefetchHints(8, ++t, nullptr, {}).size(), 2u);
+}
+
 TEST(FuturePolicyPrefetch, PoliciesWithoutADeclaredFutureGiveNoHints) {
   Harness h(MakeLruPolicy(1000));
   h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));

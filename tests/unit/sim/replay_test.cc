@@ -240,3 +240,44 @@ TEST(Replay, BeladyHitsAtLeastAsOftenOnEqualSizes) {
 
 }  // namespace
 }  // namespace epochfs::sim
+
+namespace epochfs::sim {
+namespace replay_bytes_test {
+
+// The replay's rows count every byte a policy reads from LOWER: a policy
+// that prefetches is charged every load ahead the trace shows (admitted or
+// not), one that does not is charged none; the live row counts misses,
+// prefetches and refills.
+TEST(ReplayBytes, RowsCountEveryByteReadFromLowerPrefetchIncluded) {
+  const std::string text =
+      "{\"ev\":\"start\",\"policy\":\"future\",\"budget\":1000,\"format\":4,"
+      "\"request_bytes\":0,\"weigh_hits\":false}\n"
+      "{\"ev\":\"prefetch\",\"o\":1,\"size\":100,\"job\":0,\"sample\":-1,\"t\":1,\"load_ns\":5}\n"
+      "{\"ev\":\"hit\",\"o\":1,\"size\":100,\"job\":0,\"sample\":-1,\"t\":2,"
+      "\"served\":\"joined\"}\n"
+      "{\"ev\":\"miss\",\"o\":2,\"size\":50,\"job\":0,\"sample\":-1,\"t\":3,\"load_ns\":5}\n"
+      "{\"ev\":\"hit\",\"o\":2,\"size\":50,\"job\":0,\"sample\":-1,\"t\":4,"
+      "\"served\":\"refill\"}\n";
+  auto events = trace::ParseTrace(text);
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  const TraceSummary live = Summarize(events.value());
+  EXPECT_EQ(live.bytes_read, 100u + 50u + 50u);
+  EXPECT_EQ(live.bytes_missed, 50u);
+  EXPECT_EQ(live.joined, 1u);
+  EXPECT_EQ(live.refills, 1u);
+  auto future = Replay(events.value(), PolicyKind::kFuture, 1);
+  ASSERT_TRUE(future.ok()) << future.status().message();
+  EXPECT_EQ(future.value().prefetch_bytes, 100u);
+  EXPECT_EQ(future.value().bytes_read, future.value().prefetch_bytes + 50u * future.value().misses);
+  auto lru = Replay(events.value(), PolicyKind::kLru, 1);
+  ASSERT_TRUE(lru.ok());
+  EXPECT_EQ(lru.value().prefetch_bytes, 0u);
+  EXPECT_EQ(lru.value().bytes_read, 100u + 50u) << "no prefetch: both objects missed";
+  auto belady = Replay(events.value(), PolicyKind::kBelady, 1);
+  ASSERT_TRUE(belady.ok());
+  EXPECT_NE(FormatReplayTable("t", live, {belady.value()}).find("a bound on misses"),
+            std::string::npos);
+}
+
+}  // namespace replay_bytes_test
+}  // namespace epochfs::sim

@@ -16,6 +16,7 @@ const char* kBefore = R"({"version": "0.1.0", "policy": "epoch", "budget": 10737
   "lower_calls_by_kind": {"lookup": 10, "open": 5}})";
 const char* kNow = R"({"version": "0.1.0", "policy": "epoch", "budget": 1073741824,
   "used": 536870912, "pool": 0, "shared": 0, "objects": 7, "hits": 400, "misses": 200,
+  "coalesced": 100, "refills": 20,
   "bytes_read_lower": 20971520, "lower_in_flight": 2, "lower_errors": 1, "lower_down": true,
   "lower_calls_by_kind": {"lookup": 30, "stat": 0, "open": 105, "read": 100, "list": 1},
   "warnings": ["cache need over\nbudget"],
@@ -24,16 +25,17 @@ const char* kNow = R"({"version": "0.1.0", "policy": "epoch", "budget": 10737418
   "governor": {"budget": 1073741824, "non_cache": 1048576, "urgent": true,
                "fit": {"plateau": false}},
   "jobs": [{"name": "resnet", "state": "caching", "epoch": 3, "batch": 12, "hits": 90,
-            "misses": 10, "lower_wait_s": 1.25, "cur_bytes": 1048576, "next_bytes": 2097152}]})";
+            "misses": 10, "coalesced": 20, "lower_wait_s": 1.25, "cur_bytes": 1048576, "next_bytes": 2097152}]})";
 
 TEST(RenderTop, RatesComeFromTwoSnapshots) {
   const auto before = nlohmann::json::parse(kBefore), now = nlohmann::json::parse(kNow);
   const std::string f = RenderTop(now, &before, 10.0, "/mnt/data");
   EXPECT_TRUE(Has(f, "epochfs 0.1.0 on /mnt/data   policy epoch")) << f;
   EXPECT_TRUE(Has(f, "budget 1.0 GiB   used 512.0 MiB (50.0%)")) << f;
-  // 300 hits and 100 misses in 10 s; 2 MiB/s from lower.
-  EXPECT_TRUE(Has(f, "hits 30/s   misses 10/s   hit ratio 75.0% (all 66.7%)   from lower "
-                     "2.0 MiB/s")) << f;
+  // 300 hits, 100 misses, 100 joined loads and 20 refills in 10 s: the
+  // reads that waited are no hits. 2 MiB/s from lower.
+  EXPECT_TRUE(Has(f, "hits 30/s   misses 10/s   joined 10/s   refills 2/s   hit ratio 57.7% "
+                     "(all 55.6%)   from lower 2.0 MiB/s")) << f;
   EXPECT_TRUE(Has(f, "lower: DOWN   in flight 2   errors 1")) << f;
   EXPECT_TRUE(Has(f, "lower calls:   lookup 2/s   stat 0/s   open 10/s   read 10/s   list 0/s\n"))
       << f;
@@ -41,13 +43,13 @@ TEST(RenderTop, RatesComeFromTwoSnapshots) {
   EXPECT_TRUE(Has(f, "governor: budget 1.0 GiB   non-cache 1.0 MiB   rising   URGENT")) << f;
   EXPECT_TRUE(Has(f, "warning: cache need over?budget\n")) << f;
   EXPECT_TRUE(Has(f, "resnet                   caching         3      12        90        10"
-                     "   90.0%     1.2s     1.0 MiB     2.0 MiB\n")) << f;
+                     "      20   75.0%     1.2s     1.0 MiB     2.0 MiB\n")) << f;
 }
 
 TEST(RenderTop, FirstFrameHasNoRatesAndNoJobsSaysSo) {
   const auto before = nlohmann::json::parse(kBefore);
   const std::string f = RenderTop(before, nullptr, 0, "/m");
-  EXPECT_TRUE(Has(f, "hits -   misses -   hit ratio - (all 50.0%)   from lower -")) << f;
+  EXPECT_TRUE(Has(f, "hits -   misses -   joined -   refills -   hit ratio - (all 50.0%)   from lower -")) << f;
   EXPECT_TRUE(Has(f, "(no jobs registered)")) << f;
   EXPECT_FALSE(Has(f, "spill:")) << f;
   EXPECT_FALSE(Has(f, "governor:")) << f;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "epochfs/cache/read_order.h"
 #include "epochfs/trace/recording_policy.h"
 #include "epochfs/trace/trace_event.h"
 
@@ -160,7 +161,10 @@ TEST(TraceEvent, BadLinesNameTheLine) {
       {start + "{\"ev\":\"samples\",\"job\":1,\"objects\":[1,2],\"sizes\":[3]}\n",
        "trace line 2: objects and sizes differ in length"},
       {"{\"ev\":\"start\",\"policy\":\"lru\",\"budget\":1,\"format\":9}\n",
-       "trace line 1: format: this epochfs reads formats 2 to 3"},
+       "trace line 1: format: this epochfs reads formats 2 to 4"},
+      {start + "{\"ev\":\"hit\",\"o\":1,\"size\":1,\"job\":0,\"sample\":-1,\"t\":1,"
+               "\"served\":\"late\"}\n",
+       "trace line 2: served must be"},
       {start + "\n{\"ev\":\"budget\",\"budget\":\"big\"}\n", "trace line 3: budget: expected"},
   };
   for (const Case& c : cases) {
@@ -190,8 +194,62 @@ class Counting final : public cache::Policy {
     ++calls;
     return InvalidArgument("no");
   }
+  cache::Decision Progress(cache::JobId job, uint32_t epoch, uint64_t position,
+                           uint64_t now_ns) override {
+    ++calls;
+    progress = {job, epoch, position, now_ns};
+    return {false, {7}};
+  }
+  const cache::ReadOrder* read_order() const override { return &order; }
+  struct Order final : cache::ReadOrder {
+    uint64_t BytesLeft(cache::JobId job) const override { return 100 + job; }
+    std::vector<cache::JobId> Sharers(cache::JobId) const override { return {3}; }
+  } order;
   int calls = 0;
+  std::vector<uint64_t> progress;
 };
+
+// The recorder is transparent: a job's progress reaches the wrapped policy
+// (recorded, and replayed), and the wrapped policy's read order is offered.
+// Before, a trace.file turned both off on a mount.
+TEST(RecordingPolicy, ForwardsProgressAndOffersTheReadOrder) {
+  auto inner = std::make_unique<Counting>();
+  Counting* c = inner.get();
+  std::vector<std::string> lines;
+  auto p = MakeRecordingPolicy(std::move(inner), [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(p->Progress(2, 1, 40, 99).evict, std::vector<cache::ObjectId>{7});
+  EXPECT_EQ(c->progress, (std::vector<uint64_t>{2, 1, 40, 99}));
+  ASSERT_NE(p->read_order(), nullptr);
+  EXPECT_EQ(p->read_order()->BytesLeft(5), 105u);
+  EXPECT_EQ(p->read_order()->Sharers(5), std::vector<cache::JobId>{3});
+  ASSERT_EQ(lines.size(), 2u);
+  auto parsed = ParseTrace(lines[0] + "\n" + lines[1] + "\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const TraceEvent& e = parsed.value()[1];
+  EXPECT_EQ(e.kind, TraceKind::kProgress);
+  EXPECT_EQ(e.job, 2u);
+  EXPECT_EQ(e.epoch, 1u);
+  EXPECT_EQ(e.position, 40u);
+  EXPECT_EQ(e.now_ns, 99u);
+}
+
+// A hit that waited says how: joined or refill, read back as written; a
+// format 3 hit (no "served") was served at once.
+TEST(TraceEvent, HitsThatWaitedSayHow) {
+  TraceEvent e;
+  e.kind = TraceKind::kHit;
+  e.access = {5, 6, 1, 2, 3};
+  for (auto served : {cache::Access::Served::kAtOnce, cache::Access::Served::kJoined,
+                      cache::Access::Served::kRefill}) {
+    e.access.served = served;
+    auto back = ParseTraceEvent(FormatTraceEvent(e), 1);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back.value().access.served, served);
+  }
+  auto old = ParseTraceEvent("{\"ev\":\"hit\",\"o\":1,\"size\":1,\"job\":0,\"sample\":-1,\"t\":1}", 1);
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old.value().access.served, cache::Access::Served::kAtOnce);
+}
 
 TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
   auto inner = std::make_unique<Counting>();
@@ -206,7 +264,7 @@ TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
   });
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
-            "{\"budget\":1000,\"ev\":\"start\",\"format\":3,\"policy\":\"counting\","
+            "{\"budget\":1000,\"ev\":\"start\",\"format\":4,\"policy\":\"counting\","
             "\"request_bytes\":0,\"weigh_hits\":false}");
   EXPECT_EQ(p->OnHit({5, 6, 1, 2, 3}).evict, std::vector<cache::ObjectId>{42});
   EXPECT_TRUE(p->OnMiss({5, 6, 1, 2, 3}, 9).admit);
