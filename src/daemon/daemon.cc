@@ -220,7 +220,7 @@ Status Mount::Build() {
   control_ = std::make_unique<control::ControlTree>(
       *registry_, *sink_,
       [this] {
-        return StatsJson(*cache_, *lower_, *known_, spill_.get(), governor_.get(), fixed_warnings_);
+        return StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(), governor_.get(), fixed_warnings_);
       },
       spill_.get(), cfg().limits.spill_schedule_steps);
   attributor_ = std::make_unique<RegistryAttributor>(*registry_);

@@ -39,7 +39,10 @@ CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy
 Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   GetRequest asked = req;
   asked.asked_ns = NowNs();
-  return GetOnce(asked, true);
+  Result<ObjectRef> r = GetOnce(asked, true);
+  const uint64_t now = NowNs();
+  read_wait_.Observe(now > asked.asked_ns ? now - asked.asked_ns : 0);
+  return r;
 }
 
 Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, bool retry_failed_prefetch) {
@@ -193,8 +196,9 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     std::atomic<uint64_t>& n;
     ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
   } leave{at_lower_};
-  auto fail = [this](Status s) -> Result<ObjectRef> {
+  auto fail = [this, start](Status s) -> Result<ObjectRef> {
     c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
+    load_time_.Observe(NowNs() - start);
     return s;
   };
   auto fd = lower_.OpenFile(req.rel);
@@ -238,6 +242,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   const uint64_t now = NowNs();
+  load_time_.Observe(now - start);
   if (prefetch) c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug((prefetch ? "prefetch " : "miss ") + req.rel + DebugWho(req) + ": " +

@@ -88,27 +88,54 @@ class MetricsTest(et.MountTestCase):
             text = f.read()
         self.assertEqual(d.stats()["hits"], st["hits"], "no read in between")
         m = parse(text)
-        self.assertEqual(value(m, "epochfs_hits_total"), st["hits"])
-        self.assertEqual(value(m, "epochfs_misses_total"), st["misses"])
+        mp = d.mnt
+        self.assertEqual(st["mountpoint"], mp)
+        self.assertEqual(value(m, "epochfs_hits_total", mountpoint=mp), st["hits"])
+        self.assertEqual(value(m, "epochfs_misses_total", mountpoint=mp), st["misses"])
         self.assertEqual(st["hits"] + st["misses"], 40)
-        self.assertAlmostEqual(value(m, "epochfs_hit_ratio"), st["hits"] / 40)
-        self.assertEqual(value(m, "epochfs_budget"), st["budget"])
-        self.assertEqual(value(m, "epochfs_used"), st["used"])
-        self.assertEqual(value(m, "epochfs_bytes_read_lower_total"), st["bytes_read_lower"])
-        self.assertEqual(value(m, "epochfs_tier_bytes", tier="ram"), st["tiers"]["ram"]["bytes"])
-        self.assertEqual(value(m, "epochfs_info", version=st["version"], policy="epoch"), 1)
+        self.assertAlmostEqual(value(m, "epochfs_hit_ratio", mountpoint=mp), st["hits"] / 40)
+        self.assertEqual(value(m, "epochfs_budget_bytes", mountpoint=mp), st["budget"])
+        self.assertEqual(value(m, "epochfs_used_bytes", mountpoint=mp), st["used"])
+        self.assertEqual(value(m, "epochfs_lower_read_bytes_total", mountpoint=mp),
+                         st["bytes_read_lower"])
+        self.assertEqual(value(m, "epochfs_tier_bytes", mountpoint=mp, tier="ram"),
+                         st["tiers"]["ram"]["bytes"])
+        self.assertEqual(value(m, "epochfs_info", mountpoint=mp, version=st["version"],
+                               policy="epoch"), 1)
         [row] = st["jobs"]
         self.assertEqual(row["name"], name)
-        self.assertEqual(value(m, "epochfs_job_info", job=name, state=row["state"]), 1)
-        self.assertEqual(value(m, "epochfs_job_hits", job=name), row["hits"])
-        self.assertEqual(value(m, "epochfs_job_cur_bytes", job=name), row["cur_bytes"])
+        job = dict(mountpoint=mp, job=name)
+        self.assertEqual(value(m, "epochfs_job_info", state=row["state"], **job), 1)
+        self.assertEqual(value(m, "epochfs_job_epoch_hits", **job), row["hits"])
+        self.assertEqual(value(m, "epochfs_job_cur_bytes", **job), row["cur_bytes"])
+        # The job's counters count every read of its run; its epoch gauges
+        # only the current epoch's.
+        self.assertGreaterEqual(value(m, "epochfs_job_hits_total", **job), row["hits"])
+        self.assertEqual(value(m, "epochfs_job_hits_total", **job), st["hits"])
+        self.assertEqual(value(m, "epochfs_job_misses_total", **job), st["misses"])
         self.assertGreater(st["hits"], 0, st)
+        # Every family has HELP and TYPE (the parser drops neither), a
+        # base unit where it has one, and the mountpoint on every series.
+        families = list(text_string_to_metric_families(text))
+        for fam in families:
+            self.assertTrue(fam.documentation, fam.name)
+            self.assertIn(fam.type, ("counter", "gauge", "histogram"), fam.name)
+            for s in fam.samples:
+                self.assertEqual(s.labels.get("mountpoint"), mp, s)
+        self.assertIn("# HELP epochfs_hits_total ", text)
+        # The histograms: one load per file from LOWER, a wait per read.
+        self.assertEqual(value(m, "epochfs_lower_load_seconds_count", mountpoint=mp), 20)
+        self.assertEqual(value(m, "epochfs_lower_load_seconds_bucket", mountpoint=mp,
+                               le="+Inf"), 20)
+        self.assertGreater(value(m, "epochfs_lower_load_seconds_sum", mountpoint=mp), 0)
+        self.assertGreaterEqual(value(m, "epochfs_read_wait_seconds_count", mountpoint=mp),
+                                st["misses"])
 
         # Another user: the totals, none of root's job series.
         err, other = read_as(NOBODY, d.path(".epochfs", "metrics"))
         self.assertEqual(err, 0)
         om = parse(other)
-        self.assertEqual(value(om, "epochfs_hits_total"), st["hits"])
+        self.assertEqual(value(om, "epochfs_hits_total", mountpoint=mp), st["hits"])
         self.assertEqual([k for k in om if k[0].startswith("epochfs_job_")], [])
 
         os.rmdir(jd)

@@ -34,6 +34,7 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/request_cost.h"
+#include "epochfs/common/histogram.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
@@ -172,6 +173,13 @@ class CacheFront {
   uint64_t max_object_bytes() const { return max_object_.load(std::memory_order_relaxed); }
   const RamStore& ram() const { return ram_; }
   CacheCounters counters() const;
+  // How long each load from LOWER took (demand and prefetch: open, stat and
+  // read, failed ones too; its wait for a read slot excluded).
+  Histogram::Reading load_time() const { return load_time_.Read(); }
+  // How long each Get waited for its bytes, from the call to its return: a
+  // hit's lookup, or a load (its own, another reader's, a prefetch's) with
+  // its wait for a read slot; failed Gets too.
+  Histogram::Reading read_wait() const { return read_wait_.Read(); }
 
   // Called (under the policy lock: keep it short, never call back into the
   // CacheFront) for every object that leaves the RAM tier. REQUIRES: set
@@ -231,6 +239,9 @@ class CacheFront {
   std::unordered_map<cache::ObjectId, Flight> flights_;
   std::atomic<uint64_t> demand_loads_{0};
   std::unique_ptr<ReadSlots> read_slots_ = std::make_unique<ReadSlots>(ReadSlotsOptions{});
+
+  Histogram load_time_;
+  Histogram read_wait_;
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
