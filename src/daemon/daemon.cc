@@ -10,11 +10,14 @@
 #include <cerrno>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "epochfs/cache/cache_need.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/policy_factory.h"
 #include "epochfs/common/log.h"
 #include "epochfs/control/control_tree.h"
+#include "epochfs/control/metrics_text.h"
 #include "epochfs/fs/filesystem.h"
 #include "epochfs/fs/session.h"
 #include "epochfs/governor/sampler.h"
@@ -24,6 +27,7 @@
 #include "nested_mount.h"
 #include "job_sink.h"
 #include "memory_governor.h"
+#include "metrics_http.h"
 #include "mount_point.h"
 #include "orphan_reaper.h"
 #include "policy_trace.h"
@@ -143,6 +147,7 @@ class Mount {
   void MakePrefetcher();
   Status MakeFilesystems();
   void StartProbe();
+  Status StartMetricsHttp();
 
   DaemonArgs args_;
   unsigned max_read_ = 0;
@@ -168,6 +173,8 @@ class Mount {
   Background bg_;
   std::unique_ptr<NeedWatch> need_watch_;
   std::unique_ptr<OrphanReaper> reaper_;
+  UniqueFd metrics_listener_;  // metrics.listen, bound before the fork
+  std::unique_ptr<MetricsHttp> metrics_http_;
   std::thread probe_;
   // Set by `probe_`, read after joining it: the nested sessions, and why one
   // could not be mounted. The control session is mounted last, so a readable
@@ -195,6 +202,15 @@ Status Mount::Check() {
   Result<unsigned> max_read = MaxReadOption(args_.fuse_opts);
   if (!max_read.ok()) return max_read.status();
   max_read_ = max_read.value();
+  // metrics.listen: a port already taken fails the mount here, on the
+  // terminal.
+  if (!cfg().metrics.listen.empty()) {
+    Result<ListenAddress> address = ParseListenAddress(cfg().metrics.listen);
+    if (!address.ok()) return address.status();
+    Result<UniqueFd> listener = MetricsHttp::Listen(address.value());
+    if (!listener.ok()) return listener.status();
+    metrics_listener_ = std::move(listener).value();
+  }
   return Status::Ok();
 }
 
@@ -381,6 +397,11 @@ Status Mount::Start() {
     }
     (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
   }
+  if (Status s = StartMetricsHttp(); !s.ok()) {
+    log::Error(s.message());
+    bg_.Failed(s.message());
+    return s;
+  }
   need_watch_ = std::make_unique<NeedWatch>(*cache_);
   // A removed job directory is the control session's entry when there is one.
   fs::Filesystem& fsys = control_fs_ ? *control_fs_ : *filesystem_;
@@ -400,6 +421,24 @@ Status Mount::Start() {
     governor_->Start();
   }
   StartProbe();
+  return Status::Ok();
+}
+
+// The HTTP endpoint of metrics.listen (after the fork: it runs a thread):
+// the aggregates only, the stats as root sees them less the job rows.
+Status Mount::StartMetricsHttp() {
+  if (!metrics_listener_.valid()) return Status::Ok();
+  auto text = [this] {
+    const std::string stats =
+        StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(), governor_.get(),
+                  fixed_warnings_);
+    return control::PrometheusText(nlohmann::json::parse(stats, nullptr, false),
+                                   control::MetricsOptions{.aggregates_only = true});
+  };
+  auto started = MetricsHttp::Start(std::move(metrics_listener_), text);
+  if (!started.ok()) return started.status();
+  metrics_http_ = std::move(started).value();
+  log::Info("metrics served at http://" + cfg().metrics.listen + "/metrics");
   return Status::Ok();
 }
 
@@ -447,6 +486,7 @@ void Mount::StartProbe() {
 Status Mount::Serve() {
   Status s = session_->Run();
   if (!s.ok()) bg_.Failed("cannot mount " + args_.mountpoint + ": " + s.message());
+  metrics_http_.reset();
   if (governor_) governor_->Stop();
   if (prefetcher_) prefetcher_->Stop();
   reaper_->Stop();
