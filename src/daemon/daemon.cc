@@ -169,6 +169,8 @@ class Mount {
   fs::MountOptions mo_;
   std::unique_ptr<fs::Session> session_;
   bool background_ = false;
+  log::Targets log_;          // where the lines go (log.*)
+  bool under_journal_ = false;  // stderr was the journal's stream (systemd)
   // In the background, the command's exit status waits for ProbeMount.
   Background bg_;
   std::unique_ptr<NeedWatch> need_watch_;
@@ -194,6 +196,14 @@ Status Mount::Check() {
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args_.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args_.lower, args_.mountpoint, ReadMountInfo()); !s.ok()) return s;
   if (Status s = CheckNoOpen(cfg()); !s.ok()) return s;
+  // log.file: a path that cannot be the daemon's own fails the mount here.
+  under_journal_ = log::StderrIsJournal();
+  log_.main = under_journal_ ? log::Main::kJournal : log::Main::kStderr;
+  log_.fields = {{"EPOCHFS_MOUNTPOINT", args_.mountpoint}, {"EPOCHFS_LOWER", args_.lower}};
+  log_.file = cfg().log.file;
+  log_.max_bytes = cfg().log.max_bytes;
+  log_.files = cfg().log.files;
+  if (Status s = log::SetTargets(log_); !s.ok()) return s;
   // fuse.one_copy hands cached objects over to the kernel's page cache and
   // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
   // get pages of their own (mmap), which go back to the system when freed
@@ -384,11 +394,21 @@ Status Mount::MountSessions() {
 Status Mount::Start() {
   background_ = !args_.foreground && !args_.debug;
   if (background_) {
+    // In the background stderr is gone: syslog, or the journal under systemd.
+    log_.main = under_journal_ ? log::Main::kJournal : log::Main::kSyslog;
+    if (log_.main == log::Main::kSyslog && log_.file.empty() && ::access("/dev/log", F_OK) != 0) {
+      log::Warn("no syslog here (/dev/log is missing): the log lines of this background mount "
+                "are lost; set log.file = PATH, or run it in the foreground (-f)");
+    }
     if (Status s = Background::Start(&bg_); !s.ok()) return s;
-    log::UseSyslog("epochfs");
+    if (Status s = log::SetTargets(log_); !s.ok()) {
+      bg_.Failed(s.message());
+      return s;
+    }
   }
   log::Info("mounted " + args_.lower + " at " + args_.mountpoint + " (budget " +
-            std::to_string(budget_) + " bytes, policy " + cache_->policy_name() + ")");
+            std::to_string(budget_) + " bytes, policy " + cache_->policy_name() +
+            "); log lines go to " + log::Describe(log_));
   if (spill_) {
     if (Status s = spill_->Open(); !s.ok()) {
       log::Error(s.message());

@@ -164,7 +164,8 @@ struct Config {
   struct Log {
     std::string level = "info";  // "debug" | "info" | "warn" | "error" | "off"
     // log.file: every line also goes to this file ("" = none), rotated when
-    // it would pass max_bytes, `files` older ones kept (FILE.1 ... FILE.N).
+    // it would pass max_bytes, `files` older ones kept (epochfs.log:
+    // epochfs.1.log ... epochfs.N.log).
     std::string file;
     uint64_t max_bytes = 10ull << 20;
     uint32_t files = 5;
