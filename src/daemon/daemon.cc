@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,6 +170,9 @@ class Mount {
   fs::MountOptions mo_;
   std::unique_ptr<fs::Session> session_;
   bool background_ = false;
+  // Started by a service manager that waits for READY=1 (systemd's
+  // Type=notify: NOTIFY_SOCKET set): told once the mount answers.
+  bool notify_ = ::getenv("NOTIFY_SOCKET") != nullptr;
   log::Targets log_;          // where the lines go (log.*)
   bool under_journal_ = false;  // stderr was the journal's stream (systemd)
   // In the background, the command's exit status waits for ProbeMount.
@@ -463,13 +467,14 @@ Status Mount::StartMetricsHttp() {
 }
 
 // Beside the session loop: mounts the nested sessions, then (in the
-// background) reads the version file through the kernel and reports.
+// background, or for a service manager) reads the version file through the
+// kernel and reports: to the waiting parent, and READY=1 to systemd.
 void Mount::StartProbe() {
-  if (!background_ && !control_fs_) return;
+  if (!background_ && !control_fs_ && !notify_) return;
   fs::MountOptions nmo = mo_;
   nmo.threads = std::max(2u, mo_.threads / 2);
   std::erase_if(nmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
-  probe_ = std::thread([this, nmo, background = background_, mnt = args_.mountpoint] {
+  probe_ = std::thread([this, nmo, probe = background_ || notify_, mnt = args_.mountpoint] {
     Status p = Status::Ok();
     const struct {
       fs::Filesystem* fs;
@@ -490,9 +495,12 @@ void Mount::StartProbe() {
         nested_status_ = p;
       }
     }
-    if (p.ok() && background) p = ProbeMount(mnt);
+    if (p.ok() && probe) p = ProbeMount(mnt);
     if (p.ok()) {
       bg_.Ready();
+      if (notify_) {
+        (void)sd_notifyf(0, "READY=1\nSTATUS=serving %s at %s", args_.lower.c_str(), mnt.c_str());
+      }
     } else {
       bg_.Failed(p.message());
       log::Error(p.message());
@@ -506,6 +514,7 @@ void Mount::StartProbe() {
 Status Mount::Serve() {
   Status s = session_->Run();
   if (!s.ok()) bg_.Failed("cannot mount " + args_.mountpoint + ": " + s.message());
+  if (notify_) (void)sd_notify(0, "STOPPING=1");
   metrics_http_.reset();
   if (governor_) governor_->Stop();
   if (prefetcher_) prefetcher_->Stop();

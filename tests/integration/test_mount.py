@@ -423,6 +423,24 @@ class UnmountTest(LowerMixin, et.MountTestCase):
     def test_auto_unmount_after_sigkill(self):
         d = self.mount(self.make_lower(), opts=["auto_unmount"])
         self.check_lower_visible(d.mnt)
+        # The watcher has a name of its own: `pgrep -x epochfs | head -1` or
+        # a search of argv for the daemon's finds the daemon, never it.
+        watchers = []
+        for p in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    argv = [a.decode() for a in f.read().split(b"\0") if a]
+                with open("/proc/%s/comm" % p) as f:
+                    comm = f.read().strip()
+            except (OSError, ValueError):
+                continue
+            if d.mnt in argv and int(p) != d.proc.pid:
+                watchers.append((argv[0], comm))
+        self.assertEqual(len(watchers), 1, watchers)
+        self.assertEqual(watchers[0][0], "epochfs-unmount-watcher")
+        self.assertEqual(watchers[0][1], "epochfs-unmount")
+        with open("/proc/%d/comm" % d.proc.pid) as f:
+            self.assertEqual(f.read().strip(), "epochfs")
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait(timeout=5 * et.TIME_SCALE)
 
