@@ -4,21 +4,17 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "epochfs/cache/cache_need.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/policy_factory.h"
 #include "epochfs/common/log.h"
 #include "epochfs/control/control_tree.h"
-#include "epochfs/control/metrics_text.h"
 #include "epochfs/fs/filesystem.h"
 #include "epochfs/fs/session.h"
 #include "epochfs/governor/sampler.h"
@@ -28,7 +24,7 @@
 #include "nested_mount.h"
 #include "job_sink.h"
 #include "memory_governor.h"
-#include "metrics_http.h"
+#include "operator_io.h"
 #include "mount_point.h"
 #include "orphan_reaper.h"
 #include "policy_trace.h"
@@ -148,7 +144,6 @@ class Mount {
   void MakePrefetcher();
   Status MakeFilesystems();
   void StartProbe();
-  Status StartMetricsHttp();
 
   DaemonArgs args_;
   unsigned max_read_ = 0;
@@ -170,17 +165,11 @@ class Mount {
   fs::MountOptions mo_;
   std::unique_ptr<fs::Session> session_;
   bool background_ = false;
-  // Started by a service manager that waits for READY=1 (systemd's
-  // Type=notify: NOTIFY_SOCKET set): told once the mount answers.
-  bool notify_ = ::getenv("NOTIFY_SOCKET") != nullptr;
-  log::Targets log_;          // where the lines go (log.*)
-  bool under_journal_ = false;  // stderr was the journal's stream (systemd)
+  OperatorIo io_;  // log targets, metrics.listen, the service manager
   // In the background, the command's exit status waits for ProbeMount.
   Background bg_;
   std::unique_ptr<NeedWatch> need_watch_;
   std::unique_ptr<OrphanReaper> reaper_;
-  UniqueFd metrics_listener_;  // metrics.listen, bound before the fork
-  std::unique_ptr<MetricsHttp> metrics_http_;
   std::thread probe_;
   // Set by `probe_`, read after joining it: the nested sessions, and why one
   // could not be mounted. The control session is mounted last, so a readable
@@ -200,14 +189,8 @@ Status Mount::Check() {
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args_.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args_.lower, args_.mountpoint, ReadMountInfo()); !s.ok()) return s;
   if (Status s = CheckNoOpen(cfg()); !s.ok()) return s;
-  // log.file: a path that cannot be the daemon's own fails the mount here.
-  under_journal_ = log::StderrIsJournal();
-  log_.main = under_journal_ ? log::Main::kJournal : log::Main::kStderr;
-  log_.fields = {{"EPOCHFS_MOUNTPOINT", args_.mountpoint}, {"EPOCHFS_LOWER", args_.lower}};
-  log_.file = cfg().log.file;
-  log_.max_bytes = cfg().log.max_bytes;
-  log_.files = cfg().log.files;
-  if (Status s = log::SetTargets(log_); !s.ok()) return s;
+  // A log.file or metrics.listen that cannot be had fails the mount here.
+  if (Status s = io_.Prepare(cfg(), args_.lower, args_.mountpoint); !s.ok()) return s;
   // fuse.one_copy hands cached objects over to the kernel's page cache and
   // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
   // get pages of their own (mmap), which go back to the system when freed
@@ -216,15 +199,6 @@ Status Mount::Check() {
   Result<unsigned> max_read = MaxReadOption(args_.fuse_opts);
   if (!max_read.ok()) return max_read.status();
   max_read_ = max_read.value();
-  // metrics.listen: a port already taken fails the mount here, on the
-  // terminal.
-  if (!cfg().metrics.listen.empty()) {
-    Result<ListenAddress> address = ParseListenAddress(cfg().metrics.listen);
-    if (!address.ok()) return address.status();
-    Result<UniqueFd> listener = MetricsHttp::Listen(address.value());
-    if (!listener.ok()) return listener.status();
-    metrics_listener_ = std::move(listener).value();
-  }
   return Status::Ok();
 }
 
@@ -399,20 +373,16 @@ Status Mount::Start() {
   background_ = !args_.foreground && !args_.debug;
   if (background_) {
     // In the background stderr is gone: syslog, or the journal under systemd.
-    log_.main = under_journal_ ? log::Main::kJournal : log::Main::kSyslog;
-    if (log_.main == log::Main::kSyslog && log_.file.empty() && ::access("/dev/log", F_OK) != 0) {
-      log::Warn("no syslog here (/dev/log is missing): the log lines of this background mount "
-                "are lost; set log.file = PATH, or run it in the foreground (-f)");
-    }
+    io_.WarnIfLost();
     if (Status s = Background::Start(&bg_); !s.ok()) return s;
-    if (Status s = log::SetTargets(log_); !s.ok()) {
+    if (Status s = io_.Detach(); !s.ok()) {
       bg_.Failed(s.message());
       return s;
     }
   }
   log::Info("mounted " + args_.lower + " at " + args_.mountpoint + " (budget " +
             std::to_string(budget_) + " bytes, policy " + cache_->policy_name() +
-            "); log lines go to " + log::Describe(log_));
+            "); log lines go to " + io_.LogTargets());
   if (spill_) {
     if (Status s = spill_->Open(); !s.ok()) {
       log::Error(s.message());
@@ -421,7 +391,11 @@ Status Mount::Start() {
     }
     (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
   }
-  if (Status s = StartMetricsHttp(); !s.ok()) {
+  if (Status s = io_.StartHttp([this] {
+        return StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(),
+                         governor_.get(), fixed_warnings_);
+      });
+      !s.ok()) {
     log::Error(s.message());
     bg_.Failed(s.message());
     return s;
@@ -448,33 +422,15 @@ Status Mount::Start() {
   return Status::Ok();
 }
 
-// The HTTP endpoint of metrics.listen (after the fork: it runs a thread):
-// the aggregates only, the stats as root sees them less the job rows.
-Status Mount::StartMetricsHttp() {
-  if (!metrics_listener_.valid()) return Status::Ok();
-  auto text = [this] {
-    const std::string stats =
-        StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(), governor_.get(),
-                  fixed_warnings_);
-    return control::PrometheusText(nlohmann::json::parse(stats, nullptr, false),
-                                   control::MetricsOptions{.aggregates_only = true});
-  };
-  auto started = MetricsHttp::Start(std::move(metrics_listener_), text);
-  if (!started.ok()) return started.status();
-  metrics_http_ = std::move(started).value();
-  log::Info("metrics served at http://" + cfg().metrics.listen + "/metrics");
-  return Status::Ok();
-}
-
 // Beside the session loop: mounts the nested sessions, then (in the
 // background, or for a service manager) reads the version file through the
 // kernel and reports: to the waiting parent, and READY=1 to systemd.
 void Mount::StartProbe() {
-  if (!background_ && !control_fs_ && !notify_) return;
+  if (!background_ && !control_fs_ && !io_.notify()) return;
   fs::MountOptions nmo = mo_;
   nmo.threads = std::max(2u, mo_.threads / 2);
   std::erase_if(nmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
-  probe_ = std::thread([this, nmo, probe = background_ || notify_, mnt = args_.mountpoint] {
+  probe_ = std::thread([this, nmo, probe = background_ || io_.notify(), mnt = args_.mountpoint] {
     Status p = Status::Ok();
     const struct {
       fs::Filesystem* fs;
@@ -498,9 +454,7 @@ void Mount::StartProbe() {
     if (p.ok() && probe) p = ProbeMount(mnt);
     if (p.ok()) {
       bg_.Ready();
-      if (notify_) {
-        (void)sd_notifyf(0, "READY=1\nSTATUS=serving %s at %s", args_.lower.c_str(), mnt.c_str());
-      }
+      io_.Ready(args_.lower, mnt);
     } else {
       bg_.Failed(p.message());
       log::Error(p.message());
@@ -514,8 +468,8 @@ void Mount::StartProbe() {
 Status Mount::Serve() {
   Status s = session_->Run();
   if (!s.ok()) bg_.Failed("cannot mount " + args_.mountpoint + ": " + s.message());
-  if (notify_) (void)sd_notify(0, "STOPPING=1");
-  metrics_http_.reset();
+  io_.Stopping();
+  io_.StopHttp();
   if (governor_) governor_->Stop();
   if (prefetcher_) prefetcher_->Stop();
   reaper_->Stop();
