@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "epochfs/cache/declared_future.h"
+#include "epochfs/cache/future_tier.h"
 #include "epochfs/cache/next_use_cache.h"
 #include "epochfs/cache/prefetching.h"
 #include "epochfs/cache/read_order.h"
@@ -26,6 +27,7 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
   const char* name() const override { return "future"; }
   Prefetching* prefetching() override { return this; }
   const ReadOrder* read_order() const override { return this; }
+  TierPlacement* tier_placement() override { return &tier_; }
   uint64_t budget() const override { return cache_.budget(); }
   uint64_t resident_bytes() const override { return cache_.used(); }
 
@@ -149,9 +151,13 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
     std::vector<ObjectId> blocks;
     auto rekey = [&](ObjectId o) {
       cache_.Rekey(o, now_, &d);
+      tier_.Refile(o, now_);
       blocks.clear();
       future_.BlocksOf(o, &blocks);
-      for (ObjectId b : blocks) cache_.Rekey(b, now_, &d);
+      for (ObjectId b : blocks) {
+        cache_.Rekey(b, now_, &d);
+        tier_.Refile(b, now_);
+      }
     };
     for (ObjectId o : extra) rekey(o);
     if (job != kNoJob) {
@@ -168,6 +174,7 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
   uint64_t now_ = 0;
   DeclaredFuture future_;
   NextUseCache cache_;
+  FutureTier tier_{future_};  // the disk tier's placement (future_tier.h)
   const bool order_jobs_;
 };
 

@@ -222,6 +222,28 @@ const KeyDesc kKeys[] = {
      [](Config* c, const Raw& v) { return SetDouble(v, 0.0, 1e6, &c->cache.governor_horizon); }},
     {"cache.governor_window", OptKind::kFloat, "seconds 1..3600",
      [](Config* c, const Raw& v) { return SetDouble(v, 1.0, 3600.0, &c->cache.governor_window); }},
+    {"cache.disk_path", OptKind::kString, "a directory path (\"\" = no disk tier)",
+     [](Config* c, const Raw& v) {
+       const auto* s = std::get_if<std::string>(&v);
+       if (s == nullptr || s->find('\0') != std::string::npos) return false;
+       c->cache.disk_path = *s;
+       return true;
+     }},
+    {"cache.disk_size", OptKind::kString, R"(bytes ("500GiB", integer) or "auto")",
+     [](Config* c, const Raw& v) {
+       if (const auto* s = std::get_if<std::string>(&v); s != nullptr && *s == "auto") {
+         c->cache.disk_size = 0;
+         c->cache.disk_size_auto = true;
+         return true;
+       }
+       uint64_t b = 0;
+       if (!SetBytes(v, 1, &b)) return false;
+       c->cache.disk_size = b;
+       c->cache.disk_size_auto = false;
+       return true;
+     }},
+    {"cache.disk_margin", OptKind::kString, R"(bytes ("20GiB", integer) or a percentage ("10%"))",
+     [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.disk_margin); }},
     {"warmup.batches", OptKind::kInteger, "integer >= 0",
      [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->warmup.batches); }},
     {"policy.gain_max", OptKind::kFloat, "number 1.0..100",

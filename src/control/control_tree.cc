@@ -215,7 +215,7 @@ Status ControlTree::WriteFile(const std::string& path, const std::string& conten
   }
   if (p.size() != 3) return NotFound(path);
   if (p[2] == "config") return registry_.WriteConfig(name, who.uid, content, who.pid);
-  if (p[2] == "samples") return registry_.WriteSamples(name, who.uid, content, who.pid);
+  if (p[2] == "samples") return registry_.WriteSamples(name, who.creds(), content, who.pid);
   if (p[2] == "epoch") return registry_.WriteEpoch(name, who.uid, content, who.pid);
   if (p[2] == "pids") return registry_.WritePids(name, who.uid, content, who.pid);
   if (p[2] == "position") return registry_.WritePosition(name, who.uid, content, who.pid);
@@ -254,7 +254,7 @@ Status ControlTree::Mkdir(const std::string& path, const Caller& who) {
   // A user's key is NAME@UID (Resolve); root's is NAME: either way the name
   // part must be a name ('@' is not allowed in one).
   Status s = JobRegistry::ValidateName(VisibleName(p[1], who.uid));
-  if (s.ok()) s = registry_.Register(p[1], who.uid, who.pid).status();
+  if (s.ok()) s = registry_.Register(p[1], who.creds(), who.pid).status();
   const std::string line = "job " + QuoteForMessage(p[1]) + " (mkdir by uid " +
                            std::to_string(who.uid) + ", pid " + std::to_string(who.pid) + "): " +
                            (s.ok() ? "registered" : "refused: " + s.message());

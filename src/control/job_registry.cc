@@ -53,6 +53,9 @@ struct JobRegistry::Job {
   std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
   std::string name;
   uid_t owner = 0;
+  // The owner's credentials as last seen (mkdir, their samples writes): the
+  // samples are resolved and loaded as they reach LOWER.
+  std::shared_ptr<const Credentials> owner_creds;
   JobPhase state = JobPhase::kRegistered;
   std::optional<JobConfig> config;
   // The sample list is kept as its fingerprint (identical rewrites are no-ops)
@@ -124,7 +127,9 @@ Status JobRegistry::ValidateName(std::string_view name) {
   return Status::Ok();
 }
 
-Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t creator_pid) {
+Result<JobId> JobRegistry::Register(std::string_view name, const Credentials& who,
+                                    pid_t creator_pid) {
+  const uid_t owner = who.uid;
   if (Status s = ValidateKey(name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.find(name) != jobs_.end()) return Exists("job '" + std::string(name) + "' exists");
@@ -144,6 +149,7 @@ Result<JobId> JobRegistry::Register(std::string_view name, uid_t owner, pid_t cr
   job->id = next_id_;
   job->name = std::string(name);
   job->owner = owner;
+  job->owner_creds = std::make_shared<const Credentials>(who);
   if (next_id_ == std::numeric_limits<JobId>::max()) {
     ids_exhausted_ = true;
   } else {
@@ -322,10 +328,12 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
   return Status::Ok();
 }
 
-Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::string_view text,
-                                 pid_t writer_pid) {
+Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
+                                 std::string_view text, pid_t writer_pid) {
+  const uid_t caller = who.uid;
   JobId id;
   std::string root;
+  std::shared_ptr<const Credentials> owner;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Result<Job*> r = FindForWrite(name, caller);
@@ -337,6 +345,9 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     }
     id = job->id;
     root = job->config->root;
+    // The owner's own write tells their groups as they are now.
+    if (caller == job->owner) job->owner_creds = std::make_shared<const Credentials>(who);
+    owner = job->owner_creds;
   }
   // Parsing and resolving run without the mutex: lists can be millions long
   // and resolving touches the lower store.
@@ -390,8 +401,8 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     Status out;
     if (decided(relock_same_job(), &out)) return out;
   }
-  Result<std::vector<cache::SampleRef>> refs = sink_.ResolveSamples(root, parsed.value());
-  SampleIndex map = refs.ok() ? SampleIndex(refs.value()) : SampleIndex();
+  Result<ResolvedSamples> refs = sink_.ResolveSamples(root, parsed.value(), *owner);
+  SampleIndex map = refs.ok() ? SampleIndex(refs.value().refs) : SampleIndex();
   std::lock_guard<std::mutex> lock(mu_);
   Job* job = relock_same_job();
   Status out;
@@ -401,7 +412,8 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
                                                 "the samples again"));
   }
   if (!refs.ok()) return Fail(job, "samples", refs.status());
-  if (refs.value().size() != parsed.value().size()) {
+  if (refs.value().refs.size() != parsed.value().size() ||
+      (!refs.value().hidden.empty() && refs.value().hidden.size() != parsed.value().size())) {
     return Fail(job, "samples", Internal("sample resolution returned a different count"));
   }
   if (job->tracker) {  // re-attached with a different list: the config stays
@@ -417,11 +429,13 @@ Status JobRegistry::WriteSamples(std::string_view name, uid_t caller, std::strin
     job->config = cfg;
     job->state = JobPhase::kConfigured;
   }
-  const size_t n = refs.value().size();
+  const size_t n = refs.value().refs.size();
   auto list = std::make_shared<SampleList>();
   list->root = root;
   list->paths = std::move(parsed).value();
-  if (Status s = sink_.OnSamples(id, std::move(refs).value(), std::move(list)); !s.ok()) {
+  if (owner->uid != 0) list->owner = owner;
+  list->hidden = std::move(refs.value().hidden);
+  if (Status s = sink_.OnSamples(id, std::move(refs.value().refs), std::move(list)); !s.ok()) {
     return Fail(job, "samples", s);
   }
   job->sample_count = n;

@@ -81,6 +81,15 @@ constexpr Entry kCatalog[] = {
     {"jobs.*.misses_total", "epochfs_job_misses_total", C, 1, "The job's misses, every epoch."},
     {"jobs.*.lower_wait_s_total", "epochfs_job_lower_wait_seconds_total", C, 1, "Time the job's reads waited for LOWER, every epoch."},
     {"jobs.*.cache_need_bytes", "epochfs_job_cache_need_bytes", G, 1, "Bytes the job needs cached to be served without waiting (measured after warm-up)."},
+    {"tiers.*.budget", "epochfs_tier_budget_bytes", G, 1, "Bytes the tier may hold now (disk)."},
+    {"tiers.*.hits", "epochfs_tier_hits_total", C, 1, "Misses in RAM the tier served, costing LOWER nothing (disk)."},
+    {"tiers.*.reads_bytes", "epochfs_tier_read_bytes_total", C, 1, "Bytes read from the tier's disk (disk)."},
+    {"tiers.*.writes", "epochfs_tier_writes_total", C, 1, "Objects written to the tier (disk)."},
+    {"tiers.*.writes_bytes", "epochfs_tier_written_bytes_total", C, 1, "Bytes written to the tier's disk, files and index (disk)."},
+    {"tiers.*.skipped", "epochfs_tier_skipped_total", C, 1, "Objects loaded from LOWER the tier did not take: their next read lies beyond what it holds (disk)."},
+    {"tiers.*.stale", "epochfs_tier_stale_total", C, 1, "Copies of another version than LOWER's, dropped (disk)."},
+    {"tiers.*.write_errors", "epochfs_tier_write_errors_total", C, 1, "Writes to the tier that failed, ENOSPC included (disk)."},
+    {"tiers.*.index_bytes", "epochfs_tier_index_bytes", G, 1, "Bytes of the tier's on-disk index (disk)."},
     {"tiers.*.files", "epochfs_tier_files", G, 1, "Files in the tier (spill)."},
     {"tiers.*.logical_bytes", "epochfs_tier_logical_bytes", G, 1, "Logical bytes of the tier's files (spill)."},
     {"tiers.*.stored_bytes", "epochfs_tier_stored_bytes", G, 1, "Bytes the tier's files take on its device (spill)."},
@@ -90,7 +99,7 @@ constexpr Entry kCatalog[] = {
     {"tiers.*.chunks_raw", "epochfs_tier_chunks_raw_total", C, 1, "Chunks written uncompressed (spill)."},
     {"tiers.*.ssd_read_bytes", "epochfs_tier_ssd_read_bytes_total", C, 1, "Bytes read from the tier's device (spill)."},
     {"tiers.*.ssd_write_bytes", "epochfs_tier_ssd_write_bytes_total", C, 1, "Bytes written to the tier's device (spill)."},
-    {"tiers.*.checksum_errors", "epochfs_tier_checksum_errors_total", C, 1, "Chunks whose checksum did not match (spill)."},
+    {"tiers.*.checksum_errors", "epochfs_tier_checksum_errors_total", C, 1, "Reads whose checksum did not match (spill: chunks; disk: objects, read again from LOWER)."},
     {"governor.interval_s", "epochfs_governor_interval_seconds", G, 1, "Seconds between the memory governor's samples."},
     {"governor.ticks", "epochfs_governor_ticks_total", C, 1, "Samples the memory governor took."},
     {"governor.read_errors", "epochfs_governor_read_errors_total", C, 1, "Samples the memory governor could not read."},
@@ -129,7 +138,7 @@ constexpr Entry kCatalog[] = {
 // Families built from more than one field (metrics_text.cc).
 constexpr std::string_view kComposite[] = {
     "epochfs_info", "epochfs_hit_ratio", "epochfs_warnings", "epochfs_jobs", "epochfs_job_info",
-    "epochfs_job_epoch_hit_ratio"};
+    "epochfs_job_epoch_hit_ratio", "epochfs_tier_state"};
 
 // [a-zA-Z0-9_] kept, anything else '_'.
 std::string NamePart(std::string_view k) {

@@ -169,6 +169,13 @@ void Walk(Exposition& e, const std::string& path, const nlohmann::json& v,
     for (const auto& [k, child] : v.items()) {
       if (tiers) {
         Walk(e, "tiers.*", child, Label("tier", k));
+        // epochfs_tier_state{tier="disk",state="failed"} 1
+        if (const std::string st = child.is_object() ? StringAt(child, "state") : "";
+            !st.empty()) {
+          e.Add({"epochfs_tier_state", MetricType::kGauge, 1,
+                 "The tier's state (always 1): ok, full, failed (the disk tier)."},
+                Label("tier", k) + "," + Label("state", st), 1);
+        }
       } else if (kinds) {
         Walk(e, "lower_calls_by_kind.*", child, Label("kind", k));
       } else {

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <thread>
 
-#include "epochfs/cache/cache_need.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/policy_factory.h"
 #include "epochfs/common/log.h"
@@ -20,10 +19,13 @@
 #include "epochfs/governor/sampler.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
+#include "epochfs/tier/disk_tier.h"
+#include "disk_tier_setup.h"
 #include "background.h"
 #include "nested_mount.h"
 #include "job_sink.h"
 #include "memory_governor.h"
+#include "need_watch.h"
 #include "operator_io.h"
 #include "mount_point.h"
 #include "orphan_reaper.h"
@@ -51,26 +53,6 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   // need no oracle: this cannot fail.
   return std::move(cache::MakePolicy(p)).value();
 }
-
-// Logs one warning each time Σ jobs' cache need goes over the budget (and a
-// note when it falls back under). Called from the reaper thread only.
-class NeedWatch {
- public:
-  explicit NeedWatch(store::CacheFront& cf) : cf_(cf) {}
-  void Tick() {
-    cache::CacheNeed need;
-    cf_.ReadPolicy([&](const cache::Policy& p) { need = cache::SumCacheNeed(p); });
-    if (need.over && !over_) log::Warn(need.LogLine());
-    if (!need.over && over_) {
-      log::Info("cache need " + std::to_string(need.total_bytes) + " bytes fits the budget again");
-    }
-    over_ = need.over;
-  }
-
- private:
-  store::CacheFront& cf_;
-  bool over_ = false;
-};
 
 }  // namespace
 
@@ -102,22 +84,6 @@ static unsigned FuseThreads(const Config& cfg) {
   return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
-// fuse.no_open: what it needs (nested_mount.h) and cannot combine with.
-static Status CheckNoOpen(const Config& cfg) {
-  if (!cfg.fuse.no_open) return Status::Ok();
-  const std::string k = "fuse.no_open = true ";
-  // The control directory (and spill area) are mounts inside the mount: by
-  // the daemon itself as root, else by the set-uid fusermount3, which the
-  // kernel lets into a FUSE mount only with allow_other.
-  if (::geteuid() != 0 && !cfg.fuse.allow_other) {
-    return NotPermitted(k + "needs root, or fuse.allow_other = true (user_allow_other in /etc/fuse.conf): the control directory is a mount of its own inside the mount, which fusermount3 mounts for a user only on a mount it may enter");
-  }
-  if (!cfg.fuse.kernel_cache) {
-    return InvalidArgument(k + "needs fuse.kernel_cache = true (the kernel's pages are the hot path)");
-  }
-  return Status::Ok();
-}
-
 namespace {
 
 // One mount: every part the daemon builds, in the order it builds them.
@@ -141,9 +107,20 @@ class Mount {
   Status OpenLower();
   void ChooseBudget();
   Status MakeCache();
+  Status OpenDiskTier();
   void MakePrefetcher();
   Status MakeFilesystems();
   void StartProbe();
+  std::string Stats() const {
+    return StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(), governor_.get(),
+                     fixed_warnings_);
+  }
+  // A start that fails after the fork: logged, and told to the waiting parent.
+  Status Failed(Status s) {
+    log::Error(s.message());
+    bg_.Failed(s.message());
+    return s;
+  }
 
   DaemonArgs args_;
   unsigned max_read_ = 0;
@@ -152,6 +129,7 @@ class Mount {
   uint64_t budget_ = 0;
   std::unique_ptr<MemoryGovernor> governor_;  // cache.memory = "auto"
   std::vector<std::string> fixed_warnings_;
+  std::unique_ptr<tier::DiskTier> disk_;  // cache.disk_path; outlives the cache that reads it
   std::unique_ptr<store::CacheFront> cache_;
   std::unique_ptr<SpillArea> spill_;
   std::unique_ptr<PolicyJobSink> sink_;
@@ -214,6 +192,7 @@ Status Mount::Build() {
                                          cfg().limits.spill_entries_per_user);
     if (Status s = spill_->Check(); !s.ok()) return s;
   }
+  if (Status s = OpenDiskTier(); !s.ok()) return s;
   sink_ = std::make_unique<PolicyJobSink>(*lower_, *cache_);
   MakePrefetcher();
   control::JobRegistryOptions registry_opts;
@@ -224,7 +203,7 @@ Status Mount::Build() {
   control_ = std::make_unique<control::ControlTree>(
       *registry_, *sink_,
       [this] {
-        return StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(), governor_.get(), fixed_warnings_);
+        return Stats();
       },
       spill_.get(), cfg().limits.spill_schedule_steps);
   attributor_ = std::make_unique<RegistryAttributor>(*registry_);
@@ -294,6 +273,16 @@ Status Mount::MakeCache() {
   return Status::Ok();
 }
 
+// The disk tier: checked, locked and its index read now (a bad directory or
+// one in use fails the mount), started after daemonizing (Start).
+Status Mount::OpenDiskTier() {
+  if (cfg().cache.disk_path.empty()) return Status::Ok();
+  auto disk = OpenDiskTierOf(cfg(), spill_.get());
+  if (!disk.ok()) return disk.status();
+  disk_ = std::move(disk).value();
+  return Status::Ok();
+}
+
 // Prefetch: only a policy with a declared future gives hints. Readers keep
 // at least one LOWER worker of their own (lower.workers; 0 timeout: no
 // workers, the calls run on the caller's thread).
@@ -309,7 +298,7 @@ void Mount::MakePrefetcher() {
   PolicyJobSink& sink = *sink_;
   prefetcher_ = std::make_unique<Prefetcher>(
       *cache_, prefetch,
-      [&sink](cache::JobId job, uint32_t sample) { return sink.PathOf(job, sample); });
+      [&sink](cache::JobId job, uint32_t sample) { return sink.SampleFileOf(job, sample); });
   Prefetcher* pf = prefetcher_.get();
   sink.SetSamplesListener([pf] { pf->Arm(); });
   pf->SetUnreadableListener(
@@ -375,31 +364,23 @@ Status Mount::Start() {
     // In the background stderr is gone: syslog, or the journal under systemd.
     io_.WarnIfLost();
     if (Status s = Background::Start(&bg_); !s.ok()) return s;
-    if (Status s = io_.Detach(); !s.ok()) {
-      bg_.Failed(s.message());
-      return s;
-    }
+    if (Status s = io_.Detach(); !s.ok()) return Failed(s);
   }
   log::Info("mounted " + args_.lower + " at " + args_.mountpoint + " (budget " +
             std::to_string(budget_) + " bytes, policy " + cache_->policy_name() +
             "); log lines go to " + io_.LogTargets());
   if (spill_) {
-    if (Status s = spill_->Open(); !s.ok()) {
-      log::Error(s.message());
-      bg_.Failed(s.message());
-      return s;
-    }
+    if (Status s = spill_->Open(); !s.ok()) return Failed(s);
     (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
   }
-  if (Status s = io_.StartHttp([this] {
-        return StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(),
-                         governor_.get(), fixed_warnings_);
-      });
-      !s.ok()) {
-    log::Error(s.message());
-    bg_.Failed(s.message());
-    return s;
+  if (disk_) {
+    if (Status s = disk_->Start(); s.ok()) {
+      cache_->SetSecondTier(disk_.get());
+    } else {
+      log::Warn("disk tier " + cfg().cache.disk_path + " off: " + s.message());
+    }
   }
+  if (Status s = io_.StartHttp([this] { return Stats(); }); !s.ok()) return Failed(s);
   need_watch_ = std::make_unique<NeedWatch>(*cache_);
   // A removed job directory is the control session's entry when there is one.
   fs::Filesystem& fsys = control_fs_ ? *control_fs_ : *filesystem_;
@@ -480,6 +461,7 @@ Status Mount::Serve() {
   // session's last requests are served before the store closes.
   while (!nested_.empty()) nested_.pop_back();
   if (spill_) spill_->Close();  // writes staged spill data back
+  if (disk_) disk_->Stop();     // queued copies land, the index is compacted
   log::Info("unmounted " + args_.mountpoint);
   return s;
 }

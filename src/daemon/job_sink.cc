@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "epochfs/common/log.h"
+#include "epochfs/store/dir_reach.h"
 
 namespace epochfs {
 namespace {
@@ -26,44 +27,71 @@ std::optional<cache::JobSnapshot> FindJob(const cache::Policy& p, cache::JobId i
 
 }  // namespace
 
-Result<std::vector<cache::SampleRef>> PolicyJobSink::ResolveSamples(const std::string& root,
-                                                                   const control::PathList& paths) {
+Result<control::ResolvedSamples> PolicyJobSink::ResolveSamples(const std::string& root,
+                                                               const control::PathList& paths,
+                                                               const Credentials& owner) {
   // Objects are named by path (store::ObjectIdOf): no file is looked at here,
   // each is checked at its first load (a missing one fails that read, and a
-  // prefetch that finds it missing says so in the job's status). Only the
-  // distinct directories are: one stat each, so that a wrong root or class
-  // directory is a clear error now rather than a run of failed reads.
-  std::vector<cache::SampleRef> out;
-  out.reserve(paths.size());
+  // prefetch that finds it missing says so in the job's status; a prefetch
+  // loads only what the owner may read). Only the distinct directories are,
+  // as the owner reaches them (store::ReachDirs): a wrong root or class
+  // directory is a clear error now rather than a run of failed reads, and a
+  // directory the owner may not reach fails exactly as a missing one.
+  control::ResolvedSamples out;
+  out.refs.reserve(paths.size());
   std::vector<std::string> dirs;
   std::vector<size_t> dir_line;  // the first line naming each directory
-  std::unordered_set<std::string> seen;
+  std::vector<uint32_t> dir_of;  // each line's directory, in `dirs`
+  dir_of.reserve(paths.size());
+  std::unordered_map<std::string, uint32_t> seen;
   std::string rel = root.empty() ? std::string() : root + "/";
   const size_t prefix = rel.size();
   std::string last_dir = "\n";  // no directory is named so
+  uint32_t last = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
     rel.resize(prefix);
     rel += paths[i];
-    out.push_back({store::ObjectIdOf(rel), 0});
+    out.refs.push_back({store::ObjectIdOf(rel), 0});
     const size_t slash = rel.rfind('/');
     const std::string_view dir =
         slash == std::string::npos ? std::string_view() : std::string_view(rel).substr(0, slash);
-    if (dir == last_dir) continue;  // lists are mostly grouped by directory
-    last_dir.assign(dir);
-    if (seen.insert(last_dir).second) {
-      dirs.push_back(last_dir);
-      dir_line.push_back(i);
+    if (dir != last_dir) {  // lists are mostly grouped by directory
+      last_dir.assign(dir);
+      auto [it, added] = seen.emplace(last_dir, static_cast<uint32_t>(dirs.size()));
+      if (added) {
+        dirs.push_back(last_dir);
+        dir_line.push_back(i);
+      }
+      last = it->second;
     }
+    dir_of.push_back(last);
   }
-  std::vector<Result<struct stat>> stats = lower_.StatMany(dirs);
+  Result<std::vector<store::DirReach>> reach = store::ReachDirs(lower_, dirs, owner);
+  if (!reach.ok()) return InvalidArgument(reach.status().message());
+  bool any_hidden = false;
   for (size_t d = 0; d < dirs.size(); ++d) {
-    const Result<struct stat>& st = stats[d];
+    const store::DirReach& r = reach.value()[d];
     const size_t i = dir_line[d];
     const std::string where = "line " + std::to_string(i + 1) + ": " + std::string(paths[i]) +
                               ": directory " +
                               (dirs[d].empty() ? std::string(".") : dirs[d]);
-    if (!st.ok()) return InvalidArgument(where + ": " + st.status().message());
-    if (!S_ISDIR(st.value().st_mode)) return InvalidArgument(where + ": not a directory");
+    if (!r.st.ok()) return InvalidArgument(where + ": " + r.st.status().message());
+    if (!S_ISDIR(r.st.value().st_mode)) return InvalidArgument(where + ": not a directory");
+    any_hidden = any_hidden || !r.searchable;
+  }
+  if (!any_hidden) return out;
+  // In a directory the owner sees but may not search: the file is not there
+  // for them. Its object is one no file has (its key starts with a NUL,
+  // which no path and no block key does), so that nothing another user
+  // caches under the real name shows in this job's figures; it is never
+  // loaded (SampleFileOf says it is hidden).
+  out.hidden.assign(paths.size(), false);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (reach.value()[dir_of[i]].searchable) continue;
+    out.hidden[i] = true;
+    rel.resize(prefix);
+    rel += paths[i];
+    out.refs[i].object = store::ObjectIdOf(std::string(1, '\0') + std::to_string(owner.uid) + '\0' + rel);
   }
   return out;
 }
@@ -91,7 +119,7 @@ Status PolicyJobSink::OnSamples(control::JobId job, std::vector<cache::SampleRef
   return s;
 }
 
-std::optional<std::string> PolicyJobSink::PathOf(cache::JobId job, uint32_t sample) const {
+std::optional<SampleFile> PolicyJobSink::SampleFileOf(cache::JobId job, uint32_t sample) const {
   std::shared_ptr<const control::SampleList> list;
   {
     std::lock_guard lock(lists_mu_);
@@ -100,7 +128,7 @@ std::optional<std::string> PolicyJobSink::PathOf(cache::JobId job, uint32_t samp
     list = it->second;
   }
   if (sample >= list->paths.size()) return std::nullopt;
-  return list->Path(sample);
+  return SampleFile{list->Path(sample), list->Hidden(sample), list->owner};
 }
 
 Status PolicyJobSink::OnOrder(control::JobId job, uint32_t epoch, std::vector<uint32_t> order) {

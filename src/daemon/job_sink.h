@@ -1,5 +1,7 @@
 // PolicyJobSink: where the control registry's accepted changes go. It resolves
-// sample paths on the lower store, drives the cache policy through the cache
+// sample paths on the lower store as the job's owner reaches them (a sample
+// in a directory the owner may not search is hidden: never loaded, and
+// reported as a missing file is), drives the cache policy through the cache
 // front (applying its Decisions), keeps each job's per-epoch hit/miss history,
 // and answers the control tree's questions about the policy (PolicyView).
 // RegistryAttributor: the fs layer's per-open question "which job?", answered
@@ -19,6 +21,7 @@
 #include "epochfs/fs/fs_types.h"
 #include "epochfs/store/cache_front.h"
 #include "epochfs/store/lower.h"
+#include "prefetcher.h"
 
 namespace epochfs {
 
@@ -27,8 +30,9 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
   PolicyJobSink(const store::Lower& lower, store::CacheFront& cache)
       : lower_(lower), cache_(cache) {}
 
-  Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& root,
-                                                       const control::PathList& paths) override;
+  Result<control::ResolvedSamples> ResolveSamples(const std::string& root,
+                                                  const control::PathList& paths,
+                                                  const Credentials& owner) override;
   Status OnConfigured(const cache::JobSpec& spec, const control::JobConfig& config) override;
   Status OnSamples(control::JobId job, std::vector<cache::SampleRef> samples,
                    std::shared_ptr<const control::SampleList> list) override;
@@ -40,8 +44,9 @@ class PolicyJobSink final : public control::JobSink, public control::PolicyView 
 
   std::optional<control::JobFigures> Figures(cache::JobId id) const override;
 
-  // The LOWER path of sample `sample` of job `job`, if the job has one.
-  std::optional<std::string> PathOf(cache::JobId job, uint32_t sample) const;
+  // The LOWER file of sample `sample` of job `job`, if the job has one: its
+  // path, whether it is hidden from the job's owner, and their credentials.
+  std::optional<SampleFile> SampleFileOf(cache::JobId job, uint32_t sample) const;
   // Called after a job's samples list is accepted (the prefetcher arms).
   // REQUIRES: set before the first samples write.
   void SetSamplesListener(std::function<void()> fn) { on_samples_ = std::move(fn); }

@@ -52,8 +52,13 @@ void Prefetcher::Worker() {
     }
     while (std::optional<Task> t = Take()) {
       Kick();  // there may be more: the next worker looks
-      store::GetRequest req{t->hint.object, t->rel, {}, t->hint.job, t->hint.sample};
-      Done(*t, cache_.Prefetch(req));
+      if (t->file.hidden) {
+        Done(*t, store::MissingOnLower(t->file.rel));
+      } else {
+        store::GetRequest req{t->hint.object, t->file.rel, {}, t->hint.job, t->hint.sample};
+        req.as = t->file.as;
+        Done(*t, cache_.Prefetch(req));
+      }
       std::lock_guard lock(wake_mu_);
       if (stop_) return;
     }
@@ -82,20 +87,21 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
       failed_.insert(h.object);
       continue;
     }
-    std::optional<std::string> rel = path_of_(h.job, h.sample);
-    if (!rel) {  // the job went meanwhile
+    std::optional<SampleFile> file = path_of_(h.job, h.sample);
+    if (!file) {  // the job went meanwhile
       refused_.insert(h.object);
       continue;
     }
     claimed_.emplace(h.object, h);
     ++inflight_;
-    return Task{h, std::move(*rel)};
+    return Task{h, std::move(*file)};
   }
   return std::nullopt;
 }
 
 void Prefetcher::Done(const Task& t, const Result<bool>& r) {
-  // NotFound: missing, or not a regular file: unreadable. InvalidArgument:
+  // NotFound: missing, not a regular file, or not the job owner's to reach
+  // or read (as a missing file, by design): unreadable. InvalidArgument:
   // too large to cache whole (CacheFront::Prefetch): never prefetched, but
   // readable (in blocks; streamed with cache.block_size = 0), so not
   // reported. Anything else (an I/O error, a timeout) may pass.
@@ -111,7 +117,7 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r) {
       refused_.insert(t.hint.object);
     }
   }
-  if (unreadable && on_unreadable_) on_unreadable_(t.hint, t.rel, r.status());
+  if (unreadable && on_unreadable_) on_unreadable_(t.hint, t.file.rel, r.status());
 }
 
 }  // namespace epochfs

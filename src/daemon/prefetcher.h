@@ -10,14 +10,18 @@
 // a read or a declaration (Kick: one worker wakes, and each that finds work
 // wakes the next) or 100 ms pass. An object the policy then
 // refuses, or whose load fails, is not tried again for a second; one that
-// cannot be loaded at all (missing on LOWER, not a regular file: the samples
-// list names files unchecked) never again, and the unreadable listener hears
+// cannot be loaded at all (missing on LOWER, not a regular file, not the
+// job owner's to reach or read: the samples list names files unchecked)
+// never again, and the unreadable listener hears
 // of it once (a line in its job's status). A file too large to cache whole is
 // never prefetched either (a reader reads it in blocks), and not reported.
 //
 // The policy names objects by id and says which job reads each as which
 // sample; the path source gives that sample's LOWER path (the jobs' samples
-// lists, kept by the daemon's job sink).
+// lists, kept by the daemon's job sink) and the job owner's credentials: a
+// prefetch loads only a sample that passed the samples check for the job
+// that declared it (not hidden) and a file that owner may read; any other
+// is unreadable as a missing file is, and nothing of it is read.
 //
 // Thread safety: thread-safe. Start after any fork; Stop before the cache
 // front goes. Lock order: mu_ → the cache front's locks and the path
@@ -25,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,10 +45,20 @@
 
 namespace epochfs {
 
+// Where a job's sample is on LOWER, and as whom it is loaded.
+struct SampleFile {
+  std::string rel;
+  // Its job's owner may not reach it: never loaded, reported as a file that
+  // does not exist (store::MissingOnLower).
+  bool hidden = false;
+  // Loaded only if these may read it (GetRequest::as); null: root's job.
+  std::shared_ptr<const Credentials> as;
+};
+
 class Prefetcher {
  public:
-  // The LOWER path of sample `sample` of job `job`, if known.
-  using PathSource = std::function<std::optional<std::string>(cache::JobId job, uint32_t sample)>;
+  // The LOWER file of sample `sample` of job `job`, if known.
+  using PathSource = std::function<std::optional<SampleFile>(cache::JobId job, uint32_t sample)>;
   Prefetcher(store::CacheFront& cache, uint32_t depth, PathSource paths)
       : cache_(cache), depth_(depth), path_of_(std::move(paths)) {}
   ~Prefetcher() { Stop(); }
@@ -65,7 +80,7 @@ class Prefetcher {
  private:
   struct Task {
     cache::PrefetchHint hint;
-    std::string rel;
+    SampleFile file;
   };
   void Worker();
   std::optional<Task> Take();

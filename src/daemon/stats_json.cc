@@ -93,6 +93,28 @@ std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, cons
   j["tiers"]["kernel"] = {{"objects", k_objects}, {"bytes", k_bytes}};
   nlohmann::json jobs = nlohmann::json::array();
   nlohmann::json warnings = nlohmann::json::array();
+  if (const store::SecondTier* disk = cf.second_tier(); disk != nullptr) {
+    const store::TierStats t = disk->stats();
+    j["tiers"]["disk"] = {{"bytes", t.bytes},
+                          {"objects", t.objects},
+                          {"budget", t.budget},
+                          {"hits", c.tier_hits},
+                          {"reads_bytes", t.reads_bytes},
+                          {"writes", t.writes},
+                          {"writes_bytes", t.writes_bytes},
+                          {"skipped", c.tier_skipped},
+                          {"checksum_errors", t.checksum_errors},
+                          {"stale", t.stale},
+                          {"write_errors", t.write_errors},
+                          {"index_bytes", t.index_bytes},
+                          {"state", t.state}};
+    if (t.state == "failed") {
+      warnings.push_back("the disk tier failed (an I/O error, see the log): reads are served "
+                         "from RAM and LOWER");
+    } else if (t.state == "full") {
+      warnings.push_back("the disk tier's filesystem is full: it admits less and evicts");
+    }
+  }
   for (const std::string& w : fixed) warnings.push_back(w);
   if (c.streamed_opens != 0) {
     warnings.push_back(std::to_string(c.streamed_opens) +

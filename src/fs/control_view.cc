@@ -2,15 +2,56 @@
 #include "control_view.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "epochfs/common/log.h"
 
 namespace epochfs::fs {
+namespace {
+
+// The caller with their supplementary groups: those of the calling process
+// (FUSE reads them from /proc), else, when that fails (the process is gone,
+// or in another pid namespace: pid 0), the groups the user database gives
+// the uid; none when it has no entry. Taken where a job's owner is recorded
+// (a job's samples are checked and loaded as its owner reaches LOWER).
+control::Caller CallerWithGroups(fuse_req_t req) {
+  control::Caller who = CallerOf(req);
+  std::vector<gid_t> groups(64);
+  int n = fuse_req_getgroups(req, static_cast<int>(groups.size()), groups.data());
+  if (n > static_cast<int>(groups.size())) {
+    groups.resize(static_cast<size_t>(n));
+    n = fuse_req_getgroups(req, static_cast<int>(groups.size()), groups.data());
+  }
+  if (n >= 0 && n <= static_cast<int>(groups.size())) {
+    groups.resize(static_cast<size_t>(n));
+    who.groups = std::move(groups);
+    return who;
+  }
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(who.uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+    return who;
+  }
+  int count = 64;
+  groups.assign(static_cast<size_t>(count), 0);
+  if (::getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &count) < 0) {
+    groups.assign(static_cast<size_t>(count), 0);  // count now says how many there are
+    if (::getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &count) < 0) return who;
+  }
+  groups.resize(static_cast<size_t>(count));
+  who.groups = std::move(groups);
+  return who;
+}
+
+}  // namespace
 
 ControlView::ControlView(const FsContext& ctx, control::ControlPlane& control)
     : ctx_(ctx),
@@ -166,7 +207,7 @@ void ControlView::Flush(fuse_req_t req, OpenFile& f) {
   std::lock_guard lock(f.mu);
   if (!f.dirty) return (void)reply::Err(req, 0);
   f.dirty = false;
-  Status s = control_.Write(f.path, f.content, CallerOf(req));
+  Status s = control_.Write(f.path, f.content, CallerWithGroups(req));
   reply::Err(req, ToErrno(s));
 }
 
@@ -188,7 +229,7 @@ int ControlView::VirtualParent(fuse_ino_t parent, const char* name, NodeView* di
 void ControlView::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   NodeView dir;
   if (int err = VirtualParent(parent, name, &dir)) return (void)reply::Err(req, err);
-  const control::Caller who = CallerOf(req);
+  const control::Caller who = CallerWithGroups(req);
   Status s = control_.Mkdir(control_.Resolve(Join(dir.path, name), who), who);
   if (!s.ok()) return (void)reply::Err(req, ToErrno(s));
   auto child = LookupChild(req, dir, name);

@@ -32,7 +32,7 @@
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/spill/spill_store.h"
 #include "staging.h"
-#include "uring_engine.h"
+#include "epochfs/spill/uring_engine.h"
 
 namespace epochfs::spill {
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "epochfs/common/status.h"
-#include "uring_engine.h"
+#include "epochfs/spill/uring_engine.h"
 
 namespace epochfs::spill {
 

@@ -1,4 +1,4 @@
-#include "uring_engine.h"
+#include "epochfs/spill/uring_engine.h"
 
 #include <liburing.h>
 #include <sys/eventfd.h>

@@ -40,8 +40,7 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   GetRequest asked = req;
   asked.asked_ns = NowNs();
   Result<ObjectRef> r = GetOnce(asked, true);
-  const uint64_t now = NowNs();
-  read_wait_.Observe(now > asked.asked_ns ? now - asked.asked_ns : 0);
+  read_wait_.Observe(NowNs() - asked.asked_ns);  // steady: never negative
   return r;
 }
 
@@ -165,6 +164,7 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit) {
       c_.misses.fetch_add(1, std::memory_order_relaxed);
       ApplyLocked(policy_->OnMiss(a, 0), hit);
     }
+    TierLocked(req, a, hit, false);
   }
   Activity();
   return hit;
@@ -187,15 +187,17 @@ Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {
   return Load(req, /*prefetch=*/false);
 }
 
-Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* admitted) {
-  const uint64_t start = NowNs();
-  // The loads at LOWER when this one starts (RequestCost tells a queue from
-  // a latency by them); this one counts until it returns.
-  const uint32_t others = static_cast<uint32_t>(at_lower_.fetch_add(1, std::memory_order_relaxed));
-  struct Leave {
-    std::atomic<uint64_t>& n;
-    ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
-  } leave{at_lower_};
+Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* from_tier) {
+  *from_tier = false;
+  // A reader's version is known from its stat: the second tier's copy of it
+  // costs LOWER nothing.
+  if (!prefetch) {
+    if (ObjectRef t = TierRead(req, req.version)) {
+      *from_tier = true;
+      return t;
+    }
+  }
+  const uint64_t start = NowNs();  // load_time(): LOWER's, not the tier's
   auto fail = [this, start](Status s) -> Result<ObjectRef> {
     c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
     load_time_.Observe(NowNs() - start);
@@ -207,6 +209,9 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   if (!fst.ok()) return fail(fst.status());
   const struct stat st = fst.value();
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
+  // Checked on the attributes of the file opened: no bytes of it are read
+  // for a user who may not read them.
+  if (req.as && !MayAccess(*req.as, st, kMayRead)) return fail(MissingOnLower(req.rel));
   const bool block = req.length != 0;
   // A samples list gives no sizes: a prefetch may name a file too large to
   // cache whole (a reader's open reads those in blocks).
@@ -215,6 +220,12 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   }
   if (block && VersionOf(st) != req.version) {
     return Stale(req.rel + ": changed on LOWER while open (its blocks would mix versions)");
+  }
+  if (prefetch) {  // the version LOWER has now
+    if (ObjectRef t = TierRead(req, VersionOf(st))) {
+      *from_tier = true;
+      return t;
+    }
   }
   // A block: what the version's size leaves of [offset, offset + length).
   const uint64_t want =
@@ -241,24 +252,46 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   obj->version = VersionOf(st);
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
-  const uint64_t now = NowNs();
-  load_time_.Observe(now - start);
+  c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
+  load_time_.Observe(NowNs() - start);
   if (prefetch) c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);
+  return ObjectRef(std::move(obj));
+}
+
+Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* admitted) {
+  const uint64_t start = NowNs();
+  // The loads at LOWER when this one starts (RequestCost tells a queue from
+  // a latency by them); this one counts until it returns.
+  const uint32_t others = static_cast<uint32_t>(at_lower_.fetch_add(1, std::memory_order_relaxed));
+  struct Leave {
+    std::atomic<uint64_t>& n;
+    ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } leave{at_lower_};
+  bool from_tier = false;
+  Result<ObjectRef> fetched = Fetch(req, prefetch, &from_tier);
+  if (!fetched.ok()) return fetched.status();
+  const uint64_t now = NowNs();
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug((prefetch ? "prefetch " : "miss ") + req.rel + DebugWho(req) + ": " +
-               std::to_string(obj->data.size()) + " bytes from lower in " +
+               std::to_string(fetched.value()->data.size()) + " bytes from " +
+               (from_tier ? "the disk tier" : "lower") + " in " +
                std::to_string((now - start) / 1000) + " us");
   }
-  c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
+  // Bytes from the disk tier: a miss of RAM, not a load LOWER measured.
+  const bool loaded = !from_tier;
+  auto measured = [&](uint64_t bytes) {
+    if (loaded) LoadedLocked(bytes, start, now, others);
+  };
 
-  ObjectRef ref = std::move(obj);
+  ObjectRef ref = std::move(fetched).value();
   if (prefetch) {
     std::lock_guard lock(policy_mu_);
-    LoadedLocked(ref->data.size(), start, now, others);
+    measured(ref->data.size());
     if (ram_.Find(req.id)) return ref;  // put back meanwhile: nothing to decide
     cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
     cache::Prefetching* pf = policy_->prefetching();
     ApplyLocked(pf != nullptr ? pf->OnPrefetched(a, now - start) : cache::Decision{}, ref);
+    TierLocked(req, a, ref, loaded);
     const bool kept = ram_.Find(req.id) == ref;
     if (kept) {
       unread_prefetched_.insert(req.id);
@@ -274,7 +307,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     return ref;
   }
   std::lock_guard lock(policy_mu_);
-  LoadedLocked(ref->data.size(), start, now, others);
+  measured(ref->data.size());
   cache::Access a{req.id, ref->data.size(), req.job, req.sample, now, req.file};
   a.wait_ns = req.asked_ns != 0 && now > req.asked_ns ? now - req.asked_ns : now - start;
   ObjectRef resident = ram_.Find(req.id);
@@ -288,6 +321,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
         c_.hits.fetch_add(1, std::memory_order_relaxed);
         ApplyLocked(policy_->OnHit(a), nullptr);
       }
+      TierLocked(req, a, ref, loaded);
       return ref;
     }
     if (ram_.Erase(req.id)) {  // other bytes than handed over: the stub is stale
@@ -299,16 +333,21 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   }
   // Heard of at its open: the bytes are served, nothing is counted again and
   // nothing admitted (the policy decided at the open).
-  if (req.heard) return resident && resident->version == ref->version ? resident : ref;
+  if (req.heard) {
+    TierLocked(req, a, ref, loaded);
+    return resident && resident->version == ref->version ? resident : ref;
+  }
   c_.misses.fetch_add(1, std::memory_order_relaxed);
   if (resident) {
     // Another reader put it back meanwhile (see Get): the policy knows it as
     // resident, and admitting it again would fail in the store and make the
     // policy forget an object the store keeps.
     ApplyLocked(policy_->OnHit(a), nullptr);
+    TierLocked(req, a, ref, loaded);
     return resident->version == ref->version ? resident : ref;
   }
   ApplyLocked(policy_->OnMiss(a, now - start), ref);
+  TierLocked(req, a, ref, loaded);
   return ref;
 }
 
@@ -387,6 +426,7 @@ Status CacheFront::WithPolicy(const std::function<Result<cache::Decision>(cache:
     Result<cache::Decision> d = fn(*policy_);
     if (!d.ok()) return d.status();
     ApplyLocked(d.value(), nullptr);
+    TierSyncLocked();
   }
   Activity();
   return Status::Ok();
@@ -424,6 +464,7 @@ ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
     a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
     c_.hits.fetch_add(1, std::memory_order_relaxed);
     ApplyLocked(policy_->OnHit(a), nullptr);
+    TierLocked(req, a, stub, false);
   }
   Activity();
   return stub;
@@ -453,7 +494,7 @@ CacheCounters CacheFront::counters() const {
           ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations),
           ld(c_.streamed_opens), ld(c_.streamed_bytes), ld(c_.prefetched),
           ld(c_.prefetch_bytes), ld(c_.prefetch_hits), ld(c_.prefetch_wasted),
-          ld(c_.handovers), ld(c_.refills)};
+          ld(c_.handovers), ld(c_.refills), ld(c_.tier_hits), ld(c_.tier_skipped)};
 }
 
 }  // namespace epochfs::store

@@ -28,6 +28,7 @@ using RootFd = std::shared_ptr<UniqueFd>;
 Status LowerStatus(int err, const std::string& what) {
   switch (err) {
     case ENOENT:
+      return MissingOnLower(what);
     case ENOTDIR:
     case ELOOP:
     case EXDEV:
@@ -97,6 +98,8 @@ Result<int> UsableFd(int fd, bool gated, std::shared_ptr<const UniqueFd>* owned)
 }
 
 }  // namespace
+
+Status MissingOnLower(const std::string& rel) { return ErrnoStatus(Code::kNotFound, ENOENT, rel); }
 
 template <class T, class F>
 Result<T> Lower::Gated(LowerCall kind, uint64_t n, const std::string& what, F fn) const {

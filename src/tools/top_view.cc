@@ -1,5 +1,6 @@
 #include "epochfs/tools/top_view.h"
 
+#include <cctype>
 #include <cstdio>
 #include <vector>
 
@@ -121,6 +122,17 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
                       HumanBytes(U(*sp, "logical_bytes")) + " stored as " +
                       HumanBytes(U(*sp, "stored_bytes")) + ", dirty " +
                       HumanBytes(U(*sp, "dirty_bytes")));
+    }
+    if (auto dk = t->find("disk"); dk != t->end() && dk->is_object()) {
+      std::string state = S(*dk, "state");
+      for (char& ch : state) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      lines.push_back("disk: " + (state == "OK" ? std::string() : state + "   ") +
+                      std::to_string(U(*dk, "objects")) + " files, " +
+                      HumanBytes(U(*dk, "bytes")) + " of " + HumanBytes(U(*dk, "budget")) +
+                      "   hits " + std::to_string(U(*dk, "hits")) + "   read " +
+                      HumanBytes(U(*dk, "reads_bytes")) + "   written " +
+                      HumanBytes(U(*dk, "writes_bytes")) + "   checksum errors " +
+                      std::to_string(U(*dk, "checksum_errors")));
     }
   }
   if (auto g = now.find("governor"); g != now.end() && g->is_object()) {

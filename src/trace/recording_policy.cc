@@ -47,6 +47,9 @@ class RecordingPolicy final : public cache::Policy, public cache::Prefetching {
     Emit(e);
     return inner_->OnMiss(a, load_ns);
   }
+  // The disk tier's placement: the inner policy's (not recorded: the
+  // simulator models the RAM tier).
+  cache::TierPlacement* tier_placement() override { return inner_->tier_placement(); }
   // Prefetching: the inner policy's, each load ahead recorded.
   cache::Prefetching* prefetching() override {
     return inner_->prefetching() != nullptr ? this : nullptr;

@@ -23,6 +23,10 @@ only the writer's own processes (root: any), so no user can claim another's
 reads. Each limit is hit by `nobody` while root and the limit's other side
 stay unaffected.
 
+OwnerReachTest: a job's samples are checked and prefetched as its owner
+reaches LOWER: what lies behind a directory the owner may not search is
+answered as missing, never loaded, never counted in `stats` `used`.
+
 Standard library only; exit 77 (SKIP) without /dev/fuse or root.
 """
 
@@ -36,6 +40,7 @@ import epochfs_test as et
 
 NOBODY = 65534
 KiB = 1024
+WAIT = 120 * et.TIME_SCALE
 CONTROL_FILES = ["config", "samples", "order/0", "order/1", "epoch", "progress", "pids",
                  "spill_schedule"]
 
@@ -244,15 +249,16 @@ def in_child_as_nobody(fn):
     return in_child_as(NOBODY, fn)
 
 
-def in_child_as(uid, fn):
-    """Runs fn() as uid (group the same) in a forked child; returns what it
-    returned (JSON-able), or raises AssertionError with the child's exception."""
+def in_child_as(uid, fn, groups=()):
+    """Runs fn() as uid (group the same; supplementary `groups`) in a forked
+    child; returns what it returned (JSON-able), or raises AssertionError with
+    the child's exception."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
-            os.setgroups([])
+            os.setgroups(list(groups))
             os.setgid(uid)
             os.setuid(uid)
             out = {"ok": fn()}
@@ -915,6 +921,142 @@ class SpillPrivacyTest(et.MountTestCase):
         with open(os.path.join(jobs, "j@%d" % self.ALICE, "spill_schedule")) as f:
             self.assertEqual(f.read(), "ckpt\n")  # as its owner wrote it
         self.assertTrue(d.alive())
+
+
+class OwnerReachTest(et.MountTestCase):
+    """A job's samples are checked, and prefetched, as its owner reaches
+    LOWER: a directory the owner may not search hides what is in it. Bob
+    cannot list Alice's secret/ (0700): that it holds sub/, s0.bin and s1.bin
+    must tell him nothing. Before, the daemon checked and loaded as root: a
+    samples write naming secret/sub/ was accepted where one naming a missing
+    directory failed, the files in secret/ were prefetched (stats `used` grew
+    by their sizes) where missing ones were reported unreadable."""
+
+    ALICE, BOB, CAROL = 23461, 23462, 23463
+    GROUP = 23470
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o755)
+        self.lower = self.make_dir("lower")
+        os.chmod(self.lower, 0o755)
+        self.sizes = {}
+
+        def put(rel, size, seed, owner=0, group=0, mode=0o644):
+            path = os.path.join(self.lower, rel)
+            et.write_file(path, et.det_bytes(size, seed))
+            os.chown(path, owner, group)
+            os.chmod(path, mode)
+            self.sizes[rel] = size
+
+        for i, rel in enumerate(["pub/p0.bin", "pub/p1.bin", "pub/q0.bin", "pub/q1.bin"]):
+            put(rel, 40 * KiB + 7 * i, 10 + i)
+        # Visible to Bob (pub/ is searchable), readable by Alice alone.
+        put("pub/private.bin", 96 * KiB, 20, self.ALICE, self.ALICE, 0o600)
+        # Alice's secret/: its files are readable, the directory not searchable.
+        put("secret/s0.bin", 300 * KiB, 21, self.ALICE, self.ALICE)
+        put("secret/s1.bin", 200 * KiB, 22, self.ALICE, self.ALICE)
+        put("secret/sub/x.bin", 10 * KiB, 23, self.ALICE, self.ALICE)
+        os.chown(os.path.join(self.lower, "secret", "sub"), self.ALICE, self.ALICE)
+        os.chown(os.path.join(self.lower, "secret"), self.ALICE, self.ALICE)
+        os.chmod(os.path.join(self.lower, "secret"), 0o700)
+        # grp/: searchable by its group, of which Carol is a supplementary member.
+        put("grp/g0.bin", 64 * KiB, 24, self.ALICE, self.GROUP, 0o640)
+        os.chown(os.path.join(self.lower, "grp"), self.ALICE, self.GROUP)
+        os.chmod(os.path.join(self.lower, "grp"), 0o750)
+        self.d = self.mount(self.lower, opts=["allow_other", "cache.policy=future",
+                                              "cache.prefetch=1", "cache.memory=64MiB"])
+        self.jobs = self.d.path(".epochfs", "jobs")
+
+    def declare(self, uid, name, samples, groups=()):
+        """uid's job NAME over `samples`, its order 0 all of them in turn:
+        the errno of the samples write, or 0."""
+        jd = os.path.join(self.jobs, name)
+
+        def fn():
+            os.mkdir(jd)
+            with open(os.path.join(jd, "config"), "w") as f:
+                f.write("batch_size = 1\nepochs = 1\n")
+            err = write_ctl(os.path.join(jd, "samples"), "".join(p + "\n" for p in samples).encode())
+            if err == 0:
+                with open(os.path.join(jd, "order", "0"), "w") as f:
+                    f.write(" ".join(str(k) for k in range(len(samples))) + "\n")
+                with open(os.path.join(jd, "epoch"), "w") as f:
+                    f.write("0\n")
+            return err
+        return in_child_as(uid, fn, groups)
+
+    def status(self, uid, name):
+        with open(os.path.join(self.jobs, "%s@%d" % (name, uid), "status")) as f:
+            return json.load(f)
+
+    def test_a_directory_behind_one_the_owner_cannot_search_is_missing(self):
+        # secret/sub exists, secrex/sub does not: to Bob both are missing,
+        # in the same words.
+        self.assertEqual(self.declare(self.BOB, "hid", ["pub/p0.bin", "secret/sub/x.bin"]),
+                         errno.EINVAL)
+        self.assertEqual(self.declare(self.BOB, "gone", ["pub/p0.bin", "secrex/sub/x.bin"]),
+                         errno.EINVAL)
+        hid = self.status(self.BOB, "hid")
+        gone = self.status(self.BOB, "gone")
+        self.assertIn("No such file or directory", gone["last_error"], gone)
+        self.assertEqual(hid["last_error"].replace("secret", "secrex"), gone["last_error"])
+        self.assertEqual((hid["samples"], hid["state"]), (gone["samples"], gone["state"]))
+        # Alice, who may search it, declares it.
+        self.assertEqual(self.declare(self.ALICE, "own", ["secret/sub/x.bin"]), 0)
+        self.assertTrue(self.d.alive())
+
+    def test_files_behind_a_directory_the_owner_cannot_search_are_never_loaded(self):
+        # Bob's job "hid" names Alice's secret files and her private one; his
+        # job "gone" names files that do not exist in their places. Both are
+        # accepted, both prefetch their pub/ files alone, and report the rest
+        # alike.
+        hid = ["pub/p0.bin", "secret/s0.bin", "secret/s1.bin", "pub/private.bin", "pub/p1.bin"]
+        gone = ["pub/q0.bin", "secret/n0.bin", "secret/n1.bin", "pub/nothere.bin", "pub/q1.bin"]
+        self.assertEqual(self.declare(self.BOB, "hid", hid), 0)
+        self.assertEqual(self.declare(self.BOB, "gone", gone), 0)
+        pub = sum(self.sizes[p] for p in ["pub/p0.bin", "pub/p1.bin", "pub/q0.bin", "pub/q1.bin"])
+        self.assertTrue(et.wait_for(
+            lambda: (self.status(self.BOB, "hid")["unreadable_samples"],
+                     self.status(self.BOB, "gone")["unreadable_samples"],
+                     self.d.stats()["prefetched"]) == (3, 3, 4), WAIT),
+            (self.status(self.BOB, "hid"), self.status(self.BOB, "gone"), self.d.stats()))
+        st = self.d.stats()
+        self.assertEqual(st["used"], pub, st)
+        self.assertEqual(st["bytes_read_lower"], pub, st)
+        self.assertEqual(st["objects"], 4, st)
+        a, b = self.status(self.BOB, "hid"), self.status(self.BOB, "gone")
+        renamed = (a["first_unreadable"].replace("s0.bin", "n0.bin").replace("s1.bin", "n1.bin")
+                   .replace("private.bin", "nothere.bin"))
+        self.assertEqual(renamed, b["first_unreadable"], (a, b))
+        self.assertIn("No such file or directory", b["first_unreadable"], b)
+        for k in ("state", "samples", "unreadable_samples", "last_error", "hits", "misses"):
+            self.assertEqual(a[k], b[k], k)
+        # Bob's own view of the mount's figures says the same.
+        self.assertEqual(in_child_as(self.BOB, lambda: self.d.stats()["used"]), pub)
+        # Nothing of secret/ is in the cache: Alice's read of it is a miss.
+        hits, misses = st["hits"], st["misses"]
+        data = in_child_as(self.ALICE, lambda: len(et.read_file_raw(
+            self.d.path("secret", "s0.bin"))))
+        self.assertEqual(data, self.sizes["secret/s0.bin"])
+        st = self.d.stats()
+        self.assertEqual((st["hits"], st["misses"]), (hits, misses + 1), st)
+        self.assertTrue(self.d.alive())
+
+    def test_a_supplementary_group_reaches_its_directory(self):
+        # Carol may search grp/ by a supplementary group: her sample there is
+        # prefetched; Bob's same sample is not.
+        self.assertEqual(self.declare(self.BOB, "b", ["grp/g0.bin", "pub/p0.bin"]), 0)
+        self.assertEqual(self.declare(self.CAROL, "c", ["grp/g0.bin"], groups=[self.GROUP]), 0)
+        want = self.sizes["grp/g0.bin"] + self.sizes["pub/p0.bin"]
+        self.assertTrue(et.wait_for(lambda: self.d.stats()["used"] == want, WAIT),
+                        self.d.stats())
+        self.assertEqual(self.status(self.CAROL, "c")["unreadable_samples"], 0)
+        self.assertTrue(et.wait_for(
+            lambda: self.status(self.BOB, "b")["unreadable_samples"] == 1, WAIT),
+            self.status(self.BOB, "b"))
+        self.assertEqual(self.d.stats()["prefetched"], 2)
+        self.assertTrue(self.d.alive())
 
 
 if __name__ == "__main__":

@@ -29,13 +29,14 @@ LAYERS = {
     "cache": {"common", "declarations"},
     "trace": {"common", "cache"},
     "store": {"common", "cache"},
+    "tier": {"common", "cache", "store", "spill"},
     "control": {"common", "cache", "declarations"},
     "plan": {"common"},
     "sim": {"common", "cache", "declarations", "trace"},
     "tools": {"common"},
     "fs": {"common", "config", "cache", "declarations", "store", "control", "spill"},
     "daemon": {"common", "config", "cache", "declarations", "store", "control", "spill", "trace",
-               "governor", "fs"},
+               "governor", "fs", "tier"},
     "main": {"common", "config", "daemon", "plan", "sim", "tools"},
 }
 

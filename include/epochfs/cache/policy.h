@@ -47,6 +47,7 @@ namespace epochfs::cache {
 class EpochRegions;  // epoch_policy.h
 class Prefetching;   // prefetching.h
 class ReadOrder;     // read_order.h
+class TierPlacement;  // tier_placement.h
 
 // Stable id of a dataset object for the life of a mount: a seeded 64-bit hash
 // of the file's path relative to LOWER (store::ObjectIdOf; a block of a file
@@ -202,6 +203,9 @@ class Policy {
   virtual Prefetching* prefetching() { return nullptr; }
   virtual const ReadOrder* read_order() const { return nullptr; }
   virtual const EpochRegions* epoch_regions() const { return nullptr; }
+  // The policy's own placement on the disk tier (tier_placement.h; the
+  // future policy's FutureTier); nullptr: the caller uses MakeLruTier.
+  virtual TierPlacement* tier_placement() { return nullptr; }
 
   // Job lifecycle. Job-blind policies (LRU) accept and ignore these.
   // AddJob: InvalidArgument for id kNoJob or batch_size 0; Exists if the id is taken.

@@ -79,6 +79,16 @@ struct Config {
     double governor_interval = 0.5;  // seconds between samples
     double governor_horizon = 30.0;  // seconds of extrapolation when no job's end is known
     double governor_window = 30.0;   // seconds of samples in the fit
+    // cache.disk_path: a directory on local SSD for the disk tier
+    // (docs/disk_tier.md); "" = no disk tier.
+    std::string disk_path;
+    // cache.disk_size: bytes; 0 with disk_size_auto ("auto": the filesystem's
+    // free space less disk_margin, re-checked as it fills).
+    uint64_t disk_size = 0;
+    bool disk_size_auto = true;
+    // cache.disk_margin: kept free on the disk tier's filesystem ("auto"):
+    // bytes, or a percentage of the filesystem's size.
+    MemoryAmount disk_margin = MemoryAmount::Percent(10.0);
     bool operator==(const Cache&) const = default;
   } cache;
   struct Warmup {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "epochfs/common/access_rule.h"
 #include "epochfs/common/status.h"
 
 namespace epochfs::control {
@@ -36,6 +37,10 @@ struct Caller {
   uid_t uid = 0;
   gid_t gid = 0;
   pid_t pid = 0;
+  // The caller's supplementary groups: filled only where a job's owner's
+  // credentials are taken (mkdir, a control file's flush); else empty.
+  std::vector<gid_t> groups = {};
+  Credentials creds() const { return {uid, gid, groups}; }
 };
 
 class ControlPlane {

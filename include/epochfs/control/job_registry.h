@@ -75,6 +75,7 @@
 
 #include "epochfs/control/path_list.h"
 #include "epochfs/cache/policy.h"
+#include "epochfs/common/access_rule.h"
 #include "epochfs/common/status.h"
 #include "epochfs/control/attribution.h"
 #include "epochfs/control/control_parse.h"
@@ -94,9 +95,24 @@ const char* JobPhaseName(JobPhase s);
 struct SampleList {
   std::string root;
   PathList paths;
+  // The job owner's credentials, for what the daemon loads on the job's
+  // behalf (a prefetch loads only what they may read); null for root's jobs.
+  std::shared_ptr<const Credentials> owner;
+  // See ResolvedSamples::hidden.
+  std::vector<bool> hidden;
+  bool Hidden(size_t k) const { return k < hidden.size() && hidden[k]; }
   std::string Path(size_t k) const {
     return root.empty() ? std::string(paths[k]) : root + "/" + std::string(paths[k]);
   }
+};
+
+// What JobSink::ResolveSamples makes of a samples list.
+struct ResolvedSamples {
+  std::vector<cache::SampleRef> refs;  // sample k's object, in list order
+  // Empty, or one per sample: true where the job's owner may not reach the
+  // sample on LOWER (a directory on its way they may not search). Such a
+  // sample is never loaded; it is reported as a missing file is.
+  std::vector<bool> hidden;
 };
 
 // Where the registry forwards accepted changes: implemented by the daemon
@@ -105,15 +121,19 @@ class JobSink {
  public:
   virtual ~JobSink() = default;
   // Called WITHOUT the registry mutex (may block on lower-store I/O). Maps
-  // `paths` (relative to dataset subdir `root`) to objects, in order. An error
-  // fails the samples write (InvalidArgument recommended, naming the path).
-  virtual Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& root,
-                                                               const PathList& paths) = 0;
+  // `paths` (relative to dataset subdir `root`) to objects, in order, as the
+  // job's owner `owner` reaches them (uid 0: anything). An error fails the
+  // samples write (InvalidArgument recommended, naming the path); a path the
+  // owner may not reach must fail or be hidden exactly as one that does not
+  // exist.
+  virtual Result<ResolvedSamples> ResolveSamples(const std::string& root, const PathList& paths,
+                                                 const Credentials& owner) = 0;
   // Called with the registry mutex held. An error fails the write; the
   // registry then commits nothing.
   virtual Status OnConfigured(const cache::JobSpec& spec, const JobConfig& config) = 0;
-  // `list`: the paths behind `samples`, shared (the daemon keeps it to find
-  // a sample's file for prefetch).
+  // `list`: the paths behind `samples`, with the owner's credentials and the
+  // hidden samples, shared (the daemon keeps it to find a sample's file for
+  // prefetch).
   virtual Status OnSamples(JobId job, std::vector<cache::SampleRef> samples,
                            std::shared_ptr<const SampleList> list) = 0;
   virtual Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) = 0;
@@ -185,12 +205,13 @@ class JobRegistry {
   // caller, the ControlTree, makes the suffix match the owner).
   static Status ValidateKey(std::string_view key);
 
-  // mkdir jobs/NAME by `owner`. `creator_pid` (the mkdir caller as FUSE reports
+  // mkdir jobs/NAME by `owner` (their uid, groups kept for the samples check,
+  // JobSink::ResolveSamples). `creator_pid` (the mkdir caller as FUSE reports
   // it; 0 = unknown) is registered as one of the job's pids when it is alive.
   // Exists (Code::kExists) for a taken name, an orphaned one too; NoSpace
   // past max_jobs, past max_jobs_per_user for a non-root owner, or when ids
   // run out (ids are never reused within the registry's life).
-  Result<JobId> Register(std::string_view name, uid_t owner, pid_t creator_pid);
+  Result<JobId> Register(std::string_view name, const Credentials& owner, pid_t creator_pid);
   // rmdir jobs/NAME. Calls JobSink::OnJobEnd.
   Status Remove(std::string_view name, uid_t caller);
   // OK when `caller` may write NAME's files (owner or root), else
@@ -209,7 +230,10 @@ class JobRegistry {
   // re-attaches an orphaned job.
   Status WriteConfig(std::string_view name, uid_t caller, std::string_view text,
                      pid_t writer_pid = 0);
-  Status WriteSamples(std::string_view name, uid_t caller, std::string_view text,
+  // The samples are resolved as the job's owner reaches them: with the
+  // writer's credentials when the owner writes (they replace those kept),
+  // else (root) with those kept from the owner's last mkdir or samples write.
+  Status WriteSamples(std::string_view name, const Credentials& caller, std::string_view text,
                       pid_t writer_pid = 0);
   Status WriteOrder(std::string_view name, uid_t caller, uint32_t epoch, std::string_view text,
                     pid_t writer_pid = 0);

@@ -16,8 +16,16 @@
 // and a lookup made without that lock is checked again under it, so a racing
 // eviction or load never leaves bytes in RAM that the policy has forgotten.
 //
+// A second tier (the disk tier, SetSecondTier): a RAM miss asks it before
+// LOWER (bytes it verified, of the reader's version); an object loaded from
+// LOWER is written to it when the placement (cache/tier_placement.h: the
+// policy's own, else least recently read) places it there. The placement
+// hears of every read under policy_mu_, as the policy does
+// (cache_front_tier.cc).
+//
 // Thread safety: thread-safe. Lock order: flights_mu_ is never held while
-// taking policy_mu_; either may be held while taking a RamStore shard lock.
+// taking policy_mu_; either may be held while taking a RamStore shard lock
+// or the second tier's own lock.
 // Errors: those of Lower (NotFound, PermissionDenied, IoError).
 #pragma once
 
@@ -34,11 +42,14 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/request_cost.h"
+#include "epochfs/cache/tier_placement.h"
+#include "epochfs/common/access_rule.h"
 #include "epochfs/common/histogram.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
 #include "epochfs/store/read_slots.h"
+#include "epochfs/store/second_tier.h"
 
 namespace epochfs::store {
 
@@ -62,6 +73,10 @@ struct GetRequest {
   // Get serves the bytes (refilling a handed-over stub in its place) but
   // counts no access and admits nothing.
   bool heard = false;
+  // A prefetch on a user's behalf (a job's owner): only a file they may read
+  // is loaded; another fails as a missing file does (MissingOnLower), with
+  // nothing read. Null: anything (root's jobs).
+  std::shared_ptr<const Credentials> as = nullptr;
 };
 
 struct CacheCounters {
@@ -85,6 +100,11 @@ struct CacheCounters {
   uint64_t handovers = 0;         // objects handed over to the kernel's page cache (HandOver)
   uint64_t refills = 0;           // handed-over objects read again from lower (in hits,
                                   // unless the open was: GetRequest::heard)
+  // The second tier (SetSecondTier): misses it served (bytes not read from
+  // LOWER), and objects loaded from LOWER the placement did not write to it
+  // (their next read lies beyond what it holds).
+  uint64_t tier_hits = 0;
+  uint64_t tier_skipped = 0;
 };
 
 class CacheFront {
@@ -104,7 +124,8 @@ class CacheFront {
   // Policy::OnPrefetched. True when admitted; false when refused, already
   // resident or already in flight (nothing read then). Errors: NotFound (no
   // regular file at req.rel), InvalidArgument (larger than
-  // max_object_bytes()), and LOWER's.
+  // max_object_bytes()), and LOWER's. A file `req.as` may not read is
+  // NotFound, as a missing one.
   Result<bool> Prefetch(const GetRequest& req);
   // One copy (fuse.one_copy): the kernel's page cache now holds every byte of
   // `served`, the resident object, and keeps it until the object is evicted
@@ -181,6 +202,17 @@ class CacheFront {
   // its wait for a read slot; failed Gets too.
   Histogram::Reading read_wait() const { return read_wait_.Read(); }
 
+  // The tier below RAM (second_tier.h), placed by the policy's
+  // tier_placement(), else least recently read (cache::MakeLruTier). Objects
+  // the tier holds already (a warm start) are handed to the placement now.
+  // REQUIRES: called before the first Get; `tier` outlives the front.
+  void SetSecondTier(SecondTier* tier);
+  const SecondTier* second_tier() const { return tier_; }
+  // The bytes of `key` (its version) from whichever tier holds them, RAM or
+  // the second tier, without LOWER and without telling the policy: what a
+  // peer node would be served. nullptr when neither holds them.
+  ObjectRef Lookup(const LowerKey& key);
+
   // Called (under the policy lock: keep it short, never call back into the
   // CacheFront) for every object that leaves the RAM tier. REQUIRES: set
   // before the first Get.
@@ -202,6 +234,20 @@ class CacheFront {
   // Reads the object from LOWER; a demand load reports it with OnMiss, a
   // prefetch with OnPrefetched (*admitted says whether it stayed).
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
+  // The object's bytes for Load: from the second tier when it holds the
+  // version, else from LOWER (*from_tier says which). Counts LOWER's errors.
+  Result<ObjectRef> Fetch(const GetRequest& req, bool prefetch, bool* from_tier);
+  // The second tier's copy of req's object at version `v`, or nullptr.
+  ObjectRef TierRead(const GetRequest& req, const Version& v);
+  // REQUIRES: policy_mu_ held; the policy heard of `a` already. The
+  // placement hears of it: read (a RAM hit, or bytes from the tier) or
+  // loaded from LOWER (then `ref` may be written to the tier).
+  void TierLocked(const GetRequest& req, const cache::Access& a, const ObjectRef& ref,
+                  bool loaded);
+  // REQUIRES: policy_mu_ held. The tier's news and the placement's own
+  // evictions, applied.
+  void TierSyncLocked();
+  void TierApplyLocked(const cache::TierDecision& d);
   // A reader's Load, once it holds a read slot (SetReadSlots).
   Result<ObjectRef> LoadInSlot(const GetRequest& req);
   // REQUIRES: policy_mu_ held. cache::ApplyDecision on the RAM store.
@@ -226,6 +272,10 @@ class CacheFront {
   std::atomic<uint64_t> request_bytes_{0};
   std::atomic<uint64_t> at_lower_{0};  // Loads under way (Load)
 
+  SecondTier* tier_ = nullptr;
+  cache::TierPlacement* placement_ = nullptr;  // guarded by policy_mu_
+  std::unique_ptr<cache::TierPlacement> own_placement_;
+
   DropListener on_drop_;
   std::function<void()> on_activity_;
   // Prefetched objects not read yet (guarded by policy_mu_).
@@ -247,7 +297,7 @@ class CacheFront {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
         admissions{0}, refused{0}, lower_errors{0}, invalidations{0}, streamed_opens{0},
         streamed_bytes{0}, prefetched{0}, prefetch_bytes{0}, prefetch_hits{0}, prefetch_wasted{0},
-        handovers{0}, refills{0};
+        handovers{0}, refills{0}, tier_hits{0}, tier_skipped{0};
   } c_;
 };
 

@@ -33,6 +33,11 @@
 
 namespace epochfs::store {
 
+// What a path that does not exist on LOWER gives ("REL: No such file or
+// directory", NotFound): also what the daemon answers for a path a user may
+// not reach, so that the two cannot be told apart.
+Status MissingOnLower(const std::string& rel);
+
 struct DirEntry {
   std::string name;
   mode_t type = 0;  // S_IFREG, S_IFDIR, ... from readdir's d_type; 0: unknown

@@ -16,10 +16,10 @@ namespace control_tree_test {
 
 class AcceptingSink : public JobSink {
  public:
-  Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& /*root*/,
-                                                       const PathList& paths) override {
-    std::vector<cache::SampleRef> out;
-    for (size_t i = 0; i < paths.size(); ++i) out.push_back({1000 + i, 10});
+  Result<ResolvedSamples> ResolveSamples(const std::string& /*root*/, const PathList& paths,
+                                         const Credentials& /*owner*/) override {
+    ResolvedSamples out;
+    for (size_t i = 0; i < paths.size(); ++i) out.refs.push_back({1000 + i, 10});
     return out;
   }
   Status OnConfigured(const cache::JobSpec&, const JobConfig&) override { return Status::Ok(); }

@@ -23,10 +23,15 @@ using testing::FakeProcTable;
 // (path relative to the mount → object id).
 class FakeSink : public JobSink {
  public:
-  Result<std::vector<cache::SampleRef>> ResolveSamples(const std::string& root,
-                                                       const PathList& paths) override {
+  Result<ResolvedSamples> ResolveSamples(const std::string& root, const PathList& paths,
+                                         const Credentials& owner) override {
     if (during_resolve) during_resolve();
-    std::vector<cache::SampleRef> out;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      resolved_as.push_back(owner);
+    }
+    ResolvedSamples resolved;
+    std::vector<cache::SampleRef>& out = resolved.refs;
     for (size_t k = 0; k < paths.size(); ++k) {
       const std::string p(paths[k]);
       std::string full = root.empty() ? p : root + "/" + p;
@@ -34,7 +39,7 @@ class FakeSink : public JobSink {
       if (it == objects.end()) return InvalidArgument("no such sample file: " + full);
       out.push_back({it->second, 100});
     }
-    return out;
+    return resolved;
   }
   Status OnConfigured(const cache::JobSpec& spec, const JobConfig& config) override {
     std::lock_guard<std::mutex> l(mu);
@@ -47,6 +52,7 @@ class FakeSink : public JobSink {
     std::lock_guard<std::mutex> l(mu);
     sample_counts[job] = samples.size();
     EXPECT_EQ(list->paths.size(), samples.size());
+    lists[job] = list;
     return Status::Ok();
   }
   Status OnOrder(JobId job, uint32_t epoch, std::vector<uint32_t> order) override {
@@ -78,6 +84,8 @@ class FakeSink : public JobSink {
   std::vector<cache::JobSpec> specs;
   std::vector<JobConfig> configs;
   std::map<JobId, size_t> sample_counts;
+  std::map<JobId, std::shared_ptr<const SampleList>> lists;
+  std::vector<Credentials> resolved_as;  // each ResolveSamples' owner
   struct OrderCall {
     JobId job;
     uint32_t epoch;
@@ -118,10 +126,10 @@ class JobRegistryTest : public ::testing::Test {
   }
   // A job over ds/f0..f3 with orders 0 and 1 declared.
   JobId SetUpJob(const std::string& name, pid_t pid, const std::string& samples = "f0\nf1\nf2\nf3\n") {
-    Result<JobId> id = reg_->Register(name, kAlice, pid);
+    Result<JobId> id = reg_->Register(name, {kAlice}, pid);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_TRUE(reg_->WriteConfig(name, kAlice, kConfig).ok());
-    Status s = reg_->WriteSamples(name, kAlice, samples);
+    Status s = reg_->WriteSamples(name, {kAlice}, samples);
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_TRUE(reg_->WriteOrder(name, kAlice, 0, "0 1 2 3").ok());
     EXPECT_TRUE(reg_->WriteOrder(name, kAlice, 1, "3 2 1 0").ok());
@@ -143,30 +151,30 @@ TEST_F(JobRegistryTest, NameValidation) {
                           std::string("a b"), std::string(65, 'x'), std::string("a\0b", 3),
                           std::string("é")}) {
     EXPECT_EQ(JobRegistry::ValidateName(bad).code(), Code::kInvalidArgument) << bad;
-    EXPECT_FALSE(reg_->Register(bad, kAlice, 0).ok());
+    EXPECT_FALSE(reg_->Register(bad, {kAlice}, 0).ok());
   }
 }
 
 TEST_F(JobRegistryTest, RegisterRemoveAndIdsAreNeverReused) {
-  Result<JobId> a = reg_->Register("a", kAlice, 0);
+  Result<JobId> a = reg_->Register("a", {kAlice}, 0);
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(reg_->Register("a", kBob, 0).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->Register("a", {kBob}, 0).status().code(), Code::kExists);
   ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a.value()});
-  Result<JobId> again = reg_->Register("a", kAlice, 0);
+  Result<JobId> again = reg_->Register("a", {kAlice}, 0);
   ASSERT_TRUE(again.ok());
   EXPECT_NE(again.value(), a.value());
   EXPECT_EQ(reg_->Remove("zzz", kAlice).code(), Code::kNotFound);
-  for (int i = 0; i < 7; ++i) ASSERT_TRUE(reg_->Register("j" + std::to_string(i), kAlice, 0).ok());
-  EXPECT_EQ(reg_->Register("one-too-many", kAlice, 0).status().code(), Code::kNoSpace);
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(reg_->Register("j" + std::to_string(i), {kAlice}, 0).ok());
+  EXPECT_EQ(reg_->Register("one-too-many", {kAlice}, 0).status().code(), Code::kNoSpace);
   EXPECT_EQ(reg_->JobNames().size(), 8u);
   EXPECT_EQ(reg_->JobNames().front(), "a");
 }
 
 TEST_F(JobRegistryTest, PidsOnlyOfTheWritersOwnProcesses) {
   procs_.SpawnAs(kBob, 400, 1, 400);  // Bob's trainer
-  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
-  ASSERT_TRUE(reg_->Register("b", kBob, 0).ok());
+  ASSERT_TRUE(reg_->Register("a", {kAlice}, 0).ok());
+  ASSERT_TRUE(reg_->Register("b", {kBob}, 0).ok());
   // Alice may not claim pid 1 (root's) or Bob's trainer; nothing is added.
   EXPECT_EQ(reg_->WritePids("a", kAlice, "1\n", 0).code(), Code::kNotPermitted);
   EXPECT_EQ(reg_->WritePids("a", kAlice, "100\n400\n", 0).code(), Code::kNotPermitted);
@@ -185,15 +193,15 @@ TEST_F(JobRegistryTest, JobsPerUserAreBounded) {
   o.max_jobs = 8;
   o.max_jobs_per_user = 2;
   JobRegistry reg(sink_, std::make_unique<FakeProcReader>(&procs_), o);
-  EXPECT_TRUE(reg.Register("a1", kAlice, 0).ok());
-  EXPECT_TRUE(reg.Register("a2", kAlice, 0).ok());
-  EXPECT_EQ(reg.Register("a3", kAlice, 0).status().code(), Code::kNoSpace);
-  EXPECT_TRUE(reg.Register("b1", kBob, 0).ok());  // Bob is not starved by Alice
-  EXPECT_TRUE(reg.Register("r1", 0, 0).ok());     // root is not bounded
-  EXPECT_TRUE(reg.Register("r2", 0, 0).ok());
-  EXPECT_TRUE(reg.Register("r3", 0, 0).ok());
+  EXPECT_TRUE(reg.Register("a1", {kAlice}, 0).ok());
+  EXPECT_TRUE(reg.Register("a2", {kAlice}, 0).ok());
+  EXPECT_EQ(reg.Register("a3", {kAlice}, 0).status().code(), Code::kNoSpace);
+  EXPECT_TRUE(reg.Register("b1", {kBob}, 0).ok());  // Bob is not starved by Alice
+  EXPECT_TRUE(reg.Register("r1", {0}, 0).ok());     // root is not bounded
+  EXPECT_TRUE(reg.Register("r2", {0}, 0).ok());
+  EXPECT_TRUE(reg.Register("r3", {0}, 0).ok());
   EXPECT_TRUE(reg.Remove("a1", kAlice).ok());
-  EXPECT_TRUE(reg.Register("a3", kAlice, 0).ok());
+  EXPECT_TRUE(reg.Register("a3", {kAlice}, 0).ok());
 }
 
 // What one user's jobs hold after their samples writes is bounded too, not
@@ -204,27 +212,27 @@ TEST_F(JobRegistryTest, SamplesPerUserAreBounded) {
   JobRegistry reg(sink_, std::make_unique<FakeProcReader>(&procs_), o);
   for (const char* job : {"a1", "a2", "b1", "r1"}) {
     const uid_t owner = job[0] == 'a' ? kAlice : job[0] == 'b' ? kBob : 0;
-    ASSERT_TRUE(reg.Register(job, owner, 0).ok());
+    ASSERT_TRUE(reg.Register(job, {owner}, 0).ok());
     ASSERT_TRUE(reg.WriteConfig(job, owner, kConfig).ok());
   }
-  EXPECT_TRUE(reg.WriteSamples("a1", kAlice, "f0\nf1\nf2\nf3\n").ok());
-  EXPECT_TRUE(reg.WriteSamples("a1", kAlice, "f0\nf1\nf2\nf3\n").ok()) << "a repeat";
-  Status s = reg.WriteSamples("a2", kAlice, "f4\nf5\nf6\n");
+  EXPECT_TRUE(reg.WriteSamples("a1", {kAlice}, "f0\nf1\nf2\nf3\n").ok());
+  EXPECT_TRUE(reg.WriteSamples("a1", {kAlice}, "f0\nf1\nf2\nf3\n").ok()) << "a repeat";
+  Status s = reg.WriteSamples("a2", {kAlice}, "f4\nf5\nf6\n");
   EXPECT_EQ(s.code(), Code::kNoSpace);
   EXPECT_CONTAINS(s.message(), "limits.samples_per_user");
   EXPECT_CONTAINS(reg.Snapshot("a2").value().last_error, "samples:");
-  EXPECT_TRUE(reg.WriteSamples("a2", kAlice, "f4\nf5\n").ok()) << "exactly at the bound";
-  EXPECT_TRUE(reg.WriteSamples("b1", kBob, "f0\nf1\nf2\nf3\nf4\nf5\n").ok()) << "per user";
-  EXPECT_TRUE(reg.WriteSamples("r1", 0, "f0\nf1\nf2\nf3\nf4\nf5\nf6\nf7\n").ok())
+  EXPECT_TRUE(reg.WriteSamples("a2", {kAlice}, "f4\nf5\n").ok()) << "exactly at the bound";
+  EXPECT_TRUE(reg.WriteSamples("b1", {kBob}, "f0\nf1\nf2\nf3\nf4\nf5\n").ok()) << "per user";
+  EXPECT_TRUE(reg.WriteSamples("r1", {0}, "f0\nf1\nf2\nf3\nf4\nf5\nf6\nf7\n").ok())
       << "root is not bounded";
   ASSERT_TRUE(reg.Remove("a1", kAlice).ok());
-  ASSERT_TRUE(reg.Register("a3", kAlice, 0).ok());
+  ASSERT_TRUE(reg.Register("a3", {kAlice}, 0).ok());
   ASSERT_TRUE(reg.WriteConfig("a3", kAlice, kConfig).ok());
-  EXPECT_TRUE(reg.WriteSamples("a3", kAlice, "f0\nf1\nf2\nf3\n").ok()) << "freed by rmdir";
+  EXPECT_TRUE(reg.WriteSamples("a3", {kAlice}, "f0\nf1\nf2\nf3\n").ok()) << "freed by rmdir";
 }
 
 TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
-  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->Register("a", {kAlice}, 0).ok());
   EXPECT_EQ(reg_->CheckWrite("a", kBob, "config").code(), Code::kNotPermitted);
   EXPECT_TRUE(reg_->CheckWrite("a", kAlice, "config").ok());
   EXPECT_TRUE(reg_->CheckWrite("a", 0, "config").ok());
@@ -241,12 +249,12 @@ TEST_F(JobRegistryTest, OnlyOwnerOrRootMayWrite) {
 }
 
 TEST_F(JobRegistryTest, LifecycleAndForwarding) {
-  Result<JobId> id = reg_->Register("a", kAlice, 100);
+  Result<JobId> id = reg_->Register("a", {kAlice}, 100);
   ASSERT_TRUE(id.ok());
   EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRegistered);
   EXPECT_EQ(reg_->Snapshot("a").value().pids, std::vector<pid_t>{100});  // the creator
 
-  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->WriteSamples("a", {kAlice}, "f0\n").code(), Code::kInvalidArgument);
   EXPECT_EQ(LastError("a"), "samples: write config before samples");
 
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig + std::string("compute_ms = 3\n")).ok());
@@ -267,10 +275,10 @@ TEST_F(JobRegistryTest, LifecycleAndForwarding) {
   EXPECT_EQ(reg_->WriteOrder("a", kAlice, 0, "0").code(), Code::kInvalidArgument);
   EXPECT_EQ(LastError("a"), "order/0: write samples before the orders");
 
-  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n").ok());
+  ASSERT_TRUE(reg_->WriteSamples("a", {kAlice}, "f0\nf1\nf2\nf3\n").ok());
   EXPECT_EQ(sink_.sample_counts[id.value()], 4u);
-  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "./f0\nf1\nf2\nf3").ok());  // same list
-  EXPECT_FALSE(reg_->WriteSamples("a", kAlice, "f0\nf1\n").ok());
+  EXPECT_TRUE(reg_->WriteSamples("a", {kAlice}, "./f0\nf1\nf2\nf3").ok());  // same list
+  EXPECT_FALSE(reg_->WriteSamples("a", {kAlice}, "f0\nf1\n").ok());
 
   EXPECT_FALSE(reg_->WriteOrder("a", kAlice, 0, "0 1 7").ok());
   EXPECT_EQ(LastError("a"),
@@ -326,37 +334,68 @@ TEST_F(JobRegistryTest, PositionReportsOfTheCurrentEpoch) {
 }
 
 TEST_F(JobRegistryTest, FailedWritesCommitNothing) {
-  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->Register("a", {kAlice}, 0).ok());
   sink_.fail_next = true;
   EXPECT_FALSE(reg_->WriteConfig("a", kAlice, kConfig).ok());
   EXPECT_EQ(reg_->Snapshot("a").value().state, JobPhase::kRegistered);
   EXPECT_EQ(LastError("a"), "config: policy said no");
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
-  Status s = reg_->WriteSamples("a", kAlice, "f0\nmissing\n");
+  Status s = reg_->WriteSamples("a", {kAlice}, "f0\nmissing\n");
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(LastError("a"), "samples: no such sample file: ds/missing");
   EXPECT_EQ(reg_->Snapshot("a").value().sample_count, 0u);
-  EXPECT_FALSE(reg_->WriteSamples("a", kAlice, "f0\n../etc/passwd\n").ok());
+  EXPECT_FALSE(reg_->WriteSamples("a", {kAlice}, "f0\n../etc/passwd\n").ok());
   EXPECT_CONTAINS(LastError("a"), "samples: line 2: '..' component");
-  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\n").ok());
+  EXPECT_TRUE(reg_->WriteSamples("a", {kAlice}, "f0\nf1\n").ok());
   EXPECT_FALSE(reg_->WritePids("a", kAlice, "300\n99999\n", 0).ok());
   EXPECT_EQ(LastError("a"), "pids: pid 99999: no such process");
   EXPECT_TRUE(reg_->Snapshot("a").value().pids.empty());
 }
 
 TEST_F(JobRegistryTest, ResolveRunsWithoutTheRegistryMutex) {
-  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->Register("a", {kAlice}, 0).ok());
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
   size_t seen = 0;
   // Would deadlock if ResolveSamples ran under the registry mutex.
   sink_.during_resolve = [&] { seen = reg_->JobNames().size(); };
-  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\n").ok());
+  ASSERT_TRUE(reg_->WriteSamples("a", {kAlice}, "f0\n").ok());
   EXPECT_EQ(seen, 1u);
   // The job vanishing while its samples resolve is reported, not crashed on.
-  ASSERT_TRUE(reg_->Register("b", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->Register("b", {kAlice}, 0).ok());
   ASSERT_TRUE(reg_->WriteConfig("b", kAlice, kConfig).ok());
   sink_.during_resolve = [&] { (void)reg_->Remove("b", kAlice); };
-  EXPECT_EQ(reg_->WriteSamples("b", kAlice, "f0\n").code(), Code::kNotFound);
+  EXPECT_EQ(reg_->WriteSamples("b", {kAlice}, "f0\n").code(), Code::kNotFound);
+}
+
+TEST_F(JobRegistryTest, SamplesAreResolvedAsTheJobsOwner) {
+  const Credentials alice{kAlice, 100, {7, 8}};
+  ASSERT_TRUE(reg_->Register("a", alice, 0).ok());
+  ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig).ok());
+  // Root writes Alice's samples: they resolve as Alice, with the groups her
+  // mkdir had, not as root.
+  ASSERT_TRUE(reg_->WriteSamples("a", {0}, "f0\nf1\n").ok());
+  ASSERT_EQ(sink_.resolved_as.size(), 1u);
+  EXPECT_EQ(sink_.resolved_as[0].uid, kAlice);
+  EXPECT_EQ(sink_.resolved_as[0].gid, 100u);
+  EXPECT_EQ(sink_.resolved_as[0].groups, (std::vector<gid_t>{7, 8}));
+  const JobId a = reg_->Find("a").value();
+  ASSERT_NE(sink_.lists[a]->owner, nullptr);  // what the prefetch loads as
+  EXPECT_EQ(sink_.lists[a]->owner->uid, kAlice);
+  EXPECT_EQ(sink_.lists[a]->owner->groups, (std::vector<gid_t>{7, 8}));
+  // Her own write brings her groups up to date.
+  ASSERT_TRUE(reg_->Register("b", alice, 0).ok());
+  ASSERT_TRUE(reg_->WriteConfig("b", kAlice, kConfig).ok());
+  ASSERT_TRUE(reg_->WriteSamples("b", {kAlice, 100, {9}}, "f0\n").ok());
+  EXPECT_EQ(sink_.resolved_as.back().groups, std::vector<gid_t>{9});
+  // Bob may not write Alice's samples: nothing is resolved as anyone.
+  EXPECT_EQ(reg_->WriteSamples("a", {kBob}, "f2\n").code(), Code::kNotPermitted);
+  EXPECT_EQ(sink_.resolved_as.size(), 2u);
+  // Root's own job: no owner to load as (anything may be).
+  ASSERT_TRUE(reg_->Register("r", {0}, 0).ok());
+  ASSERT_TRUE(reg_->WriteConfig("r", 0, kConfig).ok());
+  ASSERT_TRUE(reg_->WriteSamples("r", {0}, "f3\n").ok());
+  EXPECT_EQ(sink_.resolved_as.back().uid, 0u);
+  EXPECT_EQ(sink_.lists[reg_->Find("r").value()]->owner, nullptr);
 }
 
 TEST_F(JobRegistryTest, AttributionByProcessThenByOrders) {
@@ -422,13 +461,13 @@ TEST_F(JobRegistryTest, UnregisteredReadersDoNotAdvanceARunningJob) {
 }
 
 TEST_F(JobRegistryTest, PidsFileRegistersListedAndWriterPids) {
-  ASSERT_TRUE(reg_->Register("a", kAlice, 0).ok());
+  ASSERT_TRUE(reg_->Register("a", {kAlice}, 0).ok());
   EXPECT_EQ(reg_->OnAccess(300, 1000).job, kNoJob);
   ASSERT_TRUE(reg_->WritePids("a", kAlice, "300\n", 200).ok());
   EXPECT_EQ(reg_->Snapshot("a").value().pids, (std::vector<pid_t>{200, 300}));
   EXPECT_EQ(reg_->OnAccess(300, 1000).job, reg_->Find("a").value());
   // (Root writes b's pids: Bob may not name Alice's processes at all.)
-  ASSERT_TRUE(reg_->Register("b", kBob, 0).ok());
+  ASSERT_TRUE(reg_->Register("b", {kBob}, 0).ok());
   EXPECT_FALSE(reg_->WritePids("b", 0, "300\n", 0).ok());
   EXPECT_CONTAINS(LastError("b"), "pids: pid 300 is registered to another job");
   ASSERT_TRUE(reg_->Remove("a", kAlice).ok());
@@ -477,13 +516,13 @@ TEST_F(JobRegistryTest, ConcurrentJobsAndReaders) {
     threads.emplace_back([&, w] {
       for (int k = 0; k < 150; ++k) {
         std::string name = "w" + std::to_string(w) + "-" + std::to_string(k % 3);
-        Result<JobId> id = reg_->Register(name, kAlice, w == 0 ? 100 : 0);
+        Result<JobId> id = reg_->Register(name, {kAlice}, w == 0 ? 100 : 0);
         if (!id.ok()) {
           errors.fetch_add(1);
           continue;
         }
         bool ok = reg_->WriteConfig(name, kAlice, kConfig).ok() &&
-                  reg_->WriteSamples(name, kAlice, "f0\nf1\nf2\nf3\n").ok();
+                  reg_->WriteSamples(name, {kAlice}, "f0\nf1\nf2\nf3\n").ok();
         // The readers may have moved the job's inferred epoch past 0 already:
         // then these are refused, which is correct.
         Status order = reg_->WriteOrder(name, kAlice, 0, "3 1 2 0");
@@ -516,7 +555,7 @@ TEST_F(JobRegistryTest, OrphansAreKeptForTheGraceThenReaped) {
   constexpr uint64_t kSec = 1'000'000'000;
   JobId a = SetUpJob("a", 100);
   SetUpJob("b", 200);
-  ASSERT_TRUE(reg_->Register("nopid", kAlice, 0).ok());  // no pid: never orphaned
+  ASSERT_TRUE(reg_->Register("nopid", {kAlice}, 0).ok());  // no pid: never orphaned
   EXPECT_TRUE(reg_->ReapOrphans(0, 10 * kSec).empty());
   EXPECT_FALSE(reg_->Snapshot("a").value().orphaned_since_ns.has_value());
 
@@ -553,7 +592,7 @@ TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
   EXPECT_EQ(reg_->OnAccess(101, 1001).epoch, std::optional<uint32_t>(0));
   ASSERT_EQ(sink_.epochs.size(), 1u);
   // While a process lives the name is taken, for everyone.
-  EXPECT_EQ(reg_->Register("a", kAlice, 0).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->Register("a", {kAlice}, 0).status().code(), Code::kExists);
   procs_.Exit(100);
   procs_.Exit(101);
   EXPECT_TRUE(reg_->ReapOrphans(1 * kSec, 10 * kSec).empty());
@@ -561,7 +600,7 @@ TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
 
   // The name stays taken; another user cannot take the job over.
   procs_.Spawn(600, 1, 600);
-  EXPECT_EQ(reg_->Register("a", kAlice, 600).status().code(), Code::kExists);
+  EXPECT_EQ(reg_->Register("a", {kAlice}, 600).status().code(), Code::kExists);
   EXPECT_EQ(reg_->WriteConfig("a", kBob, kConfig, 600).code(), Code::kNotPermitted);
   EXPECT_TRUE(sink_.restarted.empty());
 
@@ -579,7 +618,7 @@ TEST_F(JobRegistryTest, FirstWriteToAnOrphanReattachesIt) {
   EXPECT_EQ(s.declared_epochs, (std::vector<uint32_t>{0, 1}));
 
   // It re-declares itself: identical samples and orders are no-ops.
-  EXPECT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());
+  EXPECT_TRUE(reg_->WriteSamples("a", {kAlice}, "f0\nf1\nf2\nf3\n", 500).ok());
   EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 0, "0 1 2 3").ok());
   EXPECT_TRUE(reg_->WriteOrder("a", kAlice, 1, "3 2 1 0").ok());
   EXPECT_EQ(sink_.specs.size(), 1u);
@@ -659,7 +698,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherDeclarationsStartsAfresh) {
   EXPECT_TRUE(s.declared_epochs.empty());
   EXPECT_EQ(s.fresh_starts, 1u);
   EXPECT_EQ(sink_.specs.size(), 2u);
-  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f4\nf5\n").ok()) << LastError("a");
+  ASSERT_TRUE(reg_->WriteSamples("a", {kAlice}, "f4\nf5\n").ok()) << LastError("a");
   ASSERT_TRUE(reg_->WriteOrder("a", kAlice, 0, "1 0").ok());
   // Confirmed: from now on a different config is refused as usual.
   EXPECT_EQ(reg_->WriteConfig("a", kAlice, kConfig).code(), Code::kInvalidArgument);
@@ -674,7 +713,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfre
   procs_.Spawn(500, 1, 500);
   ASSERT_TRUE(reg_->WriteConfig("a", kAlice, kConfig, 500).ok());  // re-attaches; same: no-op
   EXPECT_TRUE(sink_.ended.empty());
-  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f5\nf6\nf7\n").ok()) << LastError("a");
+  ASSERT_TRUE(reg_->WriteSamples("a", {kAlice}, "f5\nf6\nf7\n").ok()) << LastError("a");
   EXPECT_EQ(sink_.ended, std::vector<JobId>{a});
   EXPECT_EQ(sink_.specs.size(), 2u);  // configured again for the policy
   EXPECT_EQ(sink_.sample_counts[a], 3u);
@@ -684,7 +723,7 @@ TEST_F(JobRegistryTest, ReattachedJobWithOtherSamplesKeepsItsConfigAndStartsAfre
   EXPECT_FALSE(s.epoch.has_value());
   EXPECT_EQ(s.fresh_starts, 1u);
   // Without a re-attach, different samples are refused and change nothing.
-  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f1\n").code(), Code::kInvalidArgument);
+  EXPECT_EQ(reg_->WriteSamples("a", {kAlice}, "f1\n").code(), Code::kInvalidArgument);
   EXPECT_EQ(reg_->Snapshot("a").value().sample_count, 3u);
 }
 
@@ -694,8 +733,8 @@ TEST_F(JobRegistryTest, ConfirmedReattachRefusesOtherDeclarations) {
   procs_.Exit(101);
   EXPECT_TRUE(reg_->ReapOrphans(1, 1'000'000'000).empty());  // marked orphaned
   procs_.Spawn(500, 1, 500);
-  ASSERT_TRUE(reg_->WriteSamples("a", kAlice, "f0\nf1\nf2\nf3\n", 500).ok());  // same: confirms
-  EXPECT_EQ(reg_->WriteSamples("a", kAlice, "f0\n").code(), Code::kInvalidArgument);
+  ASSERT_TRUE(reg_->WriteSamples("a", {kAlice}, "f0\nf1\nf2\nf3\n", 500).ok());  // same: confirms
+  EXPECT_EQ(reg_->WriteSamples("a", {kAlice}, "f0\n").code(), Code::kInvalidArgument);
   EXPECT_EQ(reg_->WriteConfig("a", kAlice, "batch_size = 9\nepochs = 2\nroot = \"ds\"\n").code(),
             Code::kInvalidArgument);
   EXPECT_TRUE(sink_.ended.empty());
@@ -739,7 +778,7 @@ TEST_F(JobRegistryTest, CompleteEpochRestartsOnlyOnItsMarker) {
 // pid, the shell registers itself next. Not a restarted job.
 TEST_F(JobRegistryTest, SetupFromAShellIsNoReattach) {
   procs_.Spawn(700, 1, 700);
-  ASSERT_TRUE(reg_->Register("sh", kAlice, 700).ok());
+  ASSERT_TRUE(reg_->Register("sh", {kAlice}, 700).ok());
   procs_.Exit(700);  // mkdir(1) exited
   ASSERT_TRUE(reg_->WritePids("sh", kAlice, "300\n", 300).ok());
   ASSERT_TRUE(reg_->WriteConfig("sh", kAlice, kConfig, 300).ok());

@@ -15,7 +15,8 @@ const char* kStats = R"({
     "version": "0.1.0", "policy": "epoch", "mountpoint": "/mnt/a", "hits": 3, "misses": 1,
     "budget": 1048576, "lower_in_flight": 0, "read_wait_ms": 1500, "warnings": ["w"],
     "lower_calls_by_kind": {"lookup": 4, "read": 2},
-    "tiers": {"ram": {"bytes": 10, "objects": 2}, "spill": {"ssd_read_bytes": 7}},
+    "tiers": {"ram": {"bytes": 10, "objects": 2}, "spill": {"ssd_read_bytes": 7},
+              "disk": {"hits": 5, "writes_bytes": 3, "state": "full"}},
     "jobs": [{"name": "a", "id": 1, "state": "caching", "epoch": 2, "hits": 1, "misses": 3,
               "hits_total": 11, "misses_total": 13, "lower_wait_s": 0.5,
               "cache_need_bytes": null}],
@@ -80,6 +81,9 @@ TEST(PrometheusText, EveryFamilyHasHelpTypeAndTheMountpoint) {
   EXPECT_EQ(at("epochfs_lower_calls_by_kind_total{" + m + ",kind=\"lookup\"}"), 4);
   EXPECT_EQ(at("epochfs_tier_bytes{" + m + ",tier=\"ram\"}"), 10);
   EXPECT_EQ(p.type.at("epochfs_tier_ssd_read_bytes_total"), "counter");
+  EXPECT_EQ(at("epochfs_tier_hits_total{" + m + ",tier=\"disk\"}"), 5);
+  EXPECT_EQ(at("epochfs_tier_written_bytes_total{" + m + ",tier=\"disk\"}"), 3);
+  EXPECT_EQ(at("epochfs_tier_state{" + m + ",tier=\"disk\",state=\"full\"}"), 1);
   EXPECT_EQ(at("epochfs_warnings{" + m + "}"), 1);
   EXPECT_EQ(at("epochfs_governor_fit_plateau{" + m + "}"), 1);
   EXPECT_EQ(at("epochfs_governor_urgent{" + m + "}"), 0);

@@ -308,6 +308,32 @@ TEST(CacheFrontPrefetch, UnreadableSamplesFailClearly) {
   EXPECT_EQ(f.cache->counters().bytes_read_lower, 0u);
 }
 
+TEST(CacheFrontPrefetch, OnAUsersBehalfOnlyWhatTheyMayReadIsLoaded) {
+  PrefetchFront f(1 << 20);
+  ASSERT_EQ(::chmod((f.dir.path() + "/b.bin").c_str(), 0640), 0);
+  // Neither b.bin's owner nor in its group: the file fails as a missing one,
+  // in the same words, with nothing read (not even a too-large file's size
+  // would show).
+  auto stranger = std::make_shared<const Credentials>(Credentials{::geteuid() + 4242, 4242, {}});
+  GetRequest pre = f.PrefetchOfB();
+  pre.as = stranger;
+  Result<bool> r = f.cache->Prefetch(pre);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_EQ(r.status().message(), "b.bin: No such file or directory");
+  Result<bool> missing = f.cache->Prefetch({ObjectIdOf("nope.bin"), "nope.bin", {}, 1, 0});
+  EXPECT_EQ(missing.status().message(), "nope.bin: No such file or directory");
+  EXPECT_EQ(f.cache->ram().used(), 0u);
+  EXPECT_EQ(f.cache->counters().prefetched, 0u);
+  EXPECT_EQ(f.cache->counters().bytes_read_lower, 0u);
+  // In its group, the user reads it: loaded.
+  pre.as = std::make_shared<const Credentials>(Credentials{::geteuid() + 4242, 4242, {::getegid()}});
+  r = f.cache->Prefetch(pre);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r.value());
+  EXPECT_EQ(f.cache->counters().bytes_read_lower, 4096u);
+}
+
 TEST(CacheFrontPrefetch, EvictedUnreadIsWasted) {
   PrefetchFront f(1 << 20);
   GetRequest pre = f.PrefetchOfB();

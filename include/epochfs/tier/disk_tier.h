@@ -1,0 +1,167 @@
+// DiskTier: the dataset cache's tier on a local SSD directory
+// (cache.disk_path; docs/disk_tier.md). It keeps whole lower files and blocks
+// of big ones (the objects the RAM tier knows, store/object.h) as one file
+// each (disk_format.h), read and written through io_uring (the spill area's
+// engine, spill/uring_engine.h), every 64 KiB block checked against its
+// XXH3 on every read: a copy that does not verify is counted
+// (checksum_errors), dropped, and never served. Copies are keyed by the
+// lower file's identity (store::LowerKey: path, range, size, mtime in ns; not
+// the inode number), so a file changed on LOWER while nothing was mounted is
+// never served from its old copy.
+//
+// Warm across restarts: the index is a checksummed journal (disk_journal.h),
+// replayed at Open; without one (or with a foreign one) the directory is
+// scanned and the index written anew. RAM per cached object: the index entry
+// below, measured at ~130 bytes plus the path's length (168 bytes for a
+// 36-byte ImageNet path; tests/unit/tier, IndexBytesPerObject); on disk
+// 61 bytes plus the path per journal record.
+//
+// The directory is the daemon's alone: Open refuses a missing or unwritable
+// one with a one-line error naming it, creates its files 0600 and data/
+// 0700, and holds an flock on DIR/lock, so that a second daemon on the same
+// directory is refused ("in use by another epochfs daemon").
+//
+// Faults never fail a read: a full disk (ENOSPC) stops admission ("full": the
+// budget shrinks below what is held, so the placement evicts; later writes
+// are admitted again once one succeeds); an I/O error marks the tier
+// "failed": from then on it serves nothing and writes nothing, and the cache
+// front reads from RAM or LOWER; stats show the state.
+//
+// Size: cache.disk_size bytes, or "auto": the filesystem's free space plus
+// what the tier holds, less cache.disk_margin (default 10 % of the
+// filesystem) and less what a spill area on the same filesystem may still
+// take (`reserved`), re-checked every 64 MiB written and every second of
+// writing. A new size reaches the placement as news (SecondTier::TakeNews).
+//
+// Lifecycle: Open (checks, lock, index; no threads: before the daemon forks),
+// Start (the io_uring engine and the writer thread), Stop (writes queued so
+// far land, the index is compacted when mostly dead), the destructor Stops.
+// Thread safety: every public method is thread-safe; mu_ guards the index,
+// the journal and the news, and is never held across an io_uring wait.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "epochfs/common/status.h"
+#include "epochfs/common/unique_fd.h"
+#include "epochfs/spill/uring_engine.h"
+#include "epochfs/store/second_tier.h"
+#include "epochfs/tier/disk_journal.h"
+
+namespace epochfs::tier {
+
+struct DiskTierOptions {
+  std::string path;
+  uint64_t size = 0;  // bytes (size_auto false)
+  bool size_auto = false;
+  // Kept free on the filesystem ("auto"): margin bytes, or margin_percent of
+  // the filesystem's size when margin_is_percent.
+  uint64_t margin = 0;
+  double margin_percent = 10.0;
+  bool margin_is_percent = true;
+  // Bytes another user of the same filesystem may still take (the spill
+  // area's bound less what it holds), subtracted from "auto". May be empty.
+  std::function<uint64_t()> reserved;
+  uint32_t queue_depth = 16;
+  uint64_t max_queued_bytes = 256ull << 20;  // writes waiting; more are skipped
+};
+
+class DiskTier final : public store::SecondTier {
+ public:
+  enum class State : uint8_t { kOk, kFull, kFailed };
+
+  static Result<std::unique_ptr<DiskTier>> Open(const DiskTierOptions& options);
+  ~DiskTier() override;
+  DiskTier(const DiskTier&) = delete;
+  DiskTier& operator=(const DiskTier&) = delete;
+
+  Status Start();
+  void Stop();
+
+  store::ObjectRef Read(cache::ObjectId id, const store::LowerKey& key,
+                        const store::Version& v) override;
+  bool Write(cache::ObjectId id, const store::LowerKey& key, store::ObjectRef obj) override;
+  void Erase(cache::ObjectId id) override;
+  bool HasNews() const override { return news_flag_.load(std::memory_order_acquire); }
+  store::TierNews TakeNews() override;
+  store::TierStats stats() const override;
+  // Waits until every write queued so far has landed (or failed). Tests.
+  void Drain();
+  State state() const { return state_.load(std::memory_order_relaxed); }
+  // Where the object file of `id` is, "" if not held (tests flip its bytes).
+  std::string FileOf(cache::ObjectId id) const;
+  // RAM held per indexed object by the index, estimated from its layout.
+  static size_t EntryBytes(size_t path_len);
+
+ private:
+  explicit DiskTier(DiskTierOptions options) : opt_(std::move(options)) {}
+  struct Entry {
+    uint64_t file_no = 0;
+    uint64_t data_len = 0;
+    store::LowerKey key;
+    bool ready = false;  // written whole, in the journal
+  };
+  struct Job {
+    cache::ObjectId id = 0;
+    uint64_t file_no = 0;
+    store::LowerKey key;
+    store::ObjectRef obj;
+  };
+
+  Status Load();                        // the index: journal, else a scan
+  std::vector<JournalEntry> Scan();     // rebuilds from the object files
+  void SweepOrphans();                  // files the index does not name
+  void WriterLoop();
+  void WriteOne(Job& job);
+  std::string PathOf(uint64_t file_no) const;
+  // REQUIRES: mu_ held. Drops `id` from the index (and its file); `lost`:
+  // the placement must hear of it.
+  void DropLocked(cache::ObjectId id, bool lost);
+  void LostLocked(cache::ObjectId id);
+  void Fail(const std::string& why);
+  void Full();
+  void Recheck(bool force);
+  // Runs `ops` on the engine and waits for every one; the results in res.
+  bool RunOps(std::vector<spill::IoOp>& ops, std::vector<int>* res);
+
+  const DiskTierOptions opt_;
+  UniqueFd lock_fd_;
+  std::unique_ptr<spill::UringEngine> engine_;
+  std::thread writer_;
+  std::atomic<State> state_{State::kOk};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // the writer's queue and Drain
+  std::unordered_map<cache::ObjectId, Entry> index_;  // guarded by mu_
+  std::unique_ptr<Journal> journal_;                  // guarded by mu_
+  uint64_t next_file_no_ = 1;
+  uint64_t used_ = 0;     // data bytes indexed (written and queued)
+  uint64_t on_disk_ = 0;  // of used_, written
+  uint64_t objects_ = 0;  // written (ready)
+  uint64_t budget_ = 0;
+  std::deque<Job> queue_;
+  uint64_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool stop_ = false;
+  store::TierNews news_;
+  std::atomic<bool> news_flag_{false};
+  uint64_t since_check_ = 0;
+  uint64_t last_check_ns_ = 0;
+
+  struct Counters {
+    std::atomic<uint64_t> hits{0}, reads_bytes{0}, writes{0}, writes_bytes{0}, checksum_errors{0},
+        stale{0}, write_errors{0};
+  } c_;
+};
+
+}  // namespace epochfs::tier

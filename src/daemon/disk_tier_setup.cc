@@ -1,0 +1,29 @@
+#include "disk_tier_setup.h"
+
+#include <sys/stat.h>
+
+namespace epochfs {
+
+Result<std::unique_ptr<tier::DiskTier>> OpenDiskTierOf(const Config& cfg, SpillArea* spill) {
+  tier::DiskTierOptions o;
+  o.path = cfg.cache.disk_path;
+  o.size = cfg.cache.disk_size;
+  o.size_auto = cfg.cache.disk_size_auto;
+  o.margin_is_percent = cfg.cache.disk_margin.is_percent;
+  o.margin = cfg.cache.disk_margin.bytes;
+  o.margin_percent = cfg.cache.disk_margin.percent;
+  // A spill area on the same filesystem keeps its own bound: what it may
+  // still take is not the tier's.
+  struct stat a, b;
+  if (spill != nullptr && cfg.spill.max_bytes != 0 && ::stat(o.path.c_str(), &a) == 0 &&
+      ::stat(cfg.spill.path.c_str(), &b) == 0 && a.st_dev == b.st_dev) {
+    const uint64_t bound = cfg.spill.max_bytes;
+    o.reserved = [spill, bound]() -> uint64_t {
+      const uint64_t held = spill->store() != nullptr ? spill->store()->stats().stored_bytes : 0;
+      return bound > held ? bound - held : 0;
+    };
+  }
+  return tier::DiskTier::Open(o);
+}
+
+}  // namespace epochfs

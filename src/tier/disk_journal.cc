@@ -1,0 +1,176 @@
+#include "epochfs/tier/disk_journal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include "epochfs/common/hash.h"
+#include "epochfs/tier/disk_format.h"
+
+namespace epochfs::tier {
+namespace {
+
+constexpr char kMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'J', '1'};
+constexpr size_t kHead = 16;
+constexpr uint8_t kPut = 1, kDel = 2;
+constexpr size_t kPutFixed = 1 + 6 * 8;
+
+std::vector<uint8_t> Head() {
+  std::vector<uint8_t> h(kMagic, kMagic + 8);
+  PutU32(&h, 1);
+  PutU32(&h, kBlockBytes);
+  return h;
+}
+
+std::vector<uint8_t> PutBody(const JournalEntry& e) {
+  std::vector<uint8_t> b{kPut};
+  for (uint64_t v : {e.file_no, e.data_len, e.key.offset, e.key.length, e.key.size,
+                     static_cast<uint64_t>(e.key.mtime_ns)}) {
+    PutU64(&b, v);
+  }
+  b.insert(b.end(), e.key.rel.begin(), e.key.rel.end());
+  return b;
+}
+
+std::vector<uint8_t> Record(const std::vector<uint8_t>& body) {
+  std::vector<uint8_t> r;
+  r.reserve(body.size() + 12);
+  PutU32(&r, static_cast<uint32_t>(body.size()));
+  r.insert(r.end(), body.begin(), body.end());
+  PutU64(&r, Checksum(body.data(), body.size()));
+  return r;
+}
+
+Status WriteAll(int fd, const std::vector<uint8_t>& bytes, const std::string& what) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno == ENOSPC ? Code::kNoSpace : Code::kIoError, errno, what);
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
+                                               std::vector<JournalEntry>* live) {
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    return ErrnoStatus(errno == ENOENT ? Code::kNotFound : Code::kIoError, errno, path);
+  }
+  UniqueFd owned(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(Code::kIoError, errno, path);
+  std::vector<uint8_t> all(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < all.size()) {
+    ssize_t n = ::pread(fd, all.data() + got, all.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(Code::kIoError, errno, path);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  all.resize(got);
+  const std::vector<uint8_t> head = Head();
+  if (all.size() < kHead || std::memcmp(all.data(), head.data(), kHead) != 0) {
+    return Corruption(path + ": not a disk tier index");
+  }
+  // file_no → place in *live; replay in order.
+  std::vector<JournalEntry> entries;
+  std::unordered_map<uint64_t, size_t> at;
+  uint64_t dead = 0;
+  size_t pos = kHead;
+  while (pos + 4 <= all.size()) {
+    const uint32_t len = GetU32(&all[pos]);
+    if (len == 0 || pos + 4 + len + 8 > all.size()) break;
+    const uint8_t* body = &all[pos + 4];
+    if (GetU64(body + len) != Checksum(body, len)) break;
+    if (body[0] == kPut && len >= kPutFixed) {
+      JournalEntry e;
+      e.file_no = GetU64(body + 1);
+      e.data_len = GetU64(body + 9);
+      e.key.offset = GetU64(body + 17);
+      e.key.length = GetU64(body + 25);
+      e.key.size = GetU64(body + 33);
+      e.key.mtime_ns = static_cast<int64_t>(GetU64(body + 41));
+      e.key.rel.assign(reinterpret_cast<const char*>(body + kPutFixed), len - kPutFixed);
+      at[e.file_no] = entries.size();
+      entries.push_back(std::move(e));
+    } else if (body[0] == kDel && len == 9) {
+      auto it = at.find(GetU64(body + 1));
+      if (it != at.end()) {
+        entries[it->second].file_no = 0;  // dead
+        at.erase(it);
+      }
+      dead += 2;
+    } else {
+      break;
+    }
+    pos += 4 + len + 8;
+  }
+  if (pos != all.size()) {
+    // A torn or foreign tail: cut it, so that appends follow the last good record.
+    if (::ftruncate(fd, static_cast<off_t>(pos)) != 0) return ErrnoStatus(Code::kIoError, errno, path);
+  }
+  live->clear();
+  for (JournalEntry& e : entries) {
+    if (e.file_no != 0) live->push_back(std::move(e));
+  }
+  std::unique_ptr<Journal> j(new Journal(std::move(owned), pos));
+  j->dead_ = dead;
+  return j;
+}
+
+Result<std::unique_ptr<Journal>> Journal::Create(const std::string& path,
+                                                 const std::vector<JournalEntry>& live) {
+  const std::string tmp = path + ".new";
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoStatus(Code::kIoError, errno, tmp);
+  UniqueFd owned(fd);
+  std::vector<uint8_t> out = Head();
+  for (const JournalEntry& e : live) {
+    const std::vector<uint8_t> r = Record(PutBody(e));
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  if (Status s = WriteAll(fd, out, tmp); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (::fsync(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = ErrnoStatus(Code::kIoError, errno, path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  std::unique_ptr<Journal> j(new Journal(std::move(owned), out.size()));
+  j->written_ = out.size();
+  return j;
+}
+
+Status Journal::Append(const std::vector<uint8_t>& body) {
+  const std::vector<uint8_t> r = Record(body);
+  if (Status s = WriteAll(fd_.get(), r, "disk tier index"); !s.ok()) {
+    // No torn record left behind: the next append follows the last good one.
+    [[maybe_unused]] int rc = ::ftruncate(fd_.get(), static_cast<off_t>(bytes_));
+    return s;
+  }
+  bytes_ += r.size();
+  written_ += r.size();
+  return Status::Ok();
+}
+
+Status Journal::Put(const JournalEntry& e) { return Append(PutBody(e)); }
+
+Status Journal::Del(uint64_t file_no) {
+  std::vector<uint8_t> b{kDel};
+  PutU64(&b, file_no);
+  Status s = Append(b);
+  if (s.ok()) dead_ += 2;
+  return s;
+}
+
+}  // namespace epochfs::tier

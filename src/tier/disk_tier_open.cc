@@ -1,0 +1,273 @@
+// DiskTier (disk_tier.h): opening the directory (checks, lock, index), the
+// scan that rebuilds a lost index, the sweep of orphans, the size, Start and
+// Stop.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <unordered_set>
+
+#include "epochfs/common/log.h"
+#include "epochfs/tier/disk_format.h"
+#include "epochfs/tier/disk_tier.h"
+
+namespace epochfs::tier {
+namespace {
+
+uint64_t MonoNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::string Sub(uint64_t file_no) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(file_no & 0xff));
+  return b;
+}
+
+// The file number a data file's name spells, 0 if it spells none.
+uint64_t FileNoOf(const char* name) {
+  if (std::strlen(name) != 16) return 0;
+  uint64_t v = 0;
+  for (const char* p = name; *p != '\0'; ++p) {
+    const char c = *p;
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return 0;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+// Calls fn(file_no, path) for every data file.
+template <typename Fn>
+void EachDataFile(const std::string& data_dir, Fn&& fn) {
+  for (unsigned sub = 0; sub < 256; ++sub) {
+    char b[8];
+    std::snprintf(b, sizeof b, "%02x", sub);
+    const std::string dir = data_dir + "/" + b;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) continue;
+    while (dirent* ent = ::readdir(d)) {
+      if (ent->d_name[0] == '.') continue;
+      fn(FileNoOf(ent->d_name), dir + "/" + ent->d_name);
+    }
+    ::closedir(d);
+  }
+}
+
+}  // namespace
+
+std::string DiskTier::PathOf(uint64_t file_no) const {
+  char name[24];
+  std::snprintf(name, sizeof name, "%016" PRIx64, file_no);
+  return opt_.path + "/data/" + Sub(file_no) + "/" + name;
+}
+
+Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options) {
+  const std::string& dir = options.path;
+  const std::string what = "cache.disk_path " + dir;
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus(Code::kNotFound, errno, what);
+  if (!S_ISDIR(st.st_mode)) return NotDirectory(what + ": not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return ErrnoStatus(Code::kPermissionDenied, errno, what + ": not writable");
+  }
+  std::unique_ptr<DiskTier> t(new DiskTier(options));
+  const std::string lock = dir + "/lock";
+  t->lock_fd_.reset(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!t->lock_fd_.valid()) return ErrnoStatus(Code::kPermissionDenied, errno, what + ": lock");
+  if (::flock(t->lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return ErrnoStatus(Code::kIoError, errno, what + ": lock");
+    char pid[32] = {0};
+    [[maybe_unused]] ssize_t n = ::pread(t->lock_fd_.get(), pid, sizeof pid - 1, 0);
+    std::string p(pid);
+    while (!p.empty() && (p.back() == '\n' || p.back() == ' ')) p.pop_back();
+    return Status(Code::kBusy, what + ": in use by another epochfs daemon" +
+                                   (p.empty() ? "" : " (pid " + p + ")"));
+  }
+  const std::string data = dir + "/data";
+  if (::mkdir(data.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoStatus(Code::kPermissionDenied, errno, what + ": data");
+  }
+  for (unsigned sub = 0; sub < 256; ++sub) {
+    const std::string d = data + "/" + Sub(sub);
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoStatus(Code::kPermissionDenied, errno, what + ": " + d);
+    }
+  }
+  if (Status s = t->Load(); !s.ok()) return Status(s.code(), what + ": " + s.message());
+  return t;
+}
+
+Status DiskTier::Load() {
+  const std::string path = opt_.path + "/index";
+  std::vector<JournalEntry> live;
+  auto j = Journal::Open(path, &live);
+  if (!j.ok() && j.status().code() != Code::kNotFound && j.status().code() != Code::kCorruption) {
+    return j.status();
+  }
+  bool rewrite = !j.ok();
+  if (!j.ok()) {
+    if (j.status().code() == Code::kCorruption) log::Warn("disk tier: " + j.status().message() + "; scanning");
+    live = Scan();
+  } else {
+    journal_ = std::move(j).value();
+    rewrite = journal_->dead() > live.size() + 1024;  // mostly dead: compact
+  }
+  if (rewrite) {
+    auto fresh = Journal::Create(path, live);
+    if (!fresh.ok()) return fresh.status();
+    journal_ = std::move(fresh).value();
+  }
+  for (JournalEntry& e : live) {
+    const cache::ObjectId id = e.key.Id();
+    next_file_no_ = std::max(next_file_no_, e.file_no + 1);
+    if (index_.count(id) != 0) continue;  // one copy per key (the first)
+    Entry en;
+    en.file_no = e.file_no;
+    en.data_len = e.data_len;
+    en.key = e.key;
+    en.ready = true;
+    used_ += e.data_len;
+    on_disk_ += e.data_len;
+    ++objects_;
+    news_.found.push_back({id, e.data_len, e.key.length != 0 ? store::ObjectIdOf(e.key.rel) : 0});
+    index_.emplace(id, std::move(en));
+  }
+  if (!index_.empty()) news_flag_.store(true, std::memory_order_release);
+  // The size before the first write; "auto" is re-checked as it fills.
+  budget_ = opt_.size;
+  Recheck(true);
+  log::Info("disk tier " + opt_.path + ": " + std::to_string(objects_) + " objects, " +
+            std::to_string(on_disk_) + " bytes (" + (rewrite ? "index rebuilt" : "index replayed") +
+            ")");
+  return Status::Ok();
+}
+
+std::vector<JournalEntry> DiskTier::Scan() {
+  std::vector<JournalEntry> live;
+  EachDataFile(opt_.path + "/data", [&](uint64_t file_no, const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    struct stat st;
+    std::vector<uint8_t> head(kHeaderFixed + 4096 + 8);
+    ssize_t n = fd.valid() ? ::pread(fd.get(), head.data(), head.size(), 0) : -1;
+    JournalEntry e;
+    size_t hlen = 0;
+    const bool ok = file_no != 0 && n > 0 && ::fstat(fd.get(), &st) == 0 &&
+                    DecodeHeader(head.data(), static_cast<size_t>(n), &e.key, &e.data_len, &hlen).ok() &&
+                    static_cast<uint64_t>(st.st_size) == hlen + e.data_len + SumsBytes(e.data_len);
+    if (!ok) {  // not ours, or cut short: its bytes could never be served
+      ::unlink(path.c_str());
+      return;
+    }
+    e.file_no = file_no;
+    live.push_back(std::move(e));
+  });
+  std::sort(live.begin(), live.end(),
+            [](const JournalEntry& a, const JournalEntry& b) { return a.file_no < b.file_no; });
+  return live;
+}
+
+void DiskTier::SweepOrphans() {
+  std::unordered_set<uint64_t> known;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, e] : index_) known.insert(e.file_no);
+  }
+  // Files numbered from next_file_no_ on are this run's (written meanwhile).
+  uint64_t first_new = 0;
+  {
+    std::lock_guard lock(mu_);
+    first_new = next_file_no_;
+  }
+  uint64_t swept = 0;
+  EachDataFile(opt_.path + "/data", [&](uint64_t file_no, const std::string& path) {
+    if (file_no != 0 && (known.count(file_no) != 0 || file_no >= first_new)) return;
+    if (::unlink(path.c_str()) == 0) ++swept;
+  });
+  ::unlink((opt_.path + "/index.new").c_str());
+  if (swept != 0) log::Info("disk tier: removed " + std::to_string(swept) + " unindexed file(s)");
+}
+
+void DiskTier::Recheck(bool force) {
+  if (!opt_.size_auto || state() == State::kFailed) return;
+  const uint64_t now = MonoNs();
+  {
+    std::lock_guard lock(mu_);
+    if (!force && since_check_ < (64u << 20) && now - last_check_ns_ < 1'000'000'000) return;
+    since_check_ = 0;
+    last_check_ns_ = now;
+  }
+  struct statvfs vfs;
+  if (::statvfs(opt_.path.c_str(), &vfs) != 0) return;
+  const uint64_t total = uint64_t{vfs.f_blocks} * vfs.f_frsize;
+  const uint64_t free = uint64_t{vfs.f_bavail} * vfs.f_frsize;
+  const uint64_t margin = opt_.margin_is_percent
+                              ? static_cast<uint64_t>(double(total) * opt_.margin_percent / 100.0)
+                              : opt_.margin;
+  const uint64_t reserved = opt_.reserved ? opt_.reserved() : 0;
+  std::lock_guard lock(mu_);
+  const uint64_t room = free + on_disk_;
+  const uint64_t want = room > margin + reserved ? room - margin - reserved : 0;
+  if (want == budget_) return;
+  const uint64_t diff = want > budget_ ? want - budget_ : budget_ - want;
+  if (!force && diff < std::max<uint64_t>(budget_ / 100, 1u << 20)) return;
+  budget_ = want;
+  if (state() == State::kFull && want > on_disk_) state_.store(State::kOk);
+  news_.budget_changed = true;
+  news_.budget = budget_;
+  news_flag_.store(true, std::memory_order_release);
+}
+
+Status DiskTier::Start() {
+  // The pid in the lock file names the holder to a second daemon.
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_.get(), 0) != 0 ||
+      ::pwrite(lock_fd_.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    log::Warn("disk tier " + opt_.path + ": cannot write its lock file");
+  }
+  auto engine = spill::UringEngine::Create(opt_.queue_depth, {});
+  if (!engine.ok()) {
+    Fail(engine.status().message());
+    return engine.status();
+  }
+  engine_ = std::move(engine).value();
+  writer_ = std::thread([this] { WriterLoop(); });
+  return Status::Ok();
+}
+
+void DiskTier::Stop() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    writer_.join();
+  }
+  engine_.reset();
+  std::lock_guard lock(mu_);
+  cv_.notify_all();
+  if (journal_ && state() != State::kFailed && journal_->dead() > objects_ + 1024) {
+    std::vector<JournalEntry> live;
+    for (const auto& [id, e] : index_) {
+      if (e.ready) live.push_back(JournalEntry{e.file_no, e.data_len, e.key});
+    }
+    auto fresh = Journal::Create(opt_.path + "/index", live);
+    if (fresh.ok()) journal_ = std::move(fresh).value();
+  }
+}
+
+DiskTier::~DiskTier() { Stop(); }
+
+}  // namespace epochfs::tier
