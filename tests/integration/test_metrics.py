@@ -196,7 +196,8 @@ class MetricsHttpTest(et.MountTestCase):
         for fam in text_string_to_metric_families(text):
             self.assertTrue(fam.documentation, fam.name)
         # The file has the job; HTTP never does.
-        self.assertIn("secret-job-name", open(d.path(".epochfs", "metrics")).read())
+        with open(d.path(".epochfs", "metrics")) as f:
+            self.assertIn("secret-job-name", f.read())
         with self.assertRaises(urllib.error.HTTPError) as e:
             scrape("http://127.0.0.1:%d/stats" % port)
         self.assertEqual(e.exception.code, 404)
