@@ -8,6 +8,7 @@ EPOCHFS_PACKAGES=(
   g++ meson ninja-build pkg-config
   libfuse3-dev fuse3 liburing-dev libxxhash-dev libtomlplusplus-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev libgtest-dev
+  libmicrohttpd-dev libsystemd-dev
   python3 groff-base procps
 )
 # What only the tests and benchmarks need (-Dtests=true, which also builds

@@ -51,6 +51,9 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 0 && std::string(argv[0]) == epochfs::kUnmountWatcherName) {
+    return epochfs::UnmountWatcherMain(argc, argv);
+  }
   if (argc > 1 && std::string(argv[1]) == "plan") return epochfs::plan::Main(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "sim") return epochfs::sim::Main(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "top") return epochfs::tools::TopMain(argc - 1, argv + 1);

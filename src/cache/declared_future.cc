@@ -65,6 +65,7 @@ struct DeclaredFuture::Job {
   double worth = 1.0;
   uint64_t worth_since = 0, worth_wait = 0, worth_reads = 0;
   EpochCounters current, previous;
+  EpochCounters total;  // every epoch's, never reset
   size_t n() const { return samples.size(); }
 };
 
@@ -454,10 +455,13 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
     ++j->consumed;
   }
   j->current.lower_wait_ns += a.wait_ns;
+  j->total.lower_wait_ns += a.wait_ns;
   if (hit) {
     CountHit(a, &j->current);
+    CountHit(a, &j->total);
   } else {
     ++j->current.misses;
+    ++j->total.misses;
     j->load_ns += load_ns;
     ++j->loads;
   }
@@ -522,6 +526,7 @@ void DeclaredFuture::ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* ou
     ++j.consumed;
     ++j.reads;
     ++j.current.hits;
+    ++j.total.hits;
     if (out != nullptr) out->push_back(j.samples[x].object);
   }
 }
@@ -657,6 +662,7 @@ std::vector<JobSnapshot> DeclaredFuture::Snapshots(
     s.epoch_samples = j.len_cur;
     s.current = j.current;
     s.previous = j.previous;
+    s.total = j.total;
     // Bytes held because this job reads them next.
     s.cur_bytes = j.index < bytes_by_index.size() ? bytes_by_index[j.index] : 0;
     s.epoch_time_ns = j.last_epoch_ns;

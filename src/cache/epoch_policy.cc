@@ -192,10 +192,13 @@ bool EpochPolicy::Serve(Job& j, const Access& a, bool hit, uint64_t load_ns, Dec
   if (j.state == JobState::kDone) return false;
   if (hit) {
     CountHit(a, &j.cur_stats);
+    CountHit(a, &j.total_stats);
   } else {
     ++j.cur_stats.misses;
+    ++j.total_stats.misses;
   }
   j.cur_stats.lower_wait_ns += a.wait_ns;
+  j.total_stats.lower_wait_ns += a.wait_ns;
   if (a.size > 0) {
     j.access_size_sum += a.size;
     ++j.access_size_n;

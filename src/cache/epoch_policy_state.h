@@ -108,6 +108,7 @@ struct Job {
 
   EpochCounters cur_stats;
   EpochCounters prev_stats;
+  EpochCounters total_stats;  // every epoch's, never reset
 
   uint64_t N() const { return samples.size(); }
   uint64_t CurLen() const { return cur_order ? cur_order->size() : N(); }

@@ -57,6 +57,7 @@ std::vector<JobSnapshot> EpochPolicy::Jobs() const {
     s.batch = j.consumed / j.spec.batch_size;
     s.current = j.cur_stats;
     s.previous = j.prev_stats;
+    s.total = j.total_stats;
     s.cur_bytes = j.bytes[static_cast<int>(Region::kCur)];
     s.next_bytes = j.bytes[static_cast<int>(Region::kNext)];
     s.tail_bytes = j.bytes[static_cast<int>(Region::kTail)];

@@ -9,6 +9,7 @@
 // planner's model files, the simulator's workloads and the job `config`.
 #include "epochfs/config/config.h"
 #include "epochfs/common/bytes_text.h"
+#include "epochfs/common/listen_address.h"
 #include "epochfs/common/message_text.h"
 #include "epochfs/common/problem_list.h"
 #include "epochfs/common/text_file.h"
@@ -348,6 +349,17 @@ const KeyDesc kKeys[] = {
        c->log.level = *s;
        return true;
      }},
+    {"log.file", OptKind::kString, "a file path (\"\" = none)",
+     [](Config* c, const Raw& v) {
+       const auto* s = std::get_if<std::string>(&v);
+       if (s == nullptr) return false;
+       c->log.file = *s;
+       return true;
+     }},
+    {"log.max_bytes", OptKind::kString, R"(bytes >= 64KiB ("10MiB", integer))",
+     [](Config* c, const Raw& v) { return SetBytes(v, 64ull << 10, &c->log.max_bytes); }},
+    {"log.files", OptKind::kInteger, "an integer 1..100",
+     [](Config* c, const Raw& v) { return SetU32(v, 1, 100, &c->log.files); }},
     {"trace.file", OptKind::kString, "a file path (\"\" = off)",
      [](Config* c, const Raw& v) {
        const auto* s = std::get_if<std::string>(&v);
@@ -357,6 +369,14 @@ const KeyDesc kKeys[] = {
      }},
     {"trace.max_bytes", OptKind::kString, R"(bytes >= 1MiB ("1GiB", integer))",
      [](Config* c, const Raw& v) { return SetBytes(v, 1ull << 20, &c->trace.max_bytes); }},
+    {"metrics.listen", OptKind::kString,
+     R"("ADDR:PORT" (a numeric IPv4 address, [IPv6] or localhost; port 1..65535) or "" (off))",
+     [](Config* c, const Raw& v) {
+       const auto* s = std::get_if<std::string>(&v);
+       if (s == nullptr || (!s->empty() && !ParseListenAddress(*s).ok())) return false;
+       c->metrics.listen = *s;
+       return true;
+     }},
 };
 
 const KeyDesc* FindKey(std::string_view name) {

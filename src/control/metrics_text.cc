@@ -6,24 +6,15 @@
 #include <set>
 #include <vector>
 
+#include "epochfs/control/metrics_catalog.h"
+
 namespace epochfs::control {
 namespace {
 
-// Cumulative counts: TYPE counter and the _total suffix. Everything else is
-// a gauge (sizes, budgets, in-flight, per-epoch counts).
-const std::set<std::string> kCounters = {
-    "hits", "misses", "admissions", "evictions", "refused", "invalidations", "coalesced",
-    "bytes_read_lower", "lower_errors", "lower_timeouts", "lower_interrupts", "lower_calls",
-    "lower_inline_calls", "read_waits", "read_wait_ms", "read_aged",
-    "streamed_opens",
-    "streamed_bytes", "prefetched", "prefetch_bytes", "prefetch_hits", "prefetch_wasted",
-    "handovers", "refills", "known_answers", "known_last_known", "known_full",
-    // tiers.spill
-    "chunks_compressed", "chunks_raw", "ssd_read_bytes", "ssd_write_bytes", "checksum_errors",
-    // tiers.disk (also "hits", "checksum_errors" above)
-    "reads_bytes", "writes", "writes_bytes", "skipped", "stale", "write_errors",
-    // governor
-    "ticks", "shrinks", "grows", "read_errors"};
+// The states a job row can be in (cache::JobStateName, and "configured"
+// before its first epoch): epochfs_jobs has a series for each, 0 included,
+// so that a dashboard's sum is there with no job.
+constexpr const char* kJobStates[] = {"configured", "warmup", "caching", "last_epoch", "done"};
 
 std::string Escape(const std::string& v) {
   std::string out;
@@ -42,12 +33,17 @@ std::string Escape(const std::string& v) {
   return out;
 }
 
-// A metric name part from a JSON key: [a-zA-Z0-9_] kept, anything else '_'.
-std::string NamePart(const std::string& k) {
-  std::string out = k;
-  for (char& c : out) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!ok) c = '_';
+// HELP text: backslash and newline escaped (quotes stay).
+std::string EscapeHelp(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
   }
   return out;
 }
@@ -62,45 +58,93 @@ std::string Number(double v) {
   return buf;
 }
 
-// Families in name order, each with its samples in insertion order: one
-// # TYPE line per family, as the format wants.
+std::string Label(const std::string& k, const std::string& v) {
+  return k + "=\"" + Escape(v) + "\"";
+}
+
+const char* TypeName(MetricType t) {
+  switch (t) {
+    case MetricType::kCounter: return "counter";
+    case MetricType::kHistogram: return "histogram";
+    case MetricType::kGauge: break;
+  }
+  return "gauge";
+}
+
+// Families in name order, each with # HELP, # TYPE and its samples in
+// insertion order. A series (family and labels) is written once: a second
+// field that maps to it, or a field whose family has another type, is left
+// out.
 class Exposition {
  public:
-  void Add(const std::string& name, bool counter, const std::string& labels, double v) {
-    if (!std::isfinite(v)) return;
-    Family& f = families_[counter ? name + "_total" : name];
-    f.counter = counter;
-    f.samples.push_back(labels + " " + Number(v));
+  explicit Exposition(std::string base) : base_(std::move(base)) {}
+
+  // `labels`: more labels after the mountpoint ("" or "a=\"x\",b=\"y\"").
+  void Add(const MetricSpec& m, const std::string& labels, double v) {
+    if (m.name.empty() || !std::isfinite(v)) return;
+    Family* f = FamilyOf(m);
+    const std::string l = All(labels);
+    if (f == nullptr || !f->series.insert(l).second) return;
+    f->lines.push_back(m.name + "{" + l + "} " + Number(v * m.scale));
   }
-  // A JSON number or boolean under `key`; other types are skipped.
-  void AddValue(const std::string& prefix, const std::string& key, const std::string& labels,
-                const nlohmann::json& v) {
-    if (v.is_boolean()) {
-      Add(prefix + NamePart(key), false, labels, v.get<bool>() ? 1 : 0);
-    } else if (v.is_number()) {
-      Add(prefix + NamePart(key), kCounters.count(key) != 0, labels, v.get<double>());
+  // A histogram from its stats form: {"le": [s...], "cumulative": [n...],
+  // "count": n, "sum": s}. Left out when malformed.
+  void AddHistogram(const MetricSpec& m, const std::string& labels, const nlohmann::json& h) {
+    if (m.name.empty() || !h.is_object()) return;
+    auto le = h.find("le"), cum = h.find("cumulative"), count = h.find("count"),
+         sum = h.find("sum");
+    if (le == h.end() || cum == h.end() || count == h.end() || sum == h.end() ||
+        !le->is_array() || !cum->is_array() || le->size() != cum->size() ||
+        !count->is_number() || !sum->is_number()) {
+      return;
     }
+    Family* f = FamilyOf(m);
+    const std::string l = All(labels);
+    if (f == nullptr || !f->series.insert(l).second) return;
+    for (size_t i = 0; i < le->size(); ++i) {
+      if (!(*le)[i].is_number() || !(*cum)[i].is_number()) return;
+      char bound[32];
+      std::snprintf(bound, sizeof bound, "%g", (*le)[i].get<double>());
+      f->lines.push_back(m.name + "_bucket{" + l + ",le=\"" + bound + "\"} " +
+                         Number((*cum)[i].get<double>()));
+    }
+    const std::string c = Number(count->get<double>());
+    f->lines.push_back(m.name + "_bucket{" + l + ",le=\"+Inf\"} " + c);
+    f->lines.push_back(m.name + "_sum{" + l + "} " + Number(sum->get<double>() * m.scale));
+    f->lines.push_back(m.name + "_count{" + l + "} " + c);
   }
   std::string Text() const {
     std::string out;
     for (const auto& [name, f] : families_) {
-      out += "# TYPE " + name + (f.counter ? " counter\n" : " gauge\n");
-      for (const std::string& s : f.samples) out += name + s + "\n";
+      out += "# HELP " + name + " " + EscapeHelp(f.help) + "\n";
+      out += "# TYPE " + name + " " + TypeName(f.type) + "\n";
+      for (const std::string& s : f.lines) out += s + "\n";
     }
     return out;
   }
 
  private:
   struct Family {
-    bool counter = false;
-    std::vector<std::string> samples;  // "{labels} value" or " value"
+    MetricType type = MetricType::kGauge;
+    std::string help;
+    std::set<std::string> series;  // label sets written
+    std::vector<std::string> lines;
   };
+  Family* FamilyOf(const MetricSpec& m) {
+    auto [it, added] = families_.try_emplace(m.name);
+    if (added) {
+      it->second.type = m.type;
+      it->second.help = m.help;
+    }
+    return it->second.type == m.type ? &it->second : nullptr;
+  }
+  std::string All(const std::string& labels) const {
+    return labels.empty() ? base_ : base_ + "," + labels;
+  }
+
+  const std::string base_;  // mountpoint="..."
   std::map<std::string, Family> families_;
 };
-
-std::string Label(const std::string& k, const std::string& v) {
-  return k + "=\"" + Escape(v) + "\"";
-}
 
 std::string StringAt(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -116,67 +160,86 @@ double Ratio(const nlohmann::json& j) {
   return all > 0 ? h / all : NAN;
 }
 
-}  // namespace
-
-std::string PrometheusText(const nlohmann::json& stats) {
-  Exposition e;
-  if (!stats.is_object()) return e.Text();
-  e.Add("epochfs_info", false,
-        "{" + Label("version", StringAt(stats, "version")) + "," +
-            Label("policy", StringAt(stats, "policy")) + "}",
-        1);
-  e.Add("epochfs_hit_ratio", false, "", Ratio(stats));
-  for (const auto& [k, v] : stats.items()) e.AddValue("epochfs_", k, "", v);
-  if (auto w = stats.find("warnings"); w != stats.end() && w->is_array()) {
-    e.Add("epochfs_warnings", false, "", static_cast<double>(w->size()));
-  }
-  if (auto t = stats.find("tiers"); t != stats.end() && t->is_object()) {
-    for (const auto& [tier, fields] : t->items()) {
-      if (!fields.is_object()) continue;
-      const std::string l = "{" + Label("tier", tier) + "}";
-      for (const auto& [k, v] : fields.items()) e.AddValue("epochfs_tier_", k, l, v);
-      // epochfs_tier_state{tier="disk",state="failed"} 1
-      if (const std::string st = StringAt(fields, "state"); !st.empty()) {
-        e.Add("epochfs_tier_state", false,
-              "{" + Label("tier", tier) + "," + Label("state", st) + "}", 1);
+// A number or boolean at `path` (booleans as 0/1); objects walked, with a
+// tier's name and a LOWER call's kind as labels; strings and arrays skipped.
+void Walk(Exposition& e, const std::string& path, const nlohmann::json& v,
+          const std::string& labels) {
+  if (v.is_boolean()) {
+    e.Add(MetricFor(path), labels, v.get<bool>() ? 1 : 0);
+  } else if (v.is_number()) {
+    e.Add(MetricFor(path), labels, v.get<double>());
+  } else if (v.is_object()) {
+    const bool tiers = path == "tiers", kinds = path == "lower_calls_by_kind";
+    for (const auto& [k, child] : v.items()) {
+      if (tiers) {
+        Walk(e, "tiers.*", child, Label("tier", k));
+        // epochfs_tier_state{tier="disk",state="failed"} 1
+        if (const std::string st = child.is_object() ? StringAt(child, "state") : "";
+            !st.empty()) {
+          e.Add({"epochfs_tier_state", MetricType::kGauge, 1,
+                 "The tier's state (always 1): ok, full, failed (the disk tier)."},
+                Label("tier", k) + "," + Label("state", st), 1);
+        }
+      } else if (kinds) {
+        Walk(e, "lower_calls_by_kind.*", child, Label("kind", k));
+      } else {
+        Walk(e, path.empty() ? k : path + "." + k, child, labels);
       }
     }
   }
-  // epochfs_lower_calls_by_kind_total{kind="lookup"}, ...
-  if (auto k = stats.find("lower_calls_by_kind"); k != stats.end() && k->is_object()) {
-    for (const auto& [kind, v] : k->items()) {
-      if (v.is_number()) {
-        e.Add("epochfs_lower_calls_by_kind", true, "{" + Label("kind", kind) + "}",
-              v.get<double>());
-      }
+}
+
+void Jobs(Exposition& e, const nlohmann::json& jobs, bool rows) {
+  std::map<std::string, double> by_state;
+  for (const char* s : kJobStates) by_state[s] = 0;
+  for (const nlohmann::json& row : jobs) {
+    if (!row.is_object()) continue;
+    const std::string state = StringAt(row, "state");
+    by_state[state] += 1;
+    if (!rows) continue;
+    const std::string job = Label("job", StringAt(row, "name"));
+    e.Add({"epochfs_job_info", MetricType::kGauge, 1, "A registered job and its state (always 1)."},
+          job + "," + Label("state", state), 1);
+    e.Add({"epochfs_job_epoch_hit_ratio", MetricType::kGauge, 1,
+           "The job's hits / (hits + misses) in its current epoch."},
+          job, Ratio(row));
+    for (const auto& [k, v] : row.items()) {
+      if (v.is_number() || v.is_boolean()) Walk(e, "jobs.*." + k, v, job);
+    }
+  }
+  for (const auto& [state, n] : by_state) {
+    e.Add({"epochfs_jobs", MetricType::kGauge, 1, "Registered jobs, by state."},
+          Label("state", state), n);
+  }
+}
+
+}  // namespace
+
+std::string PrometheusText(const nlohmann::json& stats, const MetricsOptions& options) {
+  if (!stats.is_object()) return "";
+  Exposition e(Label("mountpoint", StringAt(stats, "mountpoint")));
+  e.Add({"epochfs_info", MetricType::kGauge, 1, "The daemon's version and cache policy (always 1)."},
+        Label("version", StringAt(stats, "version")) + "," +
+            Label("policy", StringAt(stats, "policy")),
+        1);
+  e.Add({"epochfs_hit_ratio", MetricType::kGauge, 1, "hits / (hits + misses) since the mount."},
+        "", Ratio(stats));
+  for (const auto& [k, v] : stats.items()) {
+    if (k == "jobs" || k == "warnings" || k == "histograms") continue;
+    Walk(e, k, v, "");
+  }
+  if (auto w = stats.find("warnings"); w != stats.end() && w->is_array()) {
+    e.Add({"epochfs_warnings", MetricType::kGauge, 1,
+           "Warnings in .epochfs/stats (a budget too large, a cache need over it, ...)."},
+          "", static_cast<double>(w->size()));
+  }
+  if (auto h = stats.find("histograms"); h != stats.end() && h->is_object()) {
+    for (const auto& [name, v] : h->items()) {
+      e.AddHistogram(MetricFor("histograms." + name), "", v);
     }
   }
   if (auto jobs = stats.find("jobs"); jobs != stats.end() && jobs->is_array()) {
-    for (const nlohmann::json& row : *jobs) {
-      if (!row.is_object()) continue;
-      const std::string job = Label("job", StringAt(row, "name"));
-      e.Add("epochfs_job_info", false, "{" + job + "," + Label("state", StringAt(row, "state")) + "}",
-            1);
-      e.Add("epochfs_job_hit_ratio", false, "{" + job + "}", Ratio(row));
-      for (const auto& [k, v] : row.items()) {
-        // Per-epoch counts: gauges (they restart with each epoch).
-        if (v.is_number() || v.is_boolean()) {
-          e.Add("epochfs_job_" + NamePart(k), false, "{" + job + "}",
-                v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<double>());
-        }
-      }
-    }
-  }
-  if (auto g = stats.find("governor"); g != stats.end() && g->is_object()) {
-    for (const auto& [k, v] : g->items()) {
-      if (v.is_object()) {
-        for (const auto& [k2, v2] : v.items()) {
-          e.AddValue("epochfs_governor_" + NamePart(k) + "_", k2, "", v2);
-        }
-      } else {
-        e.AddValue("epochfs_governor_", k, "", v);
-      }
-    }
+    Jobs(e, *jobs, !options.aggregates_only);
   }
   return e.Text();
 }

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <thread>
 
-#include "epochfs/cache/cache_need.h"
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/policy_factory.h"
 #include "epochfs/common/log.h"
@@ -26,6 +25,8 @@
 #include "nested_mount.h"
 #include "job_sink.h"
 #include "memory_governor.h"
+#include "need_watch.h"
+#include "operator_io.h"
 #include "mount_point.h"
 #include "orphan_reaper.h"
 #include "policy_trace.h"
@@ -52,26 +53,6 @@ std::unique_ptr<cache::Policy> MakePolicy(const Config& cfg, uint64_t budget) {
   // need no oracle: this cannot fail.
   return std::move(cache::MakePolicy(p)).value();
 }
-
-// Logs one warning each time Σ jobs' cache need goes over the budget (and a
-// note when it falls back under). Called from the reaper thread only.
-class NeedWatch {
- public:
-  explicit NeedWatch(store::CacheFront& cf) : cf_(cf) {}
-  void Tick() {
-    cache::CacheNeed need;
-    cf_.ReadPolicy([&](const cache::Policy& p) { need = cache::SumCacheNeed(p); });
-    if (need.over && !over_) log::Warn(need.LogLine());
-    if (!need.over && over_) {
-      log::Info("cache need " + std::to_string(need.total_bytes) + " bytes fits the budget again");
-    }
-    over_ = need.over;
-  }
-
- private:
-  store::CacheFront& cf_;
-  bool over_ = false;
-};
 
 }  // namespace
 
@@ -103,22 +84,6 @@ static unsigned FuseThreads(const Config& cfg) {
   return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
-// fuse.no_open: what it needs (nested_mount.h) and cannot combine with.
-static Status CheckNoOpen(const Config& cfg) {
-  if (!cfg.fuse.no_open) return Status::Ok();
-  const std::string k = "fuse.no_open = true ";
-  // The control directory (and spill area) are mounts inside the mount: by
-  // the daemon itself as root, else by the set-uid fusermount3, which the
-  // kernel lets into a FUSE mount only with allow_other.
-  if (::geteuid() != 0 && !cfg.fuse.allow_other) {
-    return NotPermitted(k + "needs root, or fuse.allow_other = true (user_allow_other in /etc/fuse.conf): the control directory is a mount of its own inside the mount, which fusermount3 mounts for a user only on a mount it may enter");
-  }
-  if (!cfg.fuse.kernel_cache) {
-    return InvalidArgument(k + "needs fuse.kernel_cache = true (the kernel's pages are the hot path)");
-  }
-  return Status::Ok();
-}
-
 namespace {
 
 // One mount: every part the daemon builds, in the order it builds them.
@@ -146,6 +111,16 @@ class Mount {
   void MakePrefetcher();
   Status MakeFilesystems();
   void StartProbe();
+  std::string Stats() const {
+    return StatsJson(args_.mountpoint, *cache_, *lower_, *known_, spill_.get(), governor_.get(),
+                     fixed_warnings_);
+  }
+  // A start that fails after the fork: logged, and told to the waiting parent.
+  Status Failed(Status s) {
+    log::Error(s.message());
+    bg_.Failed(s.message());
+    return s;
+  }
 
   DaemonArgs args_;
   unsigned max_read_ = 0;
@@ -168,6 +143,7 @@ class Mount {
   fs::MountOptions mo_;
   std::unique_ptr<fs::Session> session_;
   bool background_ = false;
+  OperatorIo io_;  // log targets, metrics.listen, the service manager
   // In the background, the command's exit status waits for ProbeMount.
   Background bg_;
   std::unique_ptr<NeedWatch> need_watch_;
@@ -191,6 +167,8 @@ Status Mount::Check() {
   if (!S_ISDIR(mst.st_mode)) return InvalidArgument("mountpoint " + args_.mountpoint + ": not a directory");
   if (Status s = CheckMountPoint(args_.lower, args_.mountpoint, ReadMountInfo()); !s.ok()) return s;
   if (Status s = CheckNoOpen(cfg()); !s.ok()) return s;
+  // A log.file or metrics.listen that cannot be had fails the mount here.
+  if (Status s = io_.Prepare(cfg(), args_.lower, args_.mountpoint); !s.ok()) return s;
   // fuse.one_copy hands cached objects over to the kernel's page cache and
   // frees the daemon's copy (CacheFront::HandOver): objects from 32 KiB up
   // get pages of their own (mmap), which go back to the system when freed
@@ -225,7 +203,7 @@ Status Mount::Build() {
   control_ = std::make_unique<control::ControlTree>(
       *registry_, *sink_,
       [this] {
-        return StatsJson(*cache_, *lower_, *known_, spill_.get(), governor_.get(), fixed_warnings_);
+        return Stats();
       },
       spill_.get(), cfg().limits.spill_schedule_steps);
   attributor_ = std::make_unique<RegistryAttributor>(*registry_);
@@ -383,17 +361,16 @@ Status Mount::MountSessions() {
 Status Mount::Start() {
   background_ = !args_.foreground && !args_.debug;
   if (background_) {
+    // In the background stderr is gone: syslog, or the journal under systemd.
+    io_.WarnIfLost();
     if (Status s = Background::Start(&bg_); !s.ok()) return s;
-    log::UseSyslog("epochfs");
+    if (Status s = io_.Detach(); !s.ok()) return Failed(s);
   }
   log::Info("mounted " + args_.lower + " at " + args_.mountpoint + " (budget " +
-            std::to_string(budget_) + " bytes, policy " + cache_->policy_name() + ")");
+            std::to_string(budget_) + " bytes, policy " + cache_->policy_name() +
+            "); log lines go to " + io_.LogTargets());
   if (spill_) {
-    if (Status s = spill_->Open(); !s.ok()) {
-      log::Error(s.message());
-      bg_.Failed(s.message());
-      return s;
-    }
+    if (Status s = spill_->Open(); !s.ok()) return Failed(s);
     (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
   }
   if (disk_) {
@@ -403,6 +380,7 @@ Status Mount::Start() {
       log::Warn("disk tier " + cfg().cache.disk_path + " off: " + s.message());
     }
   }
+  if (Status s = io_.StartHttp([this] { return Stats(); }); !s.ok()) return Failed(s);
   need_watch_ = std::make_unique<NeedWatch>(*cache_);
   // A removed job directory is the control session's entry when there is one.
   fs::Filesystem& fsys = control_fs_ ? *control_fs_ : *filesystem_;
@@ -426,13 +404,14 @@ Status Mount::Start() {
 }
 
 // Beside the session loop: mounts the nested sessions, then (in the
-// background) reads the version file through the kernel and reports.
+// background, or for a service manager) reads the version file through the
+// kernel and reports: to the waiting parent, and READY=1 to systemd.
 void Mount::StartProbe() {
-  if (!background_ && !control_fs_) return;
+  if (!background_ && !control_fs_ && !io_.notify()) return;
   fs::MountOptions nmo = mo_;
   nmo.threads = std::max(2u, mo_.threads / 2);
   std::erase_if(nmo.fuse_opts, [](const std::string& o) { return o.rfind("max_read=", 0) == 0; });
-  probe_ = std::thread([this, nmo, background = background_, mnt = args_.mountpoint] {
+  probe_ = std::thread([this, nmo, probe = background_ || io_.notify(), mnt = args_.mountpoint] {
     Status p = Status::Ok();
     const struct {
       fs::Filesystem* fs;
@@ -453,9 +432,10 @@ void Mount::StartProbe() {
         nested_status_ = p;
       }
     }
-    if (p.ok() && background) p = ProbeMount(mnt);
+    if (p.ok() && probe) p = ProbeMount(mnt);
     if (p.ok()) {
       bg_.Ready();
+      io_.Ready(args_.lower, mnt);
     } else {
       bg_.Failed(p.message());
       log::Error(p.message());
@@ -469,6 +449,8 @@ void Mount::StartProbe() {
 Status Mount::Serve() {
   Status s = session_->Run();
   if (!s.ok()) bg_.Failed("cannot mount " + args_.mountpoint + ": " + s.message());
+  io_.Stopping();
+  io_.StopHttp();
   if (governor_) governor_->Stop();
   if (prefetcher_) prefetcher_->Stop();
   reaper_->Stop();

@@ -110,4 +110,19 @@ Status ProbeMount(const std::string& mountpoint) {
   return Status::Ok();
 }
 
+Status CheckNoOpen(const Config& cfg) {
+  if (!cfg.fuse.no_open) return Status::Ok();
+  const std::string k = "fuse.no_open = true ";
+  // The control directory (and spill area) are mounts inside the mount: by
+  // the daemon itself as root, else by the set-uid fusermount3, which the
+  // kernel lets into a FUSE mount only with allow_other.
+  if (::geteuid() != 0 && !cfg.fuse.allow_other) {
+    return NotPermitted(k + "needs root, or fuse.allow_other = true (user_allow_other in /etc/fuse.conf): the control directory is a mount of its own inside the mount, which fusermount3 mounts for a user only on a mount it may enter");
+  }
+  if (!cfg.fuse.kernel_cache) {
+    return InvalidArgument(k + "needs fuse.kernel_cache = true (the kernel's pages are the hot path)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace epochfs

@@ -22,6 +22,7 @@
 
 #include "epochfs/common/mount_info.h"
 #include "epochfs/common/status.h"
+#include "epochfs/config/config.h"
 
 namespace epochfs {
 
@@ -40,5 +41,9 @@ Result<unsigned> MaxReadOption(const std::vector<std::string>& fuse_opts);
 // and INIT was accepted (IoError "mount at ... does not answer: why" if not).
 // Runs beside the session loop.
 Status ProbeMount(const std::string& mountpoint);
+
+// fuse.no_open: what it needs (nested_mount.h: root, or allow_other) and
+// cannot combine with (no kernel_cache). NotPermitted or InvalidArgument.
+Status CheckNoOpen(const Config& cfg);
 
 }  // namespace epochfs

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "epochfs/common/log.h"
+#include "epochfs/common/own_file.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/trace/recording_policy.h"
 
@@ -65,46 +66,15 @@ class TraceWriter {
   bool failed_ = false;
 };
 
-// Opens the trace file only if it is the daemon's own: the trace names every
-// job and its accesses, so a file another user made first (in /var/tmp, say)
-// must not receive it; O_NONBLOCK so that a FIFO there cannot hang the mount.
-// Truncated only once it has passed the checks.
-Result<UniqueFd> OpenOwnTraceFile(const std::string& path) {
-  const std::string what = "trace.file " + path + ": ";
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
-  if (!fd.valid() && errno == ENXIO) {
-    return InvalidArgument(what + "not a regular file (a FIFO or a device)");
-  }
-  if (!fd.valid()) {
-    return Status(errno == ENOENT ? Code::kNotFound : Code::kIoError,
-                  what + std::strerror(errno) +
-                      (errno == ELOOP ? " (a symbolic link is refused)" : ""));
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return Status(Code::kIoError, what + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return InvalidArgument(what + "not a regular file");
-  if (st.st_uid != ::geteuid()) {
-    return InvalidArgument(what + "owned by uid " + std::to_string(st.st_uid) +
-                           ", not by the daemon's user (whoever owns it could read the trace): "
-                           "remove it or name another path");
-  }
-  if (st.st_nlink != 1) return InvalidArgument(what + "has other hard links");
-  const int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0 ||
-      ::ftruncate(fd.get(), 0) != 0 ||
-      ::fchmod(fd.get(), 0600) != 0) {
-    return Status(Code::kIoError, what + std::strerror(errno));
-  }
-  return fd;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<cache::Policy>> RecordPolicyTrace(const std::string& path,
                                                          uint64_t max_bytes,
                                                          std::unique_ptr<cache::Policy> policy,
                                                          trace::RecordedParams params) {
-  Result<UniqueFd> fd = OpenOwnTraceFile(path);
+  // The trace names every job and its accesses: only into the daemon's own
+  // file (common/own_file.h), truncated.
+  Result<UniqueFd> fd = OpenOwnFile(path, "trace.file", /*truncate=*/true);
   if (!fd.ok()) return fd.status();
   auto writer = std::make_shared<TraceWriter>(std::move(fd).value(), path, max_bytes);
   return trace::MakeRecordingPolicy(std::move(policy),

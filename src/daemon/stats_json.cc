@@ -8,12 +8,31 @@
 
 namespace epochfs {
 
-std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
+namespace {
+
+// A histogram as the stats carry it (control/metrics_text.h reads it):
+// bounds and sum in seconds, cumulative counts.
+nlohmann::json HistogramJson(const Histogram::Reading& r) {
+  nlohmann::json le = nlohmann::json::array(), cum = nlohmann::json::array();
+  for (size_t i = 0; i < Histogram::kBuckets; ++i) {
+    le.push_back(static_cast<double>(Histogram::kBoundsNs[i]) / 1e9);
+    cum.push_back(r.cumulative[i]);
+  }
+  return {{"le", le},
+          {"cumulative", cum},
+          {"count", r.count},
+          {"sum", static_cast<double>(r.sum_ns) / 1e9}};
+}
+
+}  // namespace
+
+std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, const store::Lower& lower,
                       const store::KnownLower& known, const SpillArea* spill,
                       const MemoryGovernor* governor, const std::vector<std::string>& fixed) {
   const store::CacheCounters c = cf.counters();
   nlohmann::json j;
   j["version"] = EPOCHFS_VERSION;
+  j["mountpoint"] = mountpoint;
   j["policy"] = cf.policy_name();
   j["budget"] = cf.ram().budget();
   j["used"] = cf.ram().used();
@@ -127,6 +146,10 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
                       {"coalesced", s.current.coalesced},  // waited: not hits
                       {"refills", s.current.refills},
                       {"lower_wait_s", static_cast<double>(s.current.lower_wait_ns) / 1e9},
+                      // Every epoch's, never reset (metrics: counters).
+                      {"hits_total", s.total.hits},
+                      {"misses_total", s.total.misses},
+                      {"lower_wait_s_total", static_cast<double>(s.total.lower_wait_ns) / 1e9},
                       {"cache_need_bytes", s.need_measured ? nlohmann::json(s.need_bytes)
                                                            : nlohmann::json(nullptr)}});
     }
@@ -146,6 +169,8 @@ std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
                            {"checksum_errors", st.checksum_errors}};
   }
   j["warnings"] = warnings;
+  j["histograms"]["lower_load_seconds"] = HistogramJson(cf.load_time());
+  j["histograms"]["read_wait_seconds"] = HistogramJson(cf.read_wait());
   if (governor != nullptr) j["governor"] = governor->StatsJson();
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -18,7 +18,7 @@ namespace epochfs {
 
 // `spill` and `governor` may be null (no spill area; a fixed budget).
 // `fixed` are the warnings said once at start (a fixed budget too large).
-std::string StatsJson(store::CacheFront& cf, const store::Lower& lower,
+std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, const store::Lower& lower,
                       const store::KnownLower& known, const SpillArea* spill,
                       const MemoryGovernor* governor, const std::vector<std::string>& fixed);
 

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "epochfs/daemon/daemon.h"
 #include "mount_point.h"
 
 namespace epochfs {
@@ -26,7 +29,12 @@ std::string TopMountId(const std::string& mountpoint) {
   return id;
 }
 
+// The process's own name (comm is 15 bytes at most): `pgrep -x epochfs`
+// and `killall epochfs` never take it for the daemon.
+constexpr char kComm[] = "epochfs-unmount";
+
 [[noreturn]] void Watch(int fd, const std::string& mountpoint, const std::string& id) {
+  (void)::prctl(PR_SET_NAME, kComm, 0, 0, 0);
   char c;
   while (::read(fd, &c, 1) != 0) {
     if (errno != EINTR) break;
@@ -44,6 +52,18 @@ std::string TopMountId(const std::string& mountpoint) {
 }
 
 }  // namespace
+
+int UnmountWatcherMain(int argc, char** argv) {
+  // Only as StartUnmountWatcher runs it: fd 3 the read end of its pipe.
+  struct stat st {};
+  if (argc != 3 || ::fstat(3, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+    static const char msg[] =
+        "epochfs-unmount-watcher: started by epochfs -o auto_unmount only\n";
+    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+    return 2;
+  }
+  Watch(3, argv[1], argv[2]);
+}
 
 Status StartUnmountWatcher(const std::string& mountpoint) {
   const std::string id = TopMountId(mountpoint);
@@ -72,6 +92,11 @@ Status StartUnmountWatcher(const std::string& mountpoint) {
     const int null = ::open("/dev/null", O_RDWR);
     for (int fd = 0; fd < 3; ++fd) (void)::dup2(null, fd);
     ::close_range(4, ~0U, 0);
+    // Its own argv too (`ps`, `pgrep -f`): the daemon's image again, as
+    // epochfs-unmount-watcher MOUNTPOINT ID (UnmountWatcherMain). Should the
+    // exec fail, it watches as it is.
+    const char* argv[] = {kUnmountWatcherName, mountpoint.c_str(), id.c_str(), nullptr};
+    ::execv("/proc/self/exe", const_cast<char* const*>(argv));
     Watch(3, mountpoint, id);
   }
   ::close(p[0]);

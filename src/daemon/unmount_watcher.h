@@ -14,6 +14,10 @@
 // the open can still succeed and the dead mount stays (seen about once in
 // ten SIGKILLs on a loaded 2-core machine).
 //
+// The watcher has a name of its own, so that `pgrep -x epochfs | head -1`
+// or `killall epochfs` never picks it for the daemon: argv
+// "epochfs-unmount-watcher MOUNTPOINT ID" (it re-executes the daemon's binary
+// under that name: UnmountWatcherMain) and comm "epochfs-unmount".
 // The watcher holds no descriptor but its end of a pipe (0, 1, 2 are
 // /dev/null), ignores
 // SIGINT, SIGTERM and SIGHUP (a Ctrl-C to the process group must not kill it

@@ -43,7 +43,9 @@ CacheFront::CacheFront(const Lower& lower, std::unique_ptr<cache::Policy> policy
 Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
   GetRequest asked = req;
   asked.asked_ns = NowNs();
-  return GetOnce(asked, kJoinRetries);
+  Result<ObjectRef> r = GetOnce(asked, kJoinRetries);
+  read_wait_.Observe(NowNs() - asked.asked_ns);  // steady: never negative
+  return r;
 }
 
 Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
@@ -210,8 +212,10 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
       return t;
     }
   }
-  auto fail = [this](Status s) -> Result<ObjectRef> {
+  const uint64_t start = NowNs();  // load_time(): LOWER's, not the tier's
+  auto fail = [this, start](Status s) -> Result<ObjectRef> {
     c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
+    load_time_.Observe(NowNs() - start);
     return s;
   };
   auto fd = lower_.OpenFile(req.rel);
@@ -264,6 +268,7 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
+  load_time_.Observe(NowNs() - start);
   if (prefetch) c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);
   return ObjectRef(std::move(obj));
 }

@@ -423,6 +423,24 @@ class UnmountTest(LowerMixin, et.MountTestCase):
     def test_auto_unmount_after_sigkill(self):
         d = self.mount(self.make_lower(), opts=["auto_unmount"])
         self.check_lower_visible(d.mnt)
+        # The watcher has a name of its own: `pgrep -x epochfs | head -1` or
+        # a search of argv for the daemon's finds the daemon, never it.
+        watchers = []
+        for p in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    argv = [a.decode() for a in f.read().split(b"\0") if a]
+                with open("/proc/%s/comm" % p) as f:
+                    comm = f.read().strip()
+            except (OSError, ValueError):
+                continue
+            if d.mnt in argv and int(p) != d.proc.pid:
+                watchers.append((argv[0], comm))
+        self.assertEqual(len(watchers), 1, watchers)
+        self.assertEqual(watchers[0][0], "epochfs-unmount-watcher")
+        self.assertEqual(watchers[0][1], "epochfs-unmount")
+        with open("/proc/%d/comm" % d.proc.pid) as f:
+            self.assertEqual(f.read().strip(), "epochfs")
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait(timeout=5 * et.TIME_SCALE)
 
@@ -472,6 +490,63 @@ class DaemonModeTest(LowerMixin, et.MountTestCase):
         subprocess.run(["fusermount3", "-u", mnt], check=True)
         self.wait_pids_gone(pids)
         self.assertFalse(et.is_mounted(mnt))
+
+    def test_background_logs_to_log_file(self):
+        """log.file: a background mount's lines are in the file (in a
+        container with no syslog they would be lost), the mount's line says
+        where they go, and the file is the daemon's own (0600)."""
+        lower = os.path.realpath(self.make_lower())
+        mnt = os.path.realpath(self.make_mountpoint())
+        self.track(mnt)
+        logf = os.path.join(self.tmp, "epochfs.log")
+        cmd = self.epochfs_cmd(lower, mnt, ["cache.memory=32MiB", "log.file=" + logf],
+                               foreground=False)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30 * et.TIME_SCALE,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("lost", r.stderr)
+        with open(logf) as f:
+            text = f.read()
+        self.assertIn("info: mounted %s at %s" % (lower, mnt), text)
+        self.assertIn("log lines go to syslog (facility daemon, ident epochfs) and %s "
+                      "(rotated at 10485760 bytes, 5 kept)" % logf, text)
+        self.assertEqual(os.stat(logf).st_mode & 0o777, 0o600)
+        pids = find_daemon_pids(mnt)
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        self.wait_pids_gone(pids)
+        with open(logf) as f:
+            self.assertIn("info: unmounted " + mnt, f.read())
+
+    def test_a_log_file_not_the_daemons_own_fails_the_mount(self):
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        target = os.path.join(self.tmp, "target.log")
+        open(target, "w").close()
+        link = os.path.join(self.tmp, "link.log")
+        os.symlink(target, link)
+        r = subprocess.run(self.epochfs_cmd(lower, mnt, ["log.file=" + link], foreground=False),
+                           capture_output=True, text=True, timeout=30 * et.TIME_SCALE,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("log.file %s: " % link, r.stderr)
+        self.assertIn("symbolic link", r.stderr)
+        self.assertFalse(et.is_mounted(mnt))
+
+    def test_background_without_syslog_says_its_lines_are_lost(self):
+        if os.path.exists("/dev/log"):
+            self.skipTest("this host has syslog (/dev/log)")
+        lower = self.make_lower()
+        mnt = self.make_mountpoint()
+        self.track(mnt)
+        r = subprocess.run(self.epochfs_cmd(lower, mnt, foreground=False), capture_output=True,
+                           text=True, timeout=30 * et.TIME_SCALE, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no syslog here (/dev/log is missing): the log lines of this background "
+                      "mount are lost; set log.file", r.stderr)
+        pids = find_daemon_pids(mnt)
+        subprocess.run(["fusermount3", "-u", mnt], check=True)
+        self.wait_pids_gone(pids)
 
     def test_background_sigterm(self):
         lower = self.make_lower()

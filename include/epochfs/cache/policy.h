@@ -165,6 +165,8 @@ struct JobSnapshot {
   uint64_t epoch_samples = 0;  // length of the current epoch's order
   EpochCounters current;       // counters of `epoch`
   EpochCounters previous;      // counters of the epoch before (zeros if none)
+  EpochCounters total;         // counters of every epoch so far (never reset;
+                               // `epoch` unused): what metrics count as counters
   uint64_t cur_bytes = 0;
   uint64_t next_bytes = 0;
   uint64_t tail_bytes = 0;

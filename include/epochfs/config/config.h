@@ -173,6 +173,12 @@ struct Config {
   } fuse;
   struct Log {
     std::string level = "info";  // "debug" | "info" | "warn" | "error" | "off"
+    // log.file: every line also goes to this file ("" = none), rotated when
+    // it would pass max_bytes, `files` older ones kept (epochfs.log:
+    // epochfs.1.log ... epochfs.N.log).
+    std::string file;
+    uint64_t max_bytes = 10ull << 20;
+    uint32_t files = 5;
     bool operator==(const Log&) const = default;
   } log;
   struct Trace {
@@ -184,6 +190,12 @@ struct Config {
     uint64_t max_bytes = 1ull << 30;
     bool operator==(const Trace&) const = default;
   } trace;
+  struct Metrics {
+    // metrics.listen: "ADDR:PORT" where the daemon serves GET /metrics over
+    // HTTP, the aggregates only (common/listen_address.h); "" = off.
+    std::string listen;
+    bool operator==(const Metrics&) const = default;
+  } metrics;
 
   // Field-by-field; the tie test compares a loaded conf/epochfs.toml to Config{}.
   bool operator==(const Config&) const = default;

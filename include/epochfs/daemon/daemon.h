@@ -25,6 +25,12 @@ struct DaemonArgs {
 // up are returned; the caller prints them as one line.
 Status RunDaemon(const DaemonArgs& args);
 
+// The auto_unmount watcher's argv[0] (src/daemon/unmount_watcher.h): main()
+// hands such a process to UnmountWatcherMain, which returns only on misuse
+// (not started by the daemon: 2).
+inline constexpr char kUnmountWatcherName[] = "epochfs-unmount-watcher";
+int UnmountWatcherMain(int argc, char** argv);
+
 // The budget "auto" falls back to when the memory governor is off: half of
 // the available memory as governor::Sampler reads it (MemAvailable, or less
 // in a memory cgroup), at least 64 MiB (the floor when nothing can be read).

@@ -46,6 +46,7 @@
 #include "epochfs/cache/request_cost.h"
 #include "epochfs/cache/tier_placement.h"
 #include "epochfs/common/access_rule.h"
+#include "epochfs/common/histogram.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
@@ -200,6 +201,13 @@ class CacheFront {
   uint64_t max_object_bytes() const { return max_object_.load(std::memory_order_relaxed); }
   const RamStore& ram() const { return ram_; }
   CacheCounters counters() const;
+  // How long each load from LOWER took (demand and prefetch: open, stat and
+  // read, failed ones too; its wait for a read slot excluded).
+  Histogram::Reading load_time() const { return load_time_.Read(); }
+  // How long each Get waited for its bytes, from the call to its return: a
+  // hit's lookup, or a load (its own, another reader's, a prefetch's) with
+  // its wait for a read slot; failed Gets too.
+  Histogram::Reading read_wait() const { return read_wait_.Read(); }
 
   // The tier below RAM (second_tier.h), placed by the policy's
   // tier_placement(), else least recently read (cache::MakeLruTier). Objects
@@ -295,6 +303,9 @@ class CacheFront {
   std::unordered_map<cache::ObjectId, Flight> flights_;
   std::atomic<uint64_t> demand_loads_{0};
   std::unique_ptr<ReadSlots> read_slots_ = std::make_unique<ReadSlots>(ReadSlotsOptions{});
+
+  Histogram load_time_;
+  Histogram read_wait_;
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},

@@ -99,6 +99,7 @@ TEST_F(Epochs, WarmupMeasuresEpochTimeLoadTimeAndCompute) {
   EXPECT_EQ(s.e, 3u);
   EXPECT_EQ(s.current.misses, 16u);
   EXPECT_EQ(s.current.hits, 0u);
+  EXPECT_EQ(s.total.misses, 16u);
 }
 
 TEST_F(Epochs, WarmupOfMBatchesExtrapolatesAndCachesTheRestOfTheEpoch) {

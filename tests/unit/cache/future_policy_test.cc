@@ -81,6 +81,9 @@ TEST(FuturePolicy, KeepsWhatTheNextEpochReadsFirst) {
   EXPECT_EQ(jobs[0].current.hits, 4u);
   EXPECT_EQ(jobs[0].current.misses, 6u);
   EXPECT_EQ(jobs[0].previous.misses, 10u);
+  // Both epochs, never reset (metrics' counters).
+  EXPECT_EQ(jobs[0].total.hits, 4u);
+  EXPECT_EQ(jobs[0].total.misses, 16u);
 }
 
 // Job 1 (slow: 100 us per read) reads a dataset twice the budget, forever;
@@ -299,6 +302,7 @@ TEST(FuturePolicy, ProgressReportsCountTheHitsTheCacheDoesNotSee) {
     EXPECT_EQ(s.previous.epoch, 1u);
     EXPECT_EQ(s.previous.hits, implied ? 10u : 0u);
     EXPECT_EQ(s.previous.misses, 0u);
+    EXPECT_EQ(s.total.hits, implied ? 10u : 0u);
     // Everything stays resident and next read in epoch 2.
     for (ObjectId o = 1000; o < 1010; ++o) EXPECT_TRUE(h.resident(o));
     EXPECT_TRUE(h.policy().CheckInvariants().ok());

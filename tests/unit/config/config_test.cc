@@ -444,6 +444,16 @@ TEST(Override, EveryKeyType) {
   EXPECT_EQ(c.log.level, "warn");
   ASSERT_TRUE(ApplyOverride(&c, "trace.file", "/var/tmp/policy.trace").ok());
   EXPECT_EQ(c.trace.file, "/var/tmp/policy.trace");
+  ASSERT_TRUE(ApplyOverride(&c, "log.file", "/var/log/epochfs.log").ok());
+  EXPECT_EQ(c.log.file, "/var/log/epochfs.log");
+  ASSERT_TRUE(ApplyOverride(&c, "log.max_bytes", "1MiB").ok());
+  EXPECT_EQ(c.log.max_bytes, 1ull << 20);
+  ASSERT_TRUE(ApplyOverride(&c, "log.files", "2").ok());
+  EXPECT_EQ(c.log.files, 2u);
+  ASSERT_TRUE(ApplyOverride(&c, "metrics.listen", "[::1]:9464").ok());
+  EXPECT_EQ(c.metrics.listen, "[::1]:9464");
+  ASSERT_TRUE(ApplyOverride(&c, "metrics.listen", "").ok());
+  EXPECT_EQ(c.metrics.listen, "");
 }
 
 TEST(Override, OverridesFileValues) {
@@ -518,6 +528,10 @@ TEST(Override, Errors) {
       {"fuse.attr_timeout", "inf", "-o fuse.attr_timeout: expected seconds >= 0"},
       {"fuse.allow_other", "yes", "-o fuse.allow_other: expected true or false, got \"yes\""},
       {"fuse.allow_other", "", "-o fuse.allow_other: expected true or false"},
+      {"log.max_bytes", "1000", "-o log.max_bytes: expected bytes >= 64KiB"},
+      {"log.files", "0", "-o log.files: expected an integer 1..100"},
+      {"metrics.listen", "9464", "-o metrics.listen: expected \"ADDR:PORT\""},
+      {"metrics.listen", "example.org:80", "-o metrics.listen: expected \"ADDR:PORT\""},
       {"log.level", "trace",
        "-o log.level: expected \"debug\", \"info\", \"warn\", \"error\" "
        "or \"off\", got \"trace\""},
@@ -539,7 +553,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 52u);
+  ASSERT_EQ(keys.size(), 56u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());

@@ -169,6 +169,10 @@ TEST(CacheFront, MissThenHitServesExactBytes) {
   EXPECT_EQ(c.hits, 1u);
   EXPECT_EQ(c.bytes_read_lower, 12345u);
   EXPECT_EQ(f.cache->ram().used(), 12345u);
+  // One load from LOWER; two reads waited (the miss for it, the hit not).
+  EXPECT_EQ(f.cache->load_time().count, 1u);
+  EXPECT_EQ(f.cache->read_wait().count, 2u);
+  EXPECT_GE(f.cache->read_wait().sum_ns, f.cache->load_time().sum_ns);
 }
 
 TEST(CacheFront, ConcurrentReadersOfOneMissingFileCauseOneLowerRead) {
@@ -647,6 +651,8 @@ TEST(CacheFront, VanishedFileIsNotFoundAndCounted) {
   EXPECT_EQ(r.status().code(), Code::kNotFound);
   EXPECT_EQ(f.cache->counters().lower_errors, 1u);
   EXPECT_EQ(f.cache->ram().used(), 0u);
+  EXPECT_EQ(f.cache->load_time().count, 1u) << "a failed load is timed too";
+  EXPECT_EQ(f.cache->read_wait().count, 1u);
 }
 
 // Blocks of a file too large to cache whole: each an object of its own,
