@@ -1,5 +1,7 @@
 // epochfs: args → config → daemon.
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <set>
 #include <string>
@@ -7,6 +9,7 @@
 
 #include "epochfs/common/log.h"
 #include "epochfs/config/config.h"
+#include "epochfs/config/option_hints.h"
 #include "epochfs/daemon/daemon.h"
 #include "epochfs/plan/plan_main.h"
 #include "epochfs/sim/sim_main.h"
@@ -48,6 +51,36 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
+// The config file read when none is named: SYSCONFDIR/epochfs/epochfs.toml
+// (meson defines it: /etc/epochfs/epochfs.toml for a /usr install).
+#ifndef EPOCHFS_DEFAULT_CONFIG
+#error "EPOCHFS_DEFAULT_CONFIG must name the default config file (src/meson.build)"
+#endif
+constexpr const char* kDefaultConfig = EPOCHFS_DEFAULT_CONFIG;
+
+// "unknown option --NAME (TOOL): use -o KEY=VALUE" for an option of another
+// dataset mount (option_hints.h) written as --NAME[=VALUE] [VALUE]; empty
+// when no argument is one.
+std::string ForeignOptionError(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 3 || arg.rfind("--", 0) != 0) continue;
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? eq : eq - 2);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (epochfs::HintedOptionTakesValue(name) && i + 1 < argc && argv[i + 1][0] != '-') {
+      value = argv[i + 1];
+    }
+    if (auto hint = epochfs::HintForOption(name, value)) {
+      return "unknown option --" + name + " (" + hint->tool + "): " + hint->instead;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,7 +97,9 @@ int main(int argc, char** argv) {
   app.footer(
       "Also: epochfs plan MODEL.toml ... (batch planner, epochfs-plan(1)),\n"
       "      epochfs sim WORKLOAD.toml ... (policy simulator, epochfs(8) SIMULATOR)\n"
-      "      epochfs top MOUNTPOINT (live view), epochfs warm PATH... (pre-load the cache)");
+      "      epochfs top MOUNTPOINT (live view), epochfs warm PATH... (pre-load the cache)\n"
+      "Config: --config FILE, else " + std::string(kDefaultConfig) + " when it exists\n"
+      "(--no-config: neither); -o key=value overrides the file. epochfs(8), epochfs.toml(5)");
   epochfs::DaemonArgs args;
   std::vector<std::string> opts;
   std::string config_file;
@@ -74,8 +109,12 @@ int main(int argc, char** argv) {
   app.add_flag("-d,--debug", args.debug, "trace FUSE requests (implies -f)");
   app.add_option("-o", opts, "options: config key=value overrides and FUSE mount options")
       ->allow_extra_args(false);
-  app.add_option("--config", config_file, "TOML config file");
+  bool no_config = false;
+  app.add_option("--config", config_file,
+                 std::string("TOML config file (default: ") + kDefaultConfig + " when it exists)");
+  app.add_flag("--no-config", no_config, "read no config file, not even the default");
   app.set_version_flag("-V,--version", std::string("epochfs ") + EPOCHFS_VERSION);
+  if (std::string e = ForeignOptionError(argc, argv); !e.empty()) return Fail(e);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -103,6 +142,13 @@ int main(int argc, char** argv) {
       config_file = file;
     }
   }
+  if (no_config && !config_file.empty()) {
+    return Fail("--no-config and a config file (" + config_file + "): choose one");
+  }
+  struct stat st;
+  if (config_file.empty() && !no_config && ::stat(kDefaultConfig, &st) == 0) {
+    config_file = kDefaultConfig;
+  }
   epochfs::Config cfg;
   if (!config_file.empty()) {
     auto loaded = epochfs::LoadConfigFile(config_file);
@@ -124,6 +170,9 @@ int main(int argc, char** argv) {
         cfg.fuse.allow_other = true;  // the daemon adds the FUSE option; it must know
       } else if (kFuse.count(key) != 0) {
         args.fuse_opts.push_back(opt);
+      } else if (auto hint = epochfs::HintForOption(
+                     key, eq == std::string::npos ? "" : opt.substr(eq + 1))) {
+        return Fail("unknown option '" + opt + "' (" + hint->tool + "): " + hint->instead);
       } else if (kIgnored.count(key) == 0) {
         return Fail("unknown option '" + opt + "' (see epochfs(8))");
       }

@@ -321,6 +321,12 @@ class MountTestCase(unittest.TestCase):
             cmd += ["-o", ",".join(opts)]
         if extra:
             cmd += list(extra)
+        # Hermetic: the host's SYSCONFDIR/epochfs/epochfs.toml, read by
+        # default when it exists, is not read unless a test names a file.
+        names_config = "--config" in (extra or ()) or any(
+            o.startswith("config=") for group in opts or () for o in group.split(","))
+        if not names_config:
+            cmd.append("--no-config")
         cmd += [lower, mnt]
         return cmd
 

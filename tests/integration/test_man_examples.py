@@ -3,7 +3,7 @@
 
 Each `.EX`/`.EE` block of a page's EXAMPLES section is taken from the roff
 source (escapes undone), its paths pointed at a temp dataset and mountpoint
-(/nfs/imagenet, /mnt/imagenet, /etc/epochfs.toml), `epochfs` at the build's
+(/nfs/imagenet, /mnt/imagenet, /etc/epochfs/), `epochfs` at the build's
 binary, and run; what the text promises is checked (the mount comes up with
 the options shown, the control session runs to its end, the refused write
 gives the status line shown). A page whose examples change without this
@@ -59,7 +59,12 @@ class ManExamplesTest(et.MountTestCase):
 
     def local(self, text):
         return (text.replace("/nfs/imagenet", self.lower).replace("/mnt/imagenet", self.mnt)
-                .replace("/etc/epochfs.toml", os.path.join(self.tmp, "epochfs.toml")))
+                .replace("/etc/epochfs/", os.path.join(self.tmp, "etc-epochfs", "")))
+
+    def etc(self, name):
+        """Where the examples' /etc/epochfs/NAME is."""
+        os.makedirs(os.path.join(self.tmp, "etc-epochfs"), exist_ok=True)
+        return os.path.join(self.tmp, "etc-epochfs", name)
 
     def sh(self, script, check=True):
         r = subprocess.run(["bash", "-c", self.local(script)], capture_output=True, text=True,
@@ -87,7 +92,7 @@ class ManExamplesTest(et.MountTestCase):
         self.sh("fusermount3 -u /mnt/imagenet")
         self.assertEqual(d.wait(timeout=60), 0, d.stderr.read())
         # With the configuration file of epochfs.toml(5) and other users allowed.
-        with open(os.path.join(self.tmp, "epochfs.toml"), "w") as f:
+        with open(self.etc("imagenet.toml"), "w") as f:
             f.write(examples("epochfs.toml.5")[0])
         r = self.sh(with_config)
         st = json.loads(r.stdout)
@@ -96,10 +101,10 @@ class ManExamplesTest(et.MountTestCase):
 
     def test_epochfs_toml_5(self):
         toml, cmdline = examples("epochfs.toml.5")
-        with open(os.path.join(self.tmp, "epochfs.toml"), "w") as f:
+        with open(self.etc("epochfs.toml"), "w") as f:
             f.write(toml)
         seen = []
-        for cmd in ("epochfs --config /etc/epochfs.toml /nfs/imagenet /mnt/imagenet", cmdline):
+        for cmd in ("epochfs --config /etc/epochfs/epochfs.toml /nfs/imagenet /mnt/imagenet", cmdline):
             self.sh(cmd)  # in the background once the mount answers
             st = self.stats()
             seen.append((st["budget"], st["policy"]))

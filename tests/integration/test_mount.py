@@ -7,6 +7,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -260,6 +261,125 @@ class OptionsTest(LowerMixin, et.MountTestCase):
         self.assertRegex(text, r"debug: miss sub/b\.txt: 14 bytes from lower in \d+ us")
         self.assertRegex(text, r"debug: hit sub/b\.txt\n")
         self.assertRegex(text, r'info: job "logged" \(rmdir by uid 0\): ended, its cache released')
+
+
+def default_config_path():
+    """The file the daemon reads when no config is named, as --help says it."""
+    r = subprocess.run([et.epochfs_bin(), "--help"], capture_output=True, text=True, timeout=30)
+    found = re.findall(r"^Config: --config FILE, else (\S+) when it exists$", r.stdout, re.M)
+    assert len(found) == 1, r.stdout
+    return found[0]
+
+
+class DefaultConfigTest(LowerMixin, et.MountTestCase):
+    """SYSCONFDIR/epochfs/epochfs.toml is read when no config is named;
+    --no-config and --config opt out of it. The machine's own SYSCONFDIR is
+    never touched: each run is in a mount namespace of its own (unshare -m)
+    in which a temporary directory is bound over SYSCONFDIR."""
+
+    def setUp(self):
+        super().setUp()
+        self.default = default_config_path()
+        self.assertTrue(self.default.startswith("/"), self.default)
+        self.assertTrue(self.default.endswith("/epochfs/epochfs.toml"), self.default)
+        self.sysconfdir = os.path.dirname(os.path.dirname(self.default))
+        if not os.path.isdir(self.sysconfdir):
+            self.skipTest("SYSCONFDIR %s is not a directory to bind over" % self.sysconfdir)
+        self.etc = self.make_dir("etc")
+        os.makedirs(os.path.join(self.etc, "epochfs"))
+
+    def run_in_namespace(self, args, default_text):
+        """Mounts LOWER with `epochfs ARGS LOWER MNT` (in the background) where
+        SYSCONFDIR/epochfs/epochfs.toml holds default_text (None: no file);
+        returns (returncode, the mount's stats or None, stderr)."""
+        if default_text is not None:
+            with open(os.path.join(self.etc, "epochfs", "epochfs.toml"), "w") as f:
+                f.write(default_text)
+        lower, mnt = self.make_lower(), self.make_mountpoint()
+        out = os.path.join(self.tmp, "stats.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        script = """
+set -u
+mount --bind "$1" "$2" || exit 90
+bin=$3; lower=$4; mnt=$5; out=$6; shift 6
+trap 'fusermount3 -u "$mnt" 2>/dev/null' EXIT
+"$bin" "$@" "$lower" "$mnt" || exit $?
+cat "$mnt/.epochfs/stats" > "$out"
+"""
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                            self.etc, self.sysconfdir, et.epochfs_bin(), lower, mnt, out]
+                           + list(args), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=60 * et.TIME_SCALE)
+        err = p.stderr
+        self.assertNotEqual(p.returncode, 90, err)
+        self.assertFalse(et.is_mounted(mnt), "the mount was outside the namespace")
+        if not os.path.exists(out):
+            return p.returncode, None, err
+        with open(out) as f:
+            return p.returncode, json.load(f), err
+
+    def test_the_default_file_is_read_when_it_exists(self):
+        rc, st, err = self.run_in_namespace([], 'cache.memory = "20MiB"\ncache.policy = "lru"\n')
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((st["budget"], st["policy"]), (20 * MiB, "lru"))
+        # -o overrides it, key by key.
+        rc, st, err = self.run_in_namespace(["-o", "cache.memory=24MiB"], None)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((st["budget"], st["policy"]), (24 * MiB, "lru"))
+
+    def test_no_config_and_a_named_file_opt_out(self):
+        other = os.path.join(self.tmp, "other.toml")
+        with open(other, "w") as f:
+            f.write('cache.memory = "28MiB"\n')
+        rc, st, err = self.run_in_namespace(["--no-config", "-o", "cache.memory=24MiB"],
+                                            'cache.memory = "20MiB"\ncache.policy = "lru"\n')
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((st["budget"], st["policy"]), (24 * MiB, "future"))
+        for args in (["--config", other], ["-o", "config=" + other]):
+            rc, st, err = self.run_in_namespace(args, None)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual((st["budget"], st["policy"]), (28 * MiB, "future"), args)
+        rc, st, err = self.run_in_namespace(["--no-config", "--config", other], None)
+        self.assertNotEqual(rc, 0)
+        self.assertIsNone(st)
+        self.assertEqual(err, "epochfs: --no-config and a config file (%s): choose one\n" % other)
+
+    def test_a_bad_default_file_is_named_and_mounts_nothing(self):
+        rc, st, err = self.run_in_namespace([], 'cache.memroy = "20MiB"\n')
+        self.assertNotEqual(rc, 0)
+        self.assertIsNone(st)
+        self.assertIn(self.default, err)
+        self.assertIn("cache.memroy", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_without_the_file_the_defaults_hold(self):
+        rc, st, err = self.run_in_namespace(["-o", "cache.memory=24MiB"], None)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((st["budget"], st["policy"]), (24 * MiB, "future"))
+
+
+class ForeignOptionsTest(LowerMixin, et.MountTestCase):
+    """Options from JuiceFS, rclone and mountpoint-s3 fail with one line
+    that says what epochfs takes instead, and mount nothing."""
+
+    def test_look_alikes_get_a_one_line_hint(self):
+        lower, mnt = self.make_lower(), self.make_mountpoint()
+        for args, want in (
+                (["--cache-size", "1G"], "epochfs: unknown option --cache-size (JuiceFS): "
+                                         "use -o cache.memory=1GiB\n"),
+                (["--vfs-cache-max-size=10G"], "epochfs: unknown option --vfs-cache-max-size "
+                                               "(rclone): use -o cache.memory=10GiB\n"),
+                (["--allow-other"], "epochfs: unknown option --allow-other (rclone, "
+                                    "mountpoint-s3): use -o allow_other\n"),
+                (["-o", "cache-size=102400"], "epochfs: unknown option 'cache-size=102400' "
+                                              "(JuiceFS): use -o cache.memory=100GiB\n")):
+            r = subprocess.run([et.epochfs_bin(), "-f", "--no-config"] + args + [lower, mnt],
+                               capture_output=True, text=True, timeout=et.EXIT_TIMEOUT,
+                               stdin=subprocess.DEVNULL)
+            self.assertNotEqual(r.returncode, 0, args)
+            self.assertEqual(r.stderr, want, args)
+            self.assertFalse(et.is_mounted(mnt))
 
 
 class MountErrorsTest(LowerMixin, et.MountTestCase):
@@ -563,7 +683,12 @@ class DaemonModeTest(LowerMixin, et.MountTestCase):
 
     def path_with_epochfs(self):
         bindir = self.make_dir("bin")
-        os.symlink(os.path.abspath(et.epochfs_bin()), os.path.join(bindir, "epochfs"))
+        # mount.fuse3 runs `epochfs LOWER MNT -o ...`: this one reads no
+        # config file of the host's (hermetic, as epochfs_cmd).
+        wrapper = os.path.join(bindir, "epochfs")
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\nexec "%s" --no-config "$@"\n' % os.path.abspath(et.epochfs_bin()))
+        os.chmod(wrapper, 0o755)
         env = dict(os.environ)
         env["PATH"] = bindir + ":" + env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         return env

@@ -84,7 +84,9 @@ class SystemdUnitTest(et.MountTestCase):
                 continue
             argv.append(word.replace("${LOWER}", self.env["LOWER"]).replace("$$", "$"))
         if argv[0].endswith("/epochfs"):
-            argv[0] = et.epochfs_bin()  # the build's binary, not the installed one
+            # The build's binary, not the installed one, and not the host's
+            # SYSCONFDIR/epochfs/epochfs.toml (hermetic, as epochfs_cmd).
+            argv[0:1] = [et.epochfs_bin(), "--no-config"]
         return argv, may_fail
 
     def run_cmd(self, key, check=True):
