@@ -452,39 +452,6 @@ void CacheFront::ReadPolicy(const std::function<void(const cache::Policy&)>& fn)
   fn(*policy_);
 }
 
-bool CacheFront::HandOver(const ObjectRef& served) {
-  if (!served || served->handed_over) return false;
-  auto stub = std::make_shared<Object>();
-  stub->id = served->id;
-  stub->version = served->version;
-  stub->checksum = served->checksum;
-  stub->handed_over = true;
-  stub->handed_size = served->data.size();
-  std::lock_guard lock(policy_mu_);
-  if (!ram_.Replace(served, std::move(stub))) return false;
-  c_.handovers.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
-  ObjectRef stub = ram_.Find(req.id);
-  if (!stub || !stub->handed_over || stub->version != req.version) return nullptr;
-  {
-    std::lock_guard lock(policy_mu_);
-    // The store changes only under policy_mu_: refilled or evicted since the
-    // Find, the caller's Get serves it as whatever it is now.
-    if (ram_.Find(req.id) != stub) return nullptr;
-    if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
-    cache::Access a{req.id, stub->handed_size, req.job, req.sample, NowNs(), req.file};
-    a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
-    c_.hits.fetch_add(1, std::memory_order_relaxed);
-    ApplyLocked(policy_->OnHit(a), nullptr);
-    TierLocked(req, a, stub, false);
-  }
-  Activity();
-  return stub;
-}
-
 void CacheFront::SetRequestBytes(uint64_t bytes, bool measure) {
   std::lock_guard lock(policy_mu_);
   request_bytes_.store(bytes, std::memory_order_relaxed);
