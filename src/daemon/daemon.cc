@@ -84,6 +84,12 @@ static unsigned FuseThreads(const Config& cfg) {
   return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
+// Prefetch loads in flight at most: cache.prefetch, with the policy that
+// gives hints (the "future" one); 0 otherwise.
+static uint32_t PrefetchDepth(const Config& cfg) {
+  return cfg.cache.policy == PolicyKind::kFuture ? cfg.cache.prefetch : 0;
+}
+
 namespace {
 
 // One mount: every part the daemon builds, in the order it builds them.
@@ -214,6 +220,9 @@ Status Mount::OpenLower() {
   store::LowerGateOptions gate;
   gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg().lower.timeout * 1000.0));
   gate.workers = cfg().lower.workers;
+  // Prefetch's LOWER calls have workers of their own, one per load in flight:
+  // they never take the readers' (lower_gate.h, Lanes).
+  gate.prefetch_workers = PrefetchDepth(cfg());
   // Metadata calls run on the FUSE thread itself (no hand-off) for at most
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
@@ -283,17 +292,13 @@ Status Mount::OpenDiskTier() {
   return Status::Ok();
 }
 
-// Prefetch: only a policy with a declared future gives hints. Readers keep
-// at least one LOWER worker of their own (lower.workers; 0 timeout: no
-// workers, the calls run on the caller's thread).
+// Prefetch: only a policy with a declared future gives hints. Its LOWER
+// calls run on the gate's prefetch lane (OpenLower), never on the readers'
+// lower.workers (0 timeout: no workers, the calls run on the caller's
+// thread). A prefetch brings the file's attributes with its bytes: the
+// reader's lookup is then answered from memory under "immutable".
 void Mount::MakePrefetcher() {
-  uint32_t prefetch = cfg().cache.policy == PolicyKind::kFuture ? cfg().cache.prefetch : 0;
-  if (prefetch != 0 && cfg().lower.timeout > 0 && prefetch >= cfg().lower.workers) {
-    prefetch = cfg().lower.workers - 1;
-    log::Warn("cache.prefetch " + std::to_string(cfg().cache.prefetch) + " lowered to " +
-              std::to_string(prefetch) + ": readers keep one of the " +
-              std::to_string(cfg().lower.workers) + " lower.workers");
-  }
+  const uint32_t prefetch = PrefetchDepth(cfg());
   if (prefetch == 0) return;
   PolicyJobSink& sink = *sink_;
   prefetcher_ = std::make_unique<Prefetcher>(
@@ -306,6 +311,9 @@ void Mount::MakePrefetcher() {
         sink.SampleUnreadable(h.job, h.sample, rel, why);
       });
   cache_->SetActivityListener([pf] { pf->Kick(); });
+  store::KnownLower* known = known_.get();
+  cache_->SetPrefetchAttrListener(
+      [known](const std::string& rel, const struct stat& st) { known->Learn(rel, st); });
 }
 
 Status Mount::MakeFilesystems() {

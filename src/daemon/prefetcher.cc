@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace epochfs {
@@ -42,6 +43,7 @@ void Prefetcher::Stop() {
 
 void Prefetcher::Worker() {
   pthread_setname_np(pthread_self(), "prefetch");  // as top -H and /proc show it
+  store::PrefetchScope lane;  // LOWER calls on the prefetch lane's workers
   uint64_t seen = 0;
   for (;;) {
     {
@@ -53,11 +55,13 @@ void Prefetcher::Worker() {
     while (std::optional<Task> t = Take()) {
       Kick();  // there may be more: the next worker looks
       if (t->file.hidden) {
-        Done(*t, store::MissingOnLower(t->file.rel));
+        Done(*t, store::MissingOnLower(t->file.rel), 0);
       } else {
         store::GetRequest req{t->hint.object, t->file.rel, {}, t->hint.job, t->hint.sample};
         req.as = t->file.as;
-        Done(*t, cache_.Prefetch(req));
+        uint64_t bytes = 0;
+        Result<bool> r = cache_.Prefetch(req, &bytes);
+        Done(*t, r, bytes);
       }
       std::lock_guard lock(wake_mu_);
       if (stop_) return;
@@ -87,19 +91,31 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
       failed_.insert(h.object);
       continue;
     }
+    // Memory: the first hint that does not fit waits (the later ones are read later).
+    const uint64_t bytes = ByteEstimateLocked(h);
+    if (inflight_ != 0 && (bytes == 0 || inflight_bytes_ + bytes > cache_.max_object_bytes() / 2)) {
+      return std::nullopt;
+    }
     std::optional<SampleFile> file = path_of_(h.job, h.sample);
     if (!file) {  // the job went meanwhile
       refused_.insert(h.object);
       continue;
     }
     claimed_.emplace(h.object, h);
+    estimate_.emplace(h.object, bytes);
+    inflight_bytes_ += bytes;
     ++inflight_;
     return Task{h, std::move(*file)};
   }
   return std::nullopt;
 }
 
-void Prefetcher::Done(const Task& t, const Result<bool>& r) {
+uint64_t Prefetcher::ByteEstimateLocked(const cache::PrefetchHint& h) const {
+  if (h.size != 0) return h.size;
+  return loaded_ == 0 ? 0 : std::max<uint64_t>(1, loaded_bytes_ / loaded_);
+}
+
+void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
   // NotFound: missing, not a regular file, or not the job owner's to reach
   // or read (as a missing file, by design): unreadable. InvalidArgument:
   // too large to cache whole (CacheFront::Prefetch): never prefetched, but
@@ -111,6 +127,12 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r) {
     std::lock_guard lock(mu_);
     claimed_.erase(t.hint.object);
     --inflight_;
+    inflight_bytes_ -= estimate_[t.hint.object];
+    estimate_.erase(t.hint.object);
+    if (bytes != 0) {
+      ++loaded_;
+      loaded_bytes_ += bytes;
+    }
     if (never) {
       failed_.insert(t.hint.object);
     } else if (!r.ok() || !r.value()) {

@@ -3,10 +3,17 @@
 // `depth` worker threads (named "prefetch") ask the cache front for the policy's prefetch hints
 // (Prefetching::PrefetchHints: not resident, read soonest, worth admitting now)
 // and load them (CacheFront::Prefetch: one flight shared with any reader who
-// asks meanwhile). Readers go first: a prefetch starts only while the
-// prefetches and readers' misses in flight together are fewer than `depth`,
-// so a reader's miss never queues behind a prefetch (and the daemon keeps at
-// least one LOWER worker for readers: see the daemon). The workers sleep until
+// asks meanwhile), each one load at a time: on a store where every request
+// waits (NFS, an s3 mount) the loads in flight, not one load's latency, set
+// the rate. Each worker's LOWER calls go to the gate's prefetch lane
+// (store::PrefetchScope: workers of their own, which the daemon sizes to
+// `depth`), so a reader's call never queues behind a prefetch's. Readers go
+// first: a prefetch starts only while the prefetches and readers' misses in
+// flight together are fewer than `depth`. Memory: the bytes of the loads in
+// flight (each hint's size, or while it is not known the mean size of the
+// loads so far) stay within an eighth of the budget (half of
+// CacheFront::max_object_bytes()), whatever `depth`; at least one load runs,
+// and while no size is known at all, only one. The workers sleep until
 // a read or a declaration (Kick: one worker wakes, and each that finds work
 // wakes the next) or 100 ms pass. An object the policy then
 // refuses, or whose load fails, is not tried again for a second; one that
@@ -84,7 +91,10 @@ class Prefetcher {
   };
   void Worker();
   std::optional<Task> Take();
-  void Done(const Task& t, const Result<bool>& r);
+  void Done(const Task& t, const Result<bool>& r, uint64_t bytes);
+  // REQUIRES: mu_ held. The bytes a load of `h` will hold: its size, else the
+  // mean of the loads so far; 0 when neither is known.
+  uint64_t ByteEstimateLocked(const cache::PrefetchHint& h) const;
 
   store::CacheFront& cache_;
   const uint32_t depth_;
@@ -99,6 +109,9 @@ class Prefetcher {
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
+  uint64_t inflight_bytes_ = 0;  // the estimates (ByteEstimate) of the claimed
+  std::unordered_map<cache::ObjectId, uint64_t> estimate_;  // of each claimed
+  uint64_t loaded_ = 0, loaded_bytes_ = 0;  // loads done, and their bytes
 
   std::mutex wake_mu_;
   std::condition_variable cv_;

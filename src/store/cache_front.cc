@@ -118,7 +118,8 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
   return r;
 }
 
-Result<bool> CacheFront::Prefetch(const GetRequest& req) {
+Result<bool> CacheFront::Prefetch(const GetRequest& req, uint64_t* loaded_bytes) {
+  if (loaded_bytes != nullptr) *loaded_bytes = 0;
   std::promise<Result<ObjectRef>> promise;
   {
     std::lock_guard lock(flights_mu_);
@@ -133,6 +134,7 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req) {
   }
   promise.set_value(r);
   if (!r.ok()) return r.status();
+  if (loaded_bytes != nullptr) *loaded_bytes = r.value()->data.size();
   return admitted;
 }
 
@@ -227,6 +229,7 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   // Checked on the attributes of the file opened: no bytes of it are read
   // for a user who may not read them.
   if (req.as && !MayAccess(*req.as, st, kMayRead)) return fail(MissingOnLower(req.rel));
+  if (prefetch && on_prefetch_attr_) on_prefetch_attr_(req.rel, st);
   const bool block = req.length != 0;
   // A samples list gives no sizes: a prefetch may name a file too large to
   // cache whole (a reader's open reads those in blocks).
