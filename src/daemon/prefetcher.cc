@@ -5,11 +5,17 @@
 #include <algorithm>
 #include <chrono>
 
+#include "epochfs/common/log.h"
+
 namespace epochfs {
 namespace {
 
 constexpr uint64_t kRefusedForNs = 1'000'000'000;  // a refused object waits this long
 constexpr auto kIdleWait = std::chrono::milliseconds(100);
+// Hints asked for per load taken: the first that can be loaded is; the
+// rest are asked for again next time (asking for `depth` of them cost every
+// take the whole depth's worth of policy work).
+constexpr size_t kHintsPerTake = 8;
 
 }  // namespace
 
@@ -71,7 +77,7 @@ void Prefetcher::Worker() {
 
 std::optional<Prefetcher::Task> Prefetcher::Take() {
   std::lock_guard lock(mu_);
-  if (inflight_ + cache_.demand_loads() >= depth_) return std::nullopt;
+  if (inflight_ + cache_.demand_loads() >= target_.target()) return std::nullopt;
   const uint64_t now = store::NowNs();
   if (now - refused_since_ns_ >= kRefusedForNs) {
     refused_.clear();
@@ -81,7 +87,7 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
   loading.reserve(claimed_.size());
   for (const auto& [id, hint] : claimed_) loading.push_back(hint);
   std::vector<cache::PrefetchHint> hints = cache_.PrefetchHints(
-      depth_,
+      std::min<size_t>(depth_, kHintsPerTake),
       [&](cache::ObjectId o) {
         return claimed_.count(o) != 0 || refused_.count(o) != 0 || failed_.count(o) != 0;
       },
@@ -105,7 +111,7 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
     estimate_.emplace(h.object, bytes);
     inflight_bytes_ += bytes;
     ++inflight_;
-    return Task{h, std::move(*file)};
+    return Task{h, std::move(*file), target_.generation(), now};
   }
   return std::nullopt;
 }
@@ -123,6 +129,7 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
   // reported. Anything else (an I/O error, a timeout) may pass.
   const bool unreadable = !r.ok() && r.status().code() == Code::kNotFound;
   const bool never = unreadable || (!r.ok() && r.status().code() == Code::kInvalidArgument);
+  bool grew = false;  // the target rose: more workers may start
   {
     std::lock_guard lock(mu_);
     claimed_.erase(t.hint.object);
@@ -132,6 +139,13 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
     if (bytes != 0) {
       ++loaded_;
       loaded_bytes_ += bytes;
+      const uint64_t now = store::NowNs();
+      if (target_.OnLoad(t.generation, now - t.start_ns, now)) {
+        grew = target_.target() > inflight_;
+        if (log::Enabled(log::Level::kDebug)) {
+          log::Debug("prefetch: " + std::to_string(target_.target()) + " loads in flight at most");
+        }
+      }
     }
     if (never) {
       failed_.insert(t.hint.object);
@@ -140,6 +154,12 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
     }
   }
   if (unreadable && on_unreadable_) on_unreadable_(t.hint, t.file.rel, r.status());
+  if (grew) Kick();
+}
+
+uint32_t Prefetcher::target() const {
+  std::lock_guard lock(mu_);
+  return target_.target();
 }
 
 }  // namespace epochfs

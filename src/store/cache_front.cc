@@ -141,15 +141,13 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req, uint64_t* loaded_bytes)
 std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
     size_t max, const std::function<bool(cache::ObjectId)>& skip,
     const std::vector<cache::PrefetchHint>& loading) {
-  std::vector<cache::ObjectId> flying;
+  std::unordered_set<cache::ObjectId> flying;
   {
     std::lock_guard lock(flights_mu_);
     flying.reserve(flights_.size());
-    for (const auto& [id, f] : flights_) flying.push_back(id);
+    for (const auto& [id, f] : flights_) flying.insert(id);
   }
-  auto skipped = [&](cache::ObjectId o) {
-    return std::find(flying.begin(), flying.end(), o) != flying.end() || (skip && skip(o));
-  };
+  auto skipped = [&](cache::ObjectId o) { return flying.count(o) != 0 || (skip && skip(o)); };
   std::lock_guard lock(policy_mu_);
   cache::Prefetching* pf = policy_->prefetching();
   if (pf == nullptr) return {};
@@ -220,17 +218,32 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
     load_time_.Observe(NowNs() - start);
     return s;
   };
-  auto fd = lower_.OpenFile(req.rel);
-  if (!fd.ok()) return fail(fd.status());
-  auto fst = lower_.FStat(fd.value().get());
-  if (!fst.ok()) return fail(fst.status());
-  const struct stat st = fst.value();
+  const bool block = req.length != 0;
+  // A whole file: opened, stat'ed and (when small) read in one LOWER
+  // operation; a block: opened and stat'ed, its bytes read below.
+  UniqueFd fd;
+  struct stat st {};
+  std::optional<Result<std::vector<char>>> small;
+  if (block) {
+    auto opened = lower_.OpenFile(req.rel);
+    if (!opened.ok()) return fail(opened.status());
+    fd = std::move(opened).value();
+    auto fst = lower_.FStat(fd.get());
+    if (!fst.ok()) return fail(fst.status());
+    st = fst.value();
+  } else {
+    auto opened =
+        lower_.OpenAndRead(req.rel, prefetch ? max_object_bytes() : UINT64_MAX, req.as);
+    if (!opened.ok()) return fail(opened.status());
+    fd = std::move(opened.value().fd);
+    st = opened.value().st;
+    small = std::move(opened.value().data);
+  }
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
   // Checked on the attributes of the file opened: no bytes of it are read
   // for a user who may not read them.
   if (req.as && !MayAccess(*req.as, st, kMayRead)) return fail(MissingOnLower(req.rel));
   if (prefetch && on_prefetch_attr_) on_prefetch_attr_(req.rel, st);
-  const bool block = req.length != 0;
   // A samples list gives no sizes: a prefetch may name a file too large to
   // cache whole (a reader's open reads those in blocks).
   if (prefetch && !block && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {
@@ -248,14 +261,15 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   // A block: what the version's size leaves of [offset, offset + length).
   const uint64_t want =
       block ? std::min(req.length, req.version.size - std::min(req.offset, req.version.size)) : 0;
-  auto data = block ? lower_.ReadAt(fd.value().get(), want, req.offset)
-                    : lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
+  auto data = block   ? lower_.ReadAt(fd.get(), want, req.offset)
+              : small ? std::move(*small)
+                      : lower_.ReadWhole(fd.get(), static_cast<uint64_t>(st.st_size));
   if (data.ok() && block) {
     if (data.value().size() != want) {
       return Stale(req.rel + ": shorter on LOWER than when it was opened");
     }
     // Written to during the read (its mtime moved): those bytes may mix.
-    auto after = lower_.FStat(fd.value().get());
+    auto after = lower_.FStat(fd.get());
     if (!after.ok()) return fail(after.status());
     if (VersionOf(after.value()) != req.version) {
       return Stale(req.rel + ": changed on LOWER while a block of it was read");

@@ -60,9 +60,9 @@ namespace epochfs::store {
 struct LowerGateOptions {
   std::chrono::milliseconds timeout{60'000};  // lower.timeout; 0: no gate
   uint32_t workers = 8;                       // lower.workers
-  uint32_t prefetch_workers = 0;              // cache.prefetch (see Lanes)
   uint32_t max_stuck = 64;                    // workers given up on, at most
   uint32_t max_inline = 0;                    // inline operations at once, at most
+  uint32_t prefetch_workers = 0;              // cache.prefetch (see Lanes)
 };
 
 struct LowerGateCounters {
