@@ -23,6 +23,11 @@
 //     once, as many as libfuse runs threads for (`-o max_threads=N`);
 //   - SOURCE/.hang_all exists: every call blocks until it is removed;
 //   - SOURCE/.fail_all exists: every call fails with EIO.
+// Calls are served side by side, but for one limit (the kernel's, as this
+// fixture negotiates the protocol): the lookups of names the kernel does not
+// know yet (a first lookup, not a revalidation) in one directory go one at a
+// time. A test or benchmark that wants a store answering every call side by
+// side looks its paths up once before (SOURCE/.latency_ms empty).
 // Every call is counted by kind; the counts are read, without being counted,
 // as the extended attribute `user.faultfs.counts` of the mount's root:
 // "stat=N open=N read=N list=N readlink=N statfs=N access=N max_in_flight=N",
