@@ -84,10 +84,9 @@ static unsigned FuseThreads(const Config& cfg) {
   return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
-// Prefetch loads in flight at most: cache.prefetch, with the policy that
-// gives hints (the "future" one); 0 otherwise.
-static uint32_t PrefetchDepth(const Config& cfg) {
-  return cfg.cache.policy == PolicyKind::kFuture ? cfg.cache.prefetch : 0;
+// Prefetch loads in flight at most: only the "future" policy gives hints.
+static uint32_t PrefetchDepth(const Config& c) {
+  return c.cache.policy == PolicyKind::kFuture ? c.cache.prefetch : 0;
 }
 
 namespace {
@@ -220,9 +219,7 @@ Status Mount::OpenLower() {
   store::LowerGateOptions gate;
   gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg().lower.timeout * 1000.0));
   gate.workers = cfg().lower.workers;
-  // Prefetch's LOWER calls have workers of their own, one per load in flight:
-  // they never take the readers' (lower_gate.h, Lanes).
-  gate.prefetch_workers = PrefetchDepth(cfg());
+  gate.prefetch_workers = PrefetchDepth(cfg());  // never the readers' (lower_gate.h)
   // Metadata calls run on the FUSE thread itself (no hand-off) for at most
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
@@ -292,11 +289,8 @@ Status Mount::OpenDiskTier() {
   return Status::Ok();
 }
 
-// Prefetch: only a policy with a declared future gives hints. Its LOWER
-// calls run on the gate's prefetch lane (OpenLower), never on the readers'
-// lower.workers (0 timeout: no workers, the calls run on the caller's
-// thread). A prefetch brings the file's attributes with its bytes: the
-// reader's lookup is then answered from memory under "immutable".
+// Prefetch, on the gate's prefetch lane (OpenLower). It brings each file's
+// attributes with its bytes: under "immutable" its lookup then asks LOWER nothing.
 void Mount::MakePrefetcher() {
   const uint32_t prefetch = PrefetchDepth(cfg());
   if (prefetch == 0) return;
@@ -311,9 +305,8 @@ void Mount::MakePrefetcher() {
         sink.SampleUnreadable(h.job, h.sample, rel, why);
       });
   cache_->SetActivityListener([pf] { pf->Kick(); });
-  store::KnownLower* known = known_.get();
-  cache_->SetPrefetchAttrListener(
-      [known](const std::string& rel, const struct stat& st) { known->Learn(rel, st); });
+  cache_->SetPrefetchAttrListener([known = known_.get()](const std::string& rel,
+                                                         const struct stat& st) { known->Learn(rel, st); });
 }
 
 Status Mount::MakeFilesystems() {

@@ -219,26 +219,13 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
     return s;
   };
   const bool block = req.length != 0;
-  // A whole file: opened, stat'ed and (when small) read in one LOWER
-  // operation; a block: opened and stat'ed, its bytes read below.
-  UniqueFd fd;
-  struct stat st {};
-  std::optional<Result<std::vector<char>>> small;
-  if (block) {
-    auto opened = lower_.OpenFile(req.rel);
-    if (!opened.ok()) return fail(opened.status());
-    fd = std::move(opened).value();
-    auto fst = lower_.FStat(fd.get());
-    if (!fst.ok()) return fail(fst.status());
-    st = fst.value();
-  } else {
-    auto opened =
-        lower_.OpenAndRead(req.rel, prefetch ? max_object_bytes() : UINT64_MAX, req.as);
-    if (!opened.ok()) return fail(opened.status());
-    fd = std::move(opened.value().fd);
-    st = opened.value().st;
-    small = std::move(opened.value().data);
-  }
+  // Opened, stat'ed and (a whole file, when small) read in one LOWER operation.
+  auto opened = lower_.OpenAndRead(
+      req.rel, block ? 0 : prefetch ? max_object_bytes() : UINT64_MAX, req.as);
+  if (!opened.ok()) return fail(opened.status());
+  const UniqueFd fd = std::move(opened.value().fd);
+  const struct stat st = opened.value().st;
+  std::optional<Result<std::vector<char>>> small = std::move(opened.value().data);
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
   // Checked on the attributes of the file opened: no bytes of it are read
   // for a user who may not read them.

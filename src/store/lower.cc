@@ -311,7 +311,7 @@ Result<Lower::OpenedFile> Lower::OpenAndRead(const std::string& rel, uint64_t ma
     out.fd = std::move(fd).value();
     if (::fstat(out.fd.get(), &out.st) != 0) return LowerStatus(errno, "fstat");
     const uint64_t size = static_cast<uint64_t>(out.st.st_size);
-    if (S_ISREG(out.st.st_mode) && size <= max_bytes && size <= kReadPiece &&
+    if (S_ISREG(out.st.st_mode) && max_bytes != 0 && size <= max_bytes && size <= kReadPiece &&
         (as == nullptr || MayAccess(*as, out.st, kMayRead))) {
       out.data = ReadSmall(out.fd.get(), size);
     }

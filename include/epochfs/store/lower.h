@@ -78,7 +78,8 @@ class Lower {
   // is a regular file of at most `max_bytes` and of one read piece (8 MiB)
   // that `as` may read (null: anyone), reads it as ReadWhole does (`data`:
   // its bytes, or ReadWhole's error): no byte is read for a user who may not.
-  // Otherwise `data` is empty and the caller reads `fd` as it needs. Counted
+  // Otherwise (and always with `max_bytes` 0) `data` is empty and the caller
+  // reads `fd` as it needs. Counted
   // as an open, a stat and (with data) a read. Errors: OpenFile's and FStat's.
   struct OpenedFile {
     UniqueFd fd;
