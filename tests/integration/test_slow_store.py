@@ -191,6 +191,7 @@ class InFlightTest(et.MountTestCase):
         # directory (faultfs.cc): known, every call runs side by side.
         for name in names:
             os.stat(os.path.join(faultmnt, "data", name))
+        warm = fixture_counts(faultmnt)
         latency = os.path.join(src, ".latency_ms")
         et.write_file(latency, b"100\n")
         self.addCleanup(lambda: os.path.exists(latency) and os.unlink(latency))
@@ -198,7 +199,12 @@ class InFlightTest(et.MountTestCase):
         job.start_epoch(0)
         self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names),
                                     120 * et.TIME_SCALE), d.stats())
-        self.assertEqual(fixture_counts(faultmnt)["max_in_flight"], 16)
+        counts = fixture_counts(faultmnt)
+        # Calls no load makes (a statfs of the mount by any process on the
+        # machine reaches LOWER) may run beside the loads: each may add one.
+        others = sum(counts[k] - warm[k] for k in ("statfs", "list", "readlink", "access"))
+        self.assertGreaterEqual(counts["max_in_flight"], 16, (warm, counts))
+        self.assertLessEqual(counts["max_in_flight"], 16 + others, (warm, counts))
         os.unlink(latency)
         before = fixture_counts(faultmnt)
         for name in names:
