@@ -85,7 +85,7 @@ static unsigned FuseThreads(const Config& cfg) {
 }
 
 // Prefetch loads in flight at most: only the "future" policy gives hints.
-static uint32_t PrefetchDepth(const Config& c) {
+static uint32_t PrefetchLoads(const Config& c) {
   return c.cache.policy == PolicyKind::kFuture ? c.cache.prefetch : 0;
 }
 
@@ -219,7 +219,7 @@ Status Mount::OpenLower() {
   store::LowerGateOptions gate;
   gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg().lower.timeout * 1000.0));
   gate.workers = cfg().lower.workers;
-  gate.prefetch_workers = PrefetchDepth(cfg());  // never the readers' (lower_gate.h)
+  gate.prefetch_workers = PrefetchLoads(cfg());  // never the readers' (lower_gate.h)
   // Metadata calls run on the FUSE thread itself (no hand-off) for at most
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
@@ -292,7 +292,7 @@ Status Mount::OpenDiskTier() {
 // Prefetch, on the gate's prefetch lane (OpenLower). It brings each file's
 // attributes with its bytes: under "immutable" its lookup then asks LOWER nothing.
 void Mount::MakePrefetcher() {
-  const uint32_t prefetch = PrefetchDepth(cfg());
+  const uint32_t prefetch = PrefetchLoads(cfg());
   if (prefetch == 0) return;
   PolicyJobSink& sink = *sink_;
   prefetcher_ = std::make_unique<Prefetcher>(
