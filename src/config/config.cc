@@ -184,8 +184,8 @@ const KeyDesc kKeys[] = {
        c->cache.metadata_entries = static_cast<uint64_t>(i);
        return true;
      }},
-    {"cache.prefetch", OptKind::kInteger, "integer 0..64",
-     [](Config* c, const Raw& v) { return SetU32(v, 0, 64, &c->cache.prefetch); }},
+    {"cache.prefetch", OptKind::kInteger, "integer 0..1024",
+     [](Config* c, const Raw& v) { return SetU32(v, 0, 1024, &c->cache.prefetch); }},
     {"cache.request_bytes", OptKind::kString, R"(bytes 0..1GiB ("32KiB", integer) or "auto")",
      [](Config* c, const Raw& v) {
        if (const auto* s = std::get_if<std::string>(&v); s != nullptr && *s == "auto") {

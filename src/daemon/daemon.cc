@@ -84,6 +84,11 @@ static unsigned FuseThreads(const Config& cfg) {
   return std::max(cfg.lower.read_slots != 0 ? 16u : 4u, 2 * cores);
 }
 
+// Prefetch loads in flight at most: only the "future" policy gives hints.
+static uint32_t PrefetchLoads(const Config& c) {
+  return c.cache.policy == PolicyKind::kFuture ? c.cache.prefetch : 0;
+}
+
 namespace {
 
 // One mount: every part the daemon builds, in the order it builds them.
@@ -214,6 +219,7 @@ Status Mount::OpenLower() {
   store::LowerGateOptions gate;
   gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg().lower.timeout * 1000.0));
   gate.workers = cfg().lower.workers;
+  gate.prefetch_workers = PrefetchLoads(cfg());  // never the readers' (lower_gate.h)
   // Metadata calls run on the FUSE thread itself (no hand-off) for at most
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
@@ -283,17 +289,10 @@ Status Mount::OpenDiskTier() {
   return Status::Ok();
 }
 
-// Prefetch: only a policy with a declared future gives hints. Readers keep
-// at least one LOWER worker of their own (lower.workers; 0 timeout: no
-// workers, the calls run on the caller's thread).
+// Prefetch, on the gate's prefetch lane (OpenLower). It brings each file's
+// attributes with its bytes: under "immutable" its lookup then asks LOWER nothing.
 void Mount::MakePrefetcher() {
-  uint32_t prefetch = cfg().cache.policy == PolicyKind::kFuture ? cfg().cache.prefetch : 0;
-  if (prefetch != 0 && cfg().lower.timeout > 0 && prefetch >= cfg().lower.workers) {
-    prefetch = cfg().lower.workers - 1;
-    log::Warn("cache.prefetch " + std::to_string(cfg().cache.prefetch) + " lowered to " +
-              std::to_string(prefetch) + ": readers keep one of the " +
-              std::to_string(cfg().lower.workers) + " lower.workers");
-  }
+  const uint32_t prefetch = PrefetchLoads(cfg());
   if (prefetch == 0) return;
   PolicyJobSink& sink = *sink_;
   prefetcher_ = std::make_unique<Prefetcher>(
@@ -306,6 +305,8 @@ void Mount::MakePrefetcher() {
         sink.SampleUnreadable(h.job, h.sample, rel, why);
       });
   cache_->SetActivityListener([pf] { pf->Kick(); });
+  cache_->SetPrefetchAttrListener([known = known_.get()](const std::string& rel,
+                                                         const struct stat& st) { known->Learn(rel, st); });
 }
 
 Status Mount::MakeFilesystems() {

@@ -2,13 +2,20 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
+
+#include "epochfs/common/log.h"
 
 namespace epochfs {
 namespace {
 
 constexpr uint64_t kRefusedForNs = 1'000'000'000;  // a refused object waits this long
 constexpr auto kIdleWait = std::chrono::milliseconds(100);
+// Hints asked for per load taken: the first that can be loaded is; the
+// rest are asked for again next time (asking for `depth` of them cost every
+// take the whole depth's worth of policy work).
+constexpr size_t kHintsPerTake = 8;
 
 }  // namespace
 
@@ -42,6 +49,7 @@ void Prefetcher::Stop() {
 
 void Prefetcher::Worker() {
   pthread_setname_np(pthread_self(), "prefetch");  // as top -H and /proc show it
+  store::PrefetchScope lane;  // LOWER calls on the prefetch lane's workers
   uint64_t seen = 0;
   for (;;) {
     {
@@ -53,11 +61,13 @@ void Prefetcher::Worker() {
     while (std::optional<Task> t = Take()) {
       Kick();  // there may be more: the next worker looks
       if (t->file.hidden) {
-        Done(*t, store::MissingOnLower(t->file.rel));
+        Done(*t, store::MissingOnLower(t->file.rel), 0);
       } else {
         store::GetRequest req{t->hint.object, t->file.rel, {}, t->hint.job, t->hint.sample};
         req.as = t->file.as;
-        Done(*t, cache_.Prefetch(req));
+        uint64_t bytes = 0;
+        Result<bool> r = cache_.Prefetch(req, &bytes);
+        Done(*t, r, bytes);
       }
       std::lock_guard lock(wake_mu_);
       if (stop_) return;
@@ -67,7 +77,7 @@ void Prefetcher::Worker() {
 
 std::optional<Prefetcher::Task> Prefetcher::Take() {
   std::lock_guard lock(mu_);
-  if (inflight_ + cache_.demand_loads() >= depth_) return std::nullopt;
+  if (inflight_ + cache_.demand_loads() >= target_.target()) return std::nullopt;
   const uint64_t now = store::NowNs();
   if (now - refused_since_ns_ >= kRefusedForNs) {
     refused_.clear();
@@ -77,7 +87,7 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
   loading.reserve(claimed_.size());
   for (const auto& [id, hint] : claimed_) loading.push_back(hint);
   std::vector<cache::PrefetchHint> hints = cache_.PrefetchHints(
-      depth_,
+      std::min<size_t>(depth_, kHintsPerTake),
       [&](cache::ObjectId o) {
         return claimed_.count(o) != 0 || refused_.count(o) != 0 || failed_.count(o) != 0;
       },
@@ -87,19 +97,31 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
       failed_.insert(h.object);
       continue;
     }
+    // Memory: the first hint that does not fit waits (the later ones are read later).
+    const uint64_t bytes = ByteEstimateLocked(h);
+    if (inflight_ != 0 && (bytes == 0 || inflight_bytes_ + bytes > cache_.max_object_bytes() / 2)) {
+      return std::nullopt;
+    }
     std::optional<SampleFile> file = path_of_(h.job, h.sample);
     if (!file) {  // the job went meanwhile
       refused_.insert(h.object);
       continue;
     }
     claimed_.emplace(h.object, h);
+    estimate_.emplace(h.object, bytes);
+    inflight_bytes_ += bytes;
     ++inflight_;
-    return Task{h, std::move(*file)};
+    return Task{h, std::move(*file), target_.generation(), now};
   }
   return std::nullopt;
 }
 
-void Prefetcher::Done(const Task& t, const Result<bool>& r) {
+uint64_t Prefetcher::ByteEstimateLocked(const cache::PrefetchHint& h) const {
+  if (h.size != 0) return h.size;
+  return loaded_ == 0 ? 0 : std::max<uint64_t>(1, loaded_bytes_ / loaded_);
+}
+
+void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
   // NotFound: missing, not a regular file, or not the job owner's to reach
   // or read (as a missing file, by design): unreadable. InvalidArgument:
   // too large to cache whole (CacheFront::Prefetch): never prefetched, but
@@ -107,10 +129,24 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r) {
   // reported. Anything else (an I/O error, a timeout) may pass.
   const bool unreadable = !r.ok() && r.status().code() == Code::kNotFound;
   const bool never = unreadable || (!r.ok() && r.status().code() == Code::kInvalidArgument);
+  bool grew = false;  // the target rose: more workers may start
   {
     std::lock_guard lock(mu_);
     claimed_.erase(t.hint.object);
     --inflight_;
+    inflight_bytes_ -= estimate_[t.hint.object];
+    estimate_.erase(t.hint.object);
+    if (bytes != 0) {
+      ++loaded_;
+      loaded_bytes_ += bytes;
+      const uint64_t now = store::NowNs();
+      if (target_.OnLoad(t.generation, now - t.start_ns, now)) {
+        grew = target_.target() > inflight_;
+        if (log::Enabled(log::Level::kDebug)) {
+          log::Debug("prefetch: " + std::to_string(target_.target()) + " loads in flight at most");
+        }
+      }
+    }
     if (never) {
       failed_.insert(t.hint.object);
     } else if (!r.ok() || !r.value()) {
@@ -118,6 +154,12 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r) {
     }
   }
   if (unreadable && on_unreadable_) on_unreadable_(t.hint, t.file.rel, r.status());
+  if (grew) Kick();
+}
+
+uint32_t Prefetcher::target() const {
+  std::lock_guard lock(mu_);
+  return target_.target();
 }
 
 }  // namespace epochfs

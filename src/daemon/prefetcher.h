@@ -3,10 +3,21 @@
 // `depth` worker threads (named "prefetch") ask the cache front for the policy's prefetch hints
 // (Prefetching::PrefetchHints: not resident, read soonest, worth admitting now)
 // and load them (CacheFront::Prefetch: one flight shared with any reader who
-// asks meanwhile). Readers go first: a prefetch starts only while the
-// prefetches and readers' misses in flight together are fewer than `depth`,
-// so a reader's miss never queues behind a prefetch (and the daemon keeps at
-// least one LOWER worker for readers: see the daemon). The workers sleep until
+// asks meanwhile), each one load at a time: on a store where every request
+// waits (NFS, an s3 mount) the loads in flight, not one load's latency, set
+// the rate. How many run at once is found from the loads' times
+// (cache::InFlightTarget, from 4 up to `depth`): many where loads side by
+// side take as long as one alone (a latency store), few where each one more
+// lengthens all (a disk or a throttled device, whose bandwidth the readers'
+// own misses need). Each worker's LOWER calls go to the gate's prefetch lane
+// (store::PrefetchScope: workers of their own, which the daemon sizes to
+// `depth`), so a reader's call never queues behind a prefetch's. Readers go
+// first: a prefetch starts only while the prefetches and readers' misses in
+// flight together are fewer than the target. Memory: the bytes of the loads in
+// flight (each hint's size, or while it is not known the mean size of the
+// loads so far) stay within an eighth of the budget (half of
+// CacheFront::max_object_bytes()), whatever `depth`; at least one load runs,
+// and while no size is known at all, only one. The workers sleep until
 // a read or a declaration (Kick: one worker wakes, and each that finds work
 // wakes the next) or 100 ms pass. An object the policy then
 // refuses, or whose load fails, is not tried again for a second; one that
@@ -41,6 +52,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "epochfs/cache/inflight_target.h"
 #include "epochfs/store/cache_front.h"
 
 namespace epochfs {
@@ -60,7 +72,12 @@ class Prefetcher {
   // The LOWER file of sample `sample` of job `job`, if known.
   using PathSource = std::function<std::optional<SampleFile>(cache::JobId job, uint32_t sample)>;
   Prefetcher(store::CacheFront& cache, uint32_t depth, PathSource paths)
-      : cache_(cache), depth_(depth), path_of_(std::move(paths)) {}
+      : cache_(cache), depth_(depth), path_of_(std::move(paths)),
+        target_(depth, std::min<uint32_t>(depth, kStartInFlight)) {}
+  // The loads in flight the target starts at (InFlightTarget).
+  static constexpr uint32_t kStartInFlight = 4;
+  // The loads in flight it aims at now (tests, the log).
+  uint32_t target() const;
   ~Prefetcher() { Stop(); }
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -81,10 +98,15 @@ class Prefetcher {
   struct Task {
     cache::PrefetchHint hint;
     SampleFile file;
+    uint64_t generation = 0;  // the target's when taken
+    uint64_t start_ns = 0;
   };
   void Worker();
   std::optional<Task> Take();
-  void Done(const Task& t, const Result<bool>& r);
+  void Done(const Task& t, const Result<bool>& r, uint64_t bytes);
+  // REQUIRES: mu_ held. The bytes a load of `h` will hold: its size, else the
+  // mean of the loads so far; 0 when neither is known.
+  uint64_t ByteEstimateLocked(const cache::PrefetchHint& h) const;
 
   store::CacheFront& cache_;
   const uint32_t depth_;
@@ -93,12 +115,16 @@ class Prefetcher {
 
   std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unordered_map<cache::ObjectId, cache::PrefetchHint> claimed_;  // loads of ours in flight
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
+  uint64_t inflight_bytes_ = 0;  // the estimates (ByteEstimate) of the claimed
+  std::unordered_map<cache::ObjectId, uint64_t> estimate_;  // of each claimed
+  uint64_t loaded_ = 0, loaded_bytes_ = 0;  // loads done, and their bytes
+  cache::InFlightTarget target_;  // guarded by mu_
 
   std::mutex wake_mu_;
   std::condition_variable cv_;

@@ -118,42 +118,6 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
   return r;
 }
 
-Result<bool> CacheFront::Prefetch(const GetRequest& req) {
-  std::promise<Result<ObjectRef>> promise;
-  {
-    std::lock_guard lock(flights_mu_);
-    if (flights_.count(req.id) != 0 || ram_.Find(req.id)) return false;
-    flights_.emplace(req.id, Flight{promise.get_future().share(), true, {}});
-  }
-  bool admitted = false;
-  Result<ObjectRef> r = Load(req, /*prefetch=*/true, &admitted);
-  {
-    std::lock_guard lock(flights_mu_);
-    flights_.erase(req.id);
-  }
-  promise.set_value(r);
-  if (!r.ok()) return r.status();
-  return admitted;
-}
-
-std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
-    size_t max, const std::function<bool(cache::ObjectId)>& skip,
-    const std::vector<cache::PrefetchHint>& loading) {
-  std::vector<cache::ObjectId> flying;
-  {
-    std::lock_guard lock(flights_mu_);
-    flying.reserve(flights_.size());
-    for (const auto& [id, f] : flights_) flying.push_back(id);
-  }
-  auto skipped = [&](cache::ObjectId o) {
-    return std::find(flying.begin(), flying.end(), o) != flying.end() || (skip && skip(o));
-  };
-  std::lock_guard lock(policy_mu_);
-  cache::Prefetching* pf = policy_->prefetching();
-  if (pf == nullptr) return {};
-  return pf->PrefetchHints(max, NowNs(), skipped, loading);
-}
-
 Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit,
                                        cache::Access::Served served) {
   if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
@@ -218,16 +182,19 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
     load_time_.Observe(NowNs() - start);
     return s;
   };
-  auto fd = lower_.OpenFile(req.rel);
-  if (!fd.ok()) return fail(fd.status());
-  auto fst = lower_.FStat(fd.value().get());
-  if (!fst.ok()) return fail(fst.status());
-  const struct stat st = fst.value();
+  const bool block = req.length != 0;
+  // Opened, stat'ed and (a whole file, when small) read in one LOWER operation.
+  auto opened = lower_.OpenAndRead(
+      req.rel, block ? 0 : prefetch ? max_object_bytes() : UINT64_MAX, req.as);
+  if (!opened.ok()) return fail(opened.status());
+  const UniqueFd fd = std::move(opened.value().fd);
+  const struct stat st = opened.value().st;
+  std::optional<Result<std::vector<char>>> small = std::move(opened.value().data);
   if (!S_ISREG(st.st_mode)) return fail(NotFound(req.rel + ": not a regular file"));
   // Checked on the attributes of the file opened: no bytes of it are read
   // for a user who may not read them.
   if (req.as && !MayAccess(*req.as, st, kMayRead)) return fail(MissingOnLower(req.rel));
-  const bool block = req.length != 0;
+  if (prefetch && on_prefetch_attr_) on_prefetch_attr_(req.rel, st);
   // A samples list gives no sizes: a prefetch may name a file too large to
   // cache whole (a reader's open reads those in blocks).
   if (prefetch && !block && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {
@@ -245,14 +212,15 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   // A block: what the version's size leaves of [offset, offset + length).
   const uint64_t want =
       block ? std::min(req.length, req.version.size - std::min(req.offset, req.version.size)) : 0;
-  auto data = block ? lower_.ReadAt(fd.value().get(), want, req.offset)
-                    : lower_.ReadWhole(fd.value().get(), static_cast<uint64_t>(st.st_size));
+  auto data = block   ? lower_.ReadAt(fd.get(), want, req.offset)
+              : small ? std::move(*small)
+                      : lower_.ReadWhole(fd.get(), static_cast<uint64_t>(st.st_size));
   if (data.ok() && block) {
     if (data.value().size() != want) {
       return Stale(req.rel + ": shorter on LOWER than when it was opened");
     }
     // Written to during the read (its mtime moved): those bytes may mix.
-    auto after = lower_.FStat(fd.value().get());
+    auto after = lower_.FStat(fd.get());
     if (!after.ok()) return fail(after.status());
     if (VersionOf(after.value()) != req.version) {
       return Stale(req.rel + ": changed on LOWER while a block of it was read");

@@ -69,6 +69,10 @@ void KnownLower::Remember(const std::string& rel, const struct stat& st, int64_t
   }
 }
 
+void KnownLower::Learn(const std::string& rel, const struct stat& st) const {
+  if (opt_.remember) Remember(rel, st, NowMs());
+}
+
 void KnownLower::Forget(const std::string& rel) const {
   std::unique_lock lk(mu_);
   attrs_.erase(ObjectIdOf(rel));

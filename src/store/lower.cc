@@ -283,6 +283,45 @@ Result<UniqueFd> Lower::OpenFile(const std::string& rel) const {
                          [root = root_fd_, rel] { return OpenBeneath(root->get(), rel, O_RDONLY); });
 }
 
+namespace {
+
+// ReadWhole's piece and check, on the caller's thread: exactly `size` (at
+// most one piece) bytes of `fd`, IoError when it is shorter or longer.
+Result<std::vector<char>> ReadSmall(int fd, uint64_t size) {
+  std::vector<char> data(size);
+  auto n = PreadAll(fd, data.data(), size, 0);
+  if (!n.ok()) return n.status();
+  if (n.value() != size) return IoError("lower file shrank while being read");
+  char extra;
+  const ssize_t more = ::pread(fd, &extra, 1, static_cast<off_t>(size));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (more > 0) return IoError("lower file grew while being read");
+  return data;
+}
+
+}  // namespace
+
+Result<Lower::OpenedFile> Lower::OpenAndRead(const std::string& rel, uint64_t max_bytes,
+                                             std::shared_ptr<const Credentials> as) const {
+  auto r = Gated<OpenedFile>(LowerCall::kOpen, 1, "open " + rel,
+                             [root = root_fd_, rel, max_bytes, as]() -> Result<OpenedFile> {
+    auto fd = OpenBeneath(root->get(), rel, O_RDONLY);
+    if (!fd.ok()) return fd.status();
+    OpenedFile out;
+    out.fd = std::move(fd).value();
+    if (::fstat(out.fd.get(), &out.st) != 0) return LowerStatus(errno, "fstat");
+    const uint64_t size = static_cast<uint64_t>(out.st.st_size);
+    if (S_ISREG(out.st.st_mode) && max_bytes != 0 && size <= max_bytes && size <= kReadPiece &&
+        (as == nullptr || MayAccess(*as, out.st, kMayRead))) {
+      out.data = ReadSmall(out.fd.get(), size);
+    }
+    return out;
+  });
+  if (r.ok()) health_.Count(LowerCall::kStat, 1);
+  if (r.ok() && r.value().data) health_.Count(LowerCall::kRead, 1);
+  return r;
+}
+
 Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   // Each piece is read into the shared buffer by its own operation; a piece
   // given up on may still write into it, so it is handed out only when every

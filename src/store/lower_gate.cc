@@ -42,14 +42,20 @@ constexpr auto kWatchTick = std::chrono::milliseconds(50);
 
 thread_local const std::function<bool()>* tls_cancel = nullptr;
 thread_local AnswerScope* tls_answer = nullptr;
+thread_local bool tls_prefetch = false;  // PrefetchScope
 
 }  // namespace
 
 struct LowerGate::Core {
   LowerGateOptions opt;
   std::mutex mu;
-  std::condition_variable work_cv;  // workers wait for tasks
-  std::deque<std::shared_ptr<Task>> queue;  // guarded by mu
+  // The lanes: 0 the readers' (`workers`), 1 prefetch's (`prefetch_workers`,
+  // when not 0). Each lane's workers take only its queue.
+  struct Lane {
+    std::condition_variable work_cv;  // its workers wait for tasks
+    std::deque<std::shared_ptr<Task>> queue;  // guarded by mu
+  };
+  Lane lanes[2];
   std::atomic<bool> started{false};  // Start() was called
   uint32_t stuck = 0;     // guarded by mu
   uint32_t running = 0;   // guarded by mu: operations on a worker now
@@ -179,13 +185,14 @@ struct LowerGate::Core {
     return threw ? Internal(what + ": the LOWER call threw") : Status::Ok();
   }
 
-  static void Work(std::shared_ptr<Core> core) {
+  static void Work(std::shared_ptr<Core> core, int lane) {
+    Lane& mine = core->lanes[lane];
     std::unique_lock lk(core->mu);
     for (;;) {
-      core->work_cv.wait(lk, [&] { return core->stop || !core->queue.empty(); });
+      mine.work_cv.wait(lk, [&] { return core->stop || !mine.queue.empty(); });
       if (core->stop) return core->ExitLocked();
-      std::shared_ptr<Task> t = std::move(core->queue.front());
-      core->queue.pop_front();
+      std::shared_ptr<Task> t = std::move(mine.queue.front());
+      mine.queue.pop_front();
       t->started = true;
       ++core->running;
       lk.unlock();
@@ -217,7 +224,11 @@ void LowerGate::Start() {
   std::lock_guard lk(core_->mu);
   for (uint32_t i = 0; i < std::max<uint32_t>(1, core_->opt.workers); ++i) {
     ++core_->live;
-    std::thread(Core::Work, core_).detach();
+    std::thread(Core::Work, core_, 0).detach();
+  }
+  for (uint32_t i = 0; i < core_->opt.prefetch_workers; ++i) {
+    ++core_->live;
+    std::thread(Core::Work, core_, 1).detach();
   }
   if (core_->opt.max_inline != 0) {
     ++core_->live;
@@ -236,7 +247,7 @@ LowerGate::LowerGate(LowerGateOptions options) : core_(std::make_shared<Core>())
 LowerGate::~LowerGate() {
   std::unique_lock lk(core_->mu);
   core_->stop = true;
-  core_->work_cv.notify_all();
+  for (Core::Lane& lane : core_->lanes) lane.work_cv.notify_all();
   core_->dog_cv.notify_all();
   // Idle workers and the watchdog return at once; a worker inside an
   // operation still wanted returns when it does (Run's callers are gone by
@@ -252,7 +263,9 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
     return Status::Ok();
   }
   const std::function<bool()>* cancel = tls_cancel;
-  if (AnswerScope* scope = tls_answer; scope != nullptr) {
+  const int lane = tls_prefetch && c.opt.prefetch_workers != 0 ? 1 : 0;
+  Core::Lane& to = c.lanes[lane];
+  if (AnswerScope* scope = tls_answer; scope != nullptr && !tls_prefetch) {
     if (scope->answered()) return Status(Code::kInterrupted, what + ": the request was answered");
     if (c.opt.max_inline != 0) {
       if (auto done = c.TryInline(op, what, *scope, cancel)) return *done;
@@ -265,9 +278,9 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
   Status out = Status::Ok();
   {
     std::unique_lock lk(c.mu);
-    c.queue.push_back(t);
+    to.queue.push_back(t);
     ++c.c.calls;
-    c.work_cv.notify_one();
+    to.work_cv.notify_one();
     for (;;) {
       const Clock::time_point now = Clock::now();
       const Clock::time_point until =
@@ -279,13 +292,13 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
       // Give up on it.
       t->abandoned = true;
       if (!t->started) {
-        c.queue.erase(std::find(c.queue.begin(), c.queue.end(), t));
+        to.queue.erase(std::find(to.queue.begin(), to.queue.end(), t));
       } else {
         ++c.stuck;
         if (c.stuck <= c.opt.max_stuck) {
           t->replaced = true;
           ++c.live;
-          std::thread(Core::Work, core_).detach();
+          std::thread(Core::Work, core_, lane).detach();
         }
       }
       if (interrupted) {
@@ -326,6 +339,10 @@ AnswerScope::AnswerScope(std::function<void(const Status&)> answer)
 AnswerScope::~AnswerScope() { tls_answer = prev_; }
 
 AnswerScope* AnswerScope::Current() { return tls_answer; }
+
+PrefetchScope::PrefetchScope() : saved_(tls_prefetch) { tls_prefetch = true; }
+
+PrefetchScope::~PrefetchScope() { tls_prefetch = saved_; }
 
 WorkerOnlyScope::WorkerOnlyScope() : saved_(tls_answer) { tls_answer = nullptr; }
 

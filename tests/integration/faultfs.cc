@@ -23,9 +23,16 @@
 //     once, as many as libfuse runs threads for (`-o max_threads=N`);
 //   - SOURCE/.hang_all exists: every call blocks until it is removed;
 //   - SOURCE/.fail_all exists: every call fails with EIO.
+// Calls are served side by side, but for one limit (the kernel's, as this
+// fixture negotiates the protocol): the lookups of names the kernel does not
+// know yet (a first lookup, not a revalidation) in one directory go one at a
+// time. A test or benchmark that wants a store answering every call side by
+// side looks its paths up once before (SOURCE/.latency_ms empty).
 // Every call is counted by kind; the counts are read, without being counted,
 // as the extended attribute `user.faultfs.counts` of the mount's root:
-// "stat=N open=N read=N list=N readlink=N statfs=N access=N";
+// "stat=N open=N read=N list=N readlink=N statfs=N access=N max_in_flight=N",
+// max_in_flight being the most calls (of any kind) served at once since the
+// mount: how many requests a client kept in flight;
 // `user.faultfs.counts.PID` gives those of process PID's threads only (a test
 // counts its daemon's calls, not those of another process walking the mount).
 // Everything else is a plain passthrough. Modifying operations are not implemented (ENOSYS /
@@ -51,6 +58,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <map>
@@ -80,8 +88,14 @@ enum Kind { kStat, kOpen, kRead, kList, kReadlink, kStatfs, kAccess, kKinds };
 const char* const kKindNames[kKinds] = {"stat", "open", "read", "list", "readlink", "statfs",
                                         "access"};
 std::atomic<uint64_t> g_calls[kKinds];
+std::atomic<uint64_t> g_in_flight{0};      // calls being served now
+std::atomic<uint64_t> g_max_in_flight{0};  // the most at once, ever
+struct Tally {  // one process's calls
+  std::array<uint64_t, kKinds> calls{};
+  uint64_t in_flight = 0, max_in_flight = 0;
+};
 std::mutex g_by_process_mu;
-std::map<pid_t, std::array<uint64_t, kKinds>> g_by_process;  // by thread group
+std::map<pid_t, Tally> g_by_process;  // by thread group
 
 // The thread group (process) of thread `tid`, from /proc; `tid` if unknown.
 pid_t ProcessOf(pid_t tid) {
@@ -114,20 +128,43 @@ long MillisIn(const char* name) {
   return ms > 0 && ms <= 10000 ? ms : 0;
 }
 
-// Every call starts here: counted, then slowed, hung or failed on command.
-// Returns 0 or -EIO.
-int Enter(Kind kind) {
-  g_calls[kind].fetch_add(1, std::memory_order_relaxed);
-  const pid_t process = ProcessOf(fuse_get_context()->pid);
-  {
-    std::lock_guard lk(g_by_process_mu);
-    ++g_by_process[process][kind];
+// Every call starts here: counted (in all and for its process), then
+// slowed, hung or failed on command; err() is 0 or -EIO. In flight from its
+// construction to its destruction (the call's return).
+class Call {
+ public:
+  explicit Call(Kind kind) : process_(ProcessOf(fuse_get_context()->pid)) {
+    g_calls[kind].fetch_add(1, std::memory_order_relaxed);
+    const uint64_t now = g_in_flight.fetch_add(1) + 1;
+    uint64_t max = g_max_in_flight.load();
+    while (now > max && !g_max_in_flight.compare_exchange_weak(max, now)) {
+    }
+    {
+      std::lock_guard lk(g_by_process_mu);
+      Tally& t = g_by_process[process_];
+      ++t.calls[kind];
+      t.max_in_flight = std::max(t.max_in_flight, ++t.in_flight);
+    }
+    if (Exists("/.fail_all")) {
+      err_ = -EIO;
+      return;
+    }
+    while (Exists("/.hang_all")) usleep(20000);
+    if (long ms = MillisIn("/.latency_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
   }
-  if (Exists("/.fail_all")) return -EIO;
-  while (Exists("/.hang_all")) usleep(20000);
-  if (long ms = MillisIn("/.latency_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
-  return 0;
-}
+  ~Call() {
+    g_in_flight.fetch_sub(1);
+    std::lock_guard lk(g_by_process_mu);
+    --g_by_process[process_].in_flight;
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+  int err() const { return err_; }
+
+ private:
+  const pid_t process_;
+  int err_ = 0;
+};
 
 // Blocks while SOURCE/.hang exists (checked every 20 ms).
 void HangWhileAsked(const char* path) {
@@ -150,7 +187,8 @@ void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
 }
 
 int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
-  if (int err = Enter(kStat)) return err;
+  Call call(kStat);
+  if (call.err()) return call.err();
   if (fi == nullptr && NameHas(path, "STATHANG")) HangWhileAsked(path);
   if (fi == nullptr && std::strcmp(path, "/") == 0) {
     const std::string flag = g_source + "/.hang_root";
@@ -161,7 +199,8 @@ int FaultGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
 }
 
 int FaultReadlink(const char* path, char* buf, size_t size) {
-  if (int err = Enter(kReadlink)) return err;
+  Call call(kReadlink);
+  if (call.err()) return call.err();
   if (size == 0) return -EINVAL;
   ssize_t n = readlink(Real(path).c_str(), buf, size - 1);
   if (n == -1) return -errno;
@@ -171,7 +210,8 @@ int FaultReadlink(const char* path, char* buf, size_t size) {
 
 int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*offset*/,
                  fuse_file_info* /*fi*/, fuse_readdir_flags /*flags*/) {
-  if (int err = Enter(kList)) return err;
+  Call call(kList);
+  if (call.err()) return call.err();
   DIR* dir = opendir(Real(path).c_str());
   if (dir == nullptr) return -errno;
   while (dirent* de = readdir(dir)) {
@@ -185,7 +225,8 @@ int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*of
 }
 
 int FaultOpen(const char* path, fuse_file_info* fi) {
-  if (int err = Enter(kOpen)) return err;
+  Call call(kOpen);
+  if (call.err()) return call.err();
   if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
   if (NameHas(path, "HANG")) {
     while (Exists("/.hang_open")) usleep(20000);
@@ -202,7 +243,8 @@ int FaultOpen(const char* path, fuse_file_info* fi) {
 }
 
 int FaultRead(const char* path, char* buf, size_t size, off_t offset, fuse_file_info* fi) {
-  if (int err = Enter(kRead)) return err;
+  Call call(kRead);
+  if (call.err()) return call.err();
   if (IsFaulty(path)) return -EIO;
   HangWhileAsked(path);
   if (offset == 0) DelayAsked();
@@ -216,12 +258,14 @@ int FaultRelease(const char* /*path*/, fuse_file_info* fi) {
 }
 
 int FaultStatfs(const char* path, struct statvfs* st) {
-  if (int err = Enter(kStatfs)) return err;
+  Call call(kStatfs);
+  if (call.err()) return call.err();
   return statvfs(Real(path).c_str(), st) == -1 ? -errno : 0;
 }
 
 int FaultAccess(const char* path, int mask) {
-  if (int err = Enter(kAccess)) return err;
+  Call call(kAccess);
+  if (call.err()) return call.err();
   return access(Real(path).c_str(), mask) == -1 ? -errno : 0;
 }
 
@@ -232,12 +276,17 @@ int FaultGetxattr(const char* path, const char* name, char* value, size_t size) 
     return -ENODATA;
   }
   std::array<uint64_t, kKinds> n{};
+  uint64_t most = 0;
   if (name[sizeof kCounts - 1] == '\0') {
     for (int k = 0; k < kKinds; ++k) n[k] = g_calls[k].load(std::memory_order_relaxed);
+    most = g_max_in_flight.load();
   } else if (name[sizeof kCounts - 1] == '.') {
     const pid_t process = static_cast<pid_t>(std::strtol(name + sizeof kCounts, nullptr, 10));
     std::lock_guard lk(g_by_process_mu);
-    if (auto it = g_by_process.find(process); it != g_by_process.end()) n = it->second;
+    if (auto it = g_by_process.find(process); it != g_by_process.end()) {
+      n = it->second.calls;
+      most = it->second.max_in_flight;
+    }
   } else {
     return -ENODATA;
   }
@@ -246,6 +295,7 @@ int FaultGetxattr(const char* path, const char* name, char* value, size_t size) 
     if (k) text += ' ';
     text += std::string(kKindNames[k]) + "=" + std::to_string(n[k]);
   }
+  text += " max_in_flight=" + std::to_string(most);
   if (size == 0) return static_cast<int>(text.size());
   if (size < text.size()) return -ERANGE;
   std::memcpy(value, text.data(), text.size());

@@ -8,14 +8,22 @@ its own LOWER calls by kind in `stats` (lower_calls_by_kind): both counts
 must stay still across hot opens, stats, reads and listings, also after the
 kernel's entry and attribute timeouts have passed. Before, each hot open
 looked its file up and stat'ed it on LOWER once those timeouts passed, and a
-hung LOWER made every cached file wait for lower.timeout and fail."""
+hung LOWER made every cached file wait for lower.timeout and fail.
+
+On a store where every call waits (SOURCE/.latency_ms), prefetch keeps up
+to cache.prefetch loads in flight on workers of its own, and never more:
+the fixture counts the most calls it served at once (max_in_flight)."""
 import errno
 import os
 import time
+import sys
 import unittest
 
 import epochfs_test as et
 from test_faults import run_with_bound
+
+sys.path.insert(0, os.path.join(et.REPO, "python"))
+import epochfs.job  # noqa: E402
 
 KiB = 1024
 
@@ -64,7 +72,8 @@ class SlowStoreTest(et.MountTestCase):
             time.sleep(0.5)
             self.walk(d)
         after_f, after_d = fixture_counts(self.faultmnt, pid), d.stats()["lower_calls_by_kind"]
-        return ({k: after_f[k] - fixture[k] for k in fixture if after_f[k] != fixture[k]},
+        return ({k: after_f[k] - fixture[k] for k in fixture
+                 if k != "max_in_flight" and after_f[k] != fixture[k]},
                 {k: after_d[k] - daemon[k] for k in daemon if after_d[k] != daemon[k]})
 
     def mount_short(self, *more):
@@ -157,6 +166,54 @@ class SlowStoreTest(et.MountTestCase):
         self.assertTrue(d.stats()["lower_down"])
         self.assertGreater(d.stats()["known_last_known"], 0)
         self.assertTrue(d.alive())
+
+
+class InFlightTest(et.MountTestCase):
+    def test_prefetch_keeps_its_bound_of_loads_in_flight_on_a_latency_store(self):
+        # Every call waits 100 ms and the store serves 64 at once: loads side
+        # by side take as long as one alone, so prefetch's loads in flight
+        # climb from 4 to cache.prefetch (16), and never past it (each load
+        # makes one call at a time). Before, at most lower.workers - 1 (7)
+        # ran. 96 files: 8 loads at 4, 8 at 8, then 16 at once.
+        src = self.make_dir("src")
+        names = ["f%03d.bin" % i for i in range(96)]
+        want = {}
+        for i, name in enumerate(names):
+            want[name] = et.det_bytes(4096 + 13 * i, 500 + i)
+            et.write_file(os.path.join(src, "data", name), want[name])
+        faultmnt = self.mount_faultfs(src, extra=["-o", "max_threads=64"])
+        d = self.mount(faultmnt, opts=["cache.policy=future", "cache.prefetch=16",
+                                       "cache.memory=%d" % (64 * 1024 * KiB)])
+        job = epochfs.job.Job(d.mnt, "wide")
+        job.create()
+        job.configure(batch_size=1, epochs=1, root="data")
+        job.set_samples(names)
+        # The fixture looks up a name it does not know yet one at a time per
+        # directory (faultfs.cc): known, every call runs side by side.
+        for name in names:
+            os.stat(os.path.join(faultmnt, "data", name))
+        latency = os.path.join(src, ".latency_ms")
+        et.write_file(latency, b"100\n")
+        self.addCleanup(lambda: os.path.exists(latency) and os.unlink(latency))
+        job.declare(0, list(range(len(names))))
+        job.start_epoch(0)
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == len(names),
+                                    120 * et.TIME_SCALE), d.stats())
+        # The daemon's calls only: another process on the machine may walk
+        # the mounts meanwhile.
+        self.assertEqual(fixture_counts(faultmnt, d.proc.pid)["max_in_flight"], 16)
+        os.unlink(latency)
+        before = fixture_counts(faultmnt, d.proc.pid)
+        for name in names:
+            self.assertEqual(et.read_file_raw(d.path("data", name)), want[name], name)
+        after = fixture_counts(faultmnt, d.proc.pid)
+        st = d.stats()
+        self.assertEqual(st["misses"], 0, st)
+        # The prefetch brought each file's attributes: the readers' lookups
+        # asked LOWER nothing (but the directory's).
+        self.assertEqual(after["open"] + after["read"], before["open"] + before["read"])
+        self.assertLessEqual(after["stat"] - before["stat"], 2, (before, after))
+        job.remove()
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ struct Config {
     uint64_t metadata_entries = 2'000'000;
     // cache.prefetch: LOWER reads in flight loading what the jobs declared
     // they read next (the "future" policy's hints); 0: no prefetch.
-    uint32_t prefetch = 4;
+    uint32_t prefetch = 128;
     // cache.request_bytes: what one LOWER request costs beyond its bytes, in
     // bytes of transfer (the future policy's weighing of file sizes); 0: the
     // store's bandwidth binds (docs/future_policy.md, "What a miss costs").

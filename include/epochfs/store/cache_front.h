@@ -132,8 +132,15 @@ class CacheFront {
   // resident or already in flight (nothing read then). Errors: NotFound (no
   // regular file at req.rel), InvalidArgument (larger than
   // max_object_bytes()), and LOWER's. A file `req.as` may not read is
-  // NotFound, as a missing one.
-  Result<bool> Prefetch(const GetRequest& req);
+  // NotFound, as a missing one. *loaded_bytes, if given, is set to the
+  // bytes read (0 when nothing was).
+  Result<bool> Prefetch(const GetRequest& req, uint64_t* loaded_bytes = nullptr);
+  // Told, for each prefetch, the attributes of the file it opened (fstat:
+  // a regular file `req.as` may read), so that the reader's lookup need not
+  // ask LOWER (KnownLower::Learn). Called outside every lock of the
+  // CacheFront. REQUIRES: set before the first Prefetch.
+  using AttrListener = std::function<void(const std::string& rel, const struct stat& st)>;
+  void SetPrefetchAttrListener(AttrListener fn) { on_prefetch_attr_ = std::move(fn); }
   // One copy (fuse.one_copy): the kernel's page cache now holds every byte of
   // `served`, the resident object, and keeps it until the object is evicted
   // (the DropListener then drops its pages) or the kernel reclaims them. The
@@ -291,6 +298,7 @@ class CacheFront {
 
   DropListener on_drop_;
   std::function<void()> on_activity_;
+  AttrListener on_prefetch_attr_;
   // Prefetched objects not read yet (guarded by policy_mu_).
   std::unordered_set<cache::ObjectId> unread_prefetched_;
 

@@ -79,6 +79,11 @@ class KnownLower {
   Result<std::vector<std::optional<struct stat>>> StatEntries(
       const std::string& rel, const std::vector<std::string>& names) const;
 
+  // `st`: the attributes of regular file `rel` as a load read them from LOWER
+  // (its fstat): remembered as a stat's would be, so that a prefetch brings
+  // the file's attributes with its bytes and the reader's lookup costs LOWER
+  // nothing. Nothing under "open".
+  void Learn(const std::string& rel, const struct stat& st) const;
   // `rel` was seen to have changed on LOWER (a load found another version
   // than its remembered attributes say): its attributes are forgotten, and
   // the next call asks LOWER. "immutable" trusts LOWER not to change; this

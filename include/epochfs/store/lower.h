@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "epochfs/common/access_rule.h"
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/store/lower_gate.h"
@@ -71,6 +72,22 @@ class Lower {
 
   // Opens regular file `rel` for reading.
   Result<UniqueFd> OpenFile(const std::string& rel) const;
+  // A whole file in one operation (one gate hand-off, not one per call: on a
+  // store where every call waits, a load's calls still wait in turn, but it
+  // costs the daemon one thread hop): opens `rel` and fstat's it, and when it
+  // is a regular file of at most `max_bytes` and of one read piece (8 MiB)
+  // that `as` may read (null: anyone), reads it as ReadWhole does (`data`:
+  // its bytes, or ReadWhole's error): no byte is read for a user who may not.
+  // Otherwise (and always with `max_bytes` 0) `data` is empty and the caller
+  // reads `fd` as it needs. Counted
+  // as an open, a stat and (with data) a read. Errors: OpenFile's and FStat's.
+  struct OpenedFile {
+    UniqueFd fd;
+    struct stat st {};
+    std::optional<Result<std::vector<char>>> data;
+  };
+  Result<OpenedFile> OpenAndRead(const std::string& rel, uint64_t max_bytes,
+                                 std::shared_ptr<const Credentials> as = nullptr) const;
   // FStat, ReadWhole and ReadAt work, when gated, on a duplicate of `fd` that
   // they own: a call given up on may run on after the caller closed `fd`.
   // Reads exactly `size` bytes from the start of `fd`; a short file is IoError.

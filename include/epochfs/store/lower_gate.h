@@ -15,6 +15,11 @@
 // operations given up on. Past that, no worker replaces a stuck one, and once
 // every worker is stuck new operations time out in the queue: a hung LOWER
 // costs a bounded number of threads and never the FUSE threads.
+// Lanes. Prefetch (a PrefetchScope on the calling thread) has workers of its
+// own, `prefetch_workers`, and a queue of its own: its operations never take
+// the readers' workers nor queue before a reader's, so a reader's call never
+// waits behind a prefetch, however many are in flight (with 0, prefetch
+// shares the readers' workers and queue). A prefetch never runs inline.
 // Operations must own what they touch (a timed-out one may run on after its
 // caller has returned): capture by value or by shared_ptr, never a caller's
 // stack buffer.
@@ -57,6 +62,7 @@ struct LowerGateOptions {
   uint32_t workers = 8;                       // lower.workers
   uint32_t max_stuck = 64;                    // workers given up on, at most
   uint32_t max_inline = 0;                    // inline operations at once, at most
+  uint32_t prefetch_workers = 0;              // cache.prefetch (see Lanes)
 };
 
 struct LowerGateCounters {
@@ -140,6 +146,20 @@ class AnswerScope {
   std::function<void(const Status&)> answer_;
   bool answered_ = false;
   AnswerScope* prev_;
+};
+
+// PrefetchScope: while alive, operations the calling thread runs through a
+// LowerGate go to the prefetch lane (see Lanes above). The daemon's prefetch
+// threads hold one for their life.
+class PrefetchScope {
+ public:
+  PrefetchScope();
+  ~PrefetchScope();
+  PrefetchScope(const PrefetchScope&) = delete;
+  PrefetchScope& operator=(const PrefetchScope&) = delete;
+
+ private:
+  bool saved_;
 };
 
 // WorkerOnlyScope: while alive, operations the calling thread runs through a

@@ -158,6 +158,50 @@ TEST(LowerGate, ManyCallersAtOnce) {
   EXPECT_EQ(g.counters().calls, 4000u);
 }
 
+// Prefetch's lane: its calls run on workers of their own, as many at once
+// as it has, and a reader's call (the one reader worker) runs while every
+// prefetch worker is held in a hung call.
+TEST(LowerGate, PrefetchCallsRunOnTheirOwnWorkersNeverBeforeAReadersCall) {
+  auto latch = std::make_shared<Latch>();
+  LowerGateOptions o{milliseconds(60000), 1, 4};
+  o.prefetch_workers = 3;
+  LowerGate g(o);
+  g.Start();
+  auto running = std::make_shared<std::atomic<int>>(0);
+  std::vector<std::thread> prefetches;
+  for (int i = 0; i < 5; ++i) {
+    prefetches.emplace_back([&g, latch, running] {
+      PrefetchScope lane;
+      EXPECT_TRUE(g.Run([latch, running] {
+        running->fetch_add(1);
+        latch->Wait();
+        running->fetch_sub(1);
+      }, "prefetch").ok());
+    });
+  }
+  while (running->load() < 3) std::this_thread::sleep_for(milliseconds(1));
+  // The lane's 3 workers are held; the 2 more wait in its queue, not in the
+  // readers'.
+  int x = 0;
+  ASSERT_TRUE(g.Run([&x] { x = 1; }, "read").ok());
+  EXPECT_EQ(x, 1);
+  EXPECT_EQ(running->load(), 3);
+  EXPECT_EQ(g.counters().in_flight, 3u);
+  latch->Open();
+  for (std::thread& t : prefetches) t.join();
+  EXPECT_EQ(g.counters().calls, 6u);
+}
+
+// Without workers of its own prefetch shares the readers'.
+TEST(LowerGate, WithoutPrefetchWorkersPrefetchSharesTheReadersWorkers) {
+  LowerGate g({milliseconds(60000), 1, 4});
+  g.Start();
+  PrefetchScope lane;
+  int x = 0;
+  ASSERT_TRUE(g.Run([&x] { x = 2; }, "prefetch").ok());
+  EXPECT_EQ(x, 2);
+}
+
 TEST(LowerGate, AnOperationThatThrowsIsAnErrorNotTheEnd) {
   LowerGate g({milliseconds(60000), 1, 1});
   g.Start();

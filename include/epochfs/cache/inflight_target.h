@@ -1,0 +1,59 @@
+// InFlightTarget: how many prefetch loads to keep in flight (cache.prefetch
+// is the most), found from how long the loads take.
+//
+// On a store where each request waits (NFS, an s3 mount: a latency store)
+// loads side by side take as long as one alone, and the rate grows with the
+// loads in flight: prefetch should keep many. On a store whose bandwidth
+// binds (a disk, a throttled device) each load in flight more lengthens all
+// of them (a queue), the rate does not grow, and loads beyond the few that
+// fill the store only take bandwidth from the readers' own misses and read
+// ahead what may be evicted before it is read. So the target climbs while
+// more in flight costs a load little:
+//   - it starts at `start` (at most `max`) and is measured over windows of
+//     max(8, target) loads that started under it (older ones are ignored);
+//   - after a window: when the mean load time is under kGrowth (1.5) times
+//     the mean at the target before (or there is none before), the target
+//     doubles, up to `max` (where it then holds); otherwise it goes back to
+//     the target before and holds;
+//   - a held target below `max` is probed again (doubled) after kHoldNs
+//     (10 s) of loads: the store, or the readers' share of it, may have
+//     changed.
+// Pure arithmetic: no clock (times are the caller's), no I/O. Thread
+// safety: none; the caller serialises.
+#pragma once
+
+#include <cstdint>
+
+namespace epochfs::cache {
+
+class InFlightTarget {
+ public:
+  static constexpr double kGrowth = 1.5;
+  static constexpr uint64_t kHoldNs = 10'000'000'000;
+  static constexpr uint32_t kMinWindow = 8;
+
+  // REQUIRES: max >= 1.
+  InFlightTarget(uint32_t max, uint32_t start);
+
+  uint32_t target() const { return target_; }
+  // Which target a load starting now runs under: pass it back to OnLoad.
+  uint64_t generation() const { return generation_; }
+  // A load that started under `generation` took `duration_ns` and ended at
+  // `now_ns`. True when the target changed.
+  bool OnLoad(uint64_t generation, uint64_t duration_ns, uint64_t now_ns);
+
+ private:
+  void Set(uint32_t target, uint64_t now_ns);
+
+  const uint32_t max_;
+  uint32_t target_;
+  uint32_t previous_ = 1;  // the target before the last change
+  uint64_t generation_ = 0;
+  uint64_t loads_ = 0, sum_ns_ = 0;  // this window's
+  double before_ns_ = 0;             // the mean at the target before; 0: none
+  bool held_ = false;
+  bool started_ = false;             // a load was seen
+  uint64_t since_ns_ = 0;            // when the target was set (or held)
+};
+
+}  // namespace epochfs::cache

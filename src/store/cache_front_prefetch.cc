@@ -1,0 +1,47 @@
+// CacheFront (cache_front.h): prefetch's way in. A prefetch is a load of its
+// own flight (a reader who asks meanwhile joins it), reported to the policy
+// with OnPrefetched; the hints skip what is in flight already.
+#include <unordered_set>
+
+#include "epochfs/cache/prefetching.h"
+#include "epochfs/store/cache_front.h"
+
+namespace epochfs::store {
+
+Result<bool> CacheFront::Prefetch(const GetRequest& req, uint64_t* loaded_bytes) {
+  if (loaded_bytes != nullptr) *loaded_bytes = 0;
+  std::promise<Result<ObjectRef>> promise;
+  {
+    std::lock_guard lock(flights_mu_);
+    if (flights_.count(req.id) != 0 || ram_.Find(req.id)) return false;
+    flights_.emplace(req.id, Flight{promise.get_future().share(), true, {}});
+  }
+  bool admitted = false;
+  Result<ObjectRef> r = Load(req, /*prefetch=*/true, &admitted);
+  {
+    std::lock_guard lock(flights_mu_);
+    flights_.erase(req.id);
+  }
+  promise.set_value(r);
+  if (!r.ok()) return r.status();
+  if (loaded_bytes != nullptr) *loaded_bytes = r.value()->data.size();
+  return admitted;
+}
+
+std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
+    size_t max, const std::function<bool(cache::ObjectId)>& skip,
+    const std::vector<cache::PrefetchHint>& loading) {
+  std::unordered_set<cache::ObjectId> flying;
+  {
+    std::lock_guard lock(flights_mu_);
+    flying.reserve(flights_.size());
+    for (const auto& [id, f] : flights_) flying.insert(id);
+  }
+  auto skipped = [&](cache::ObjectId o) { return flying.count(o) != 0 || (skip && skip(o)); };
+  std::lock_guard lock(policy_mu_);
+  cache::Prefetching* pf = policy_->prefetching();
+  if (pf == nullptr) return {};
+  return pf->PrefetchHints(max, NowNs(), skipped, loading);
+}
+
+}  // namespace epochfs::store

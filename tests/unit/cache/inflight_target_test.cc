@@ -1,0 +1,108 @@
+// InFlightTarget: on a store where loads side by side take as long as one
+// alone (a latency store) the target climbs to the bound; on one where each
+// load more lengthens all of them (a queue) it goes back and holds, probing
+// again only after the hold; loads begun under another target are ignored.
+#include "epochfs/cache/inflight_target.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+
+namespace epochfs::cache {
+namespace inflight_target_test {
+
+constexpr uint64_t kMs = 1'000'000;
+
+// Runs `rounds` rounds: each starts `target()` loads at once, all under the
+// current generation, that take duration(in_flight) and end together.
+// Returns the largest target seen; *now advances.
+uint32_t Rounds(InFlightTarget* t, int rounds, const std::function<uint64_t(uint32_t)>& duration,
+                uint64_t* now) {
+  uint32_t most = t->target();
+  for (int r = 0; r < rounds; ++r) {
+    const uint32_t n = t->target();
+    const uint64_t g = t->generation();
+    const uint64_t d = duration(n);
+    *now += d;
+    for (uint32_t i = 0; i < n; ++i) t->OnLoad(g, d, *now);
+    most = std::max(most, t->target());
+  }
+  return most;
+}
+
+TEST(InFlightTarget, ClimbsToTheBoundOnALatencyStore) {
+  InFlightTarget t(128, 4);
+  uint64_t now = 0;
+  Rounds(&t, 40, [](uint32_t) { return 35 * kMs; }, &now);
+  EXPECT_EQ(t.target(), 128u);
+  // And stays there.
+  Rounds(&t, 400, [](uint32_t) { return 35 * kMs; }, &now);
+  EXPECT_EQ(t.target(), 128u);
+}
+
+TEST(InFlightTarget, StopsAtANotPowerOfTwoBound) {
+  InFlightTarget t(100, 4);
+  uint64_t now = 0;
+  Rounds(&t, 40, [](uint32_t) { return 5 * kMs; }, &now);
+  EXPECT_EQ(t.target(), 100u);
+}
+
+TEST(InFlightTarget, GoesBackAndHoldsOnAQueue) {
+  InFlightTarget t(128, 4);
+  uint64_t now = 0;
+  auto queue = [](uint32_t n) { return n * 2 * kMs; };  // each load in flight adds 2 ms
+  // The first window at 4 has nothing to compare with: it tries 8, which
+  // doubles each load's time, and goes back to 4.
+  EXPECT_EQ(Rounds(&t, 2, queue, &now), 8u);
+  ASSERT_EQ(t.target(), 8u);
+  Rounds(&t, 1, queue, &now);
+  ASSERT_EQ(t.target(), 4u);
+  // Held: no probe before kHoldNs have passed.
+  const uint64_t held_at = now;
+  while (now - held_at < InFlightTarget::kHoldNs - 100 * kMs) {
+    Rounds(&t, 1, queue, &now);
+    ASSERT_EQ(t.target(), 4u) << (now - held_at) / kMs << " ms into the hold";
+  }
+  // After it, one probe (8), and back again.
+  EXPECT_EQ(Rounds(&t, 200, queue, &now), 8u);
+  EXPECT_EQ(t.target(), 4u);
+}
+
+TEST(InFlightTarget, ClimbsWhereTheStoreStillHasRoom) {
+  // A store of 16 servers: up to 16 loads take 10 ms, more queue.
+  InFlightTarget t(256, 4);
+  uint64_t now = 0;
+  auto servers = [](uint32_t n) { return (n <= 16 ? 10 : 10 * n / 16) * kMs; };
+  Rounds(&t, 200, servers, &now);
+  // 32 costs each load 2x: the target settles at 16, or probes to 32 and back.
+  EXPECT_EQ(t.target(), 16u);
+}
+
+TEST(InFlightTarget, IgnoresLoadsBegunUnderAnotherTarget) {
+  InFlightTarget t(64, 4);
+  const uint64_t g0 = t.generation();
+  for (int i = 0; i < 8; ++i) t.OnLoad(g0, 10 * kMs, 100 * kMs);
+  ASSERT_EQ(t.target(), 8u);
+  // Slow loads that began at 4 do not count against 8.
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(t.OnLoad(g0, 1000 * kMs, 200 * kMs));
+  EXPECT_EQ(t.target(), 8u);
+  const uint64_t g1 = t.generation();
+  EXPECT_NE(g1, g0);
+  for (int i = 0; i < 8; ++i) t.OnLoad(g1, 10 * kMs, 300 * kMs);
+  EXPECT_EQ(t.target(), 16u);
+}
+
+TEST(InFlightTarget, BoundsOfOneAndAStartAboveTheBound) {
+  InFlightTarget one(1, 4);
+  EXPECT_EQ(one.target(), 1u);
+  uint64_t now = 0;
+  Rounds(&one, 100, [](uint32_t) { return kMs; }, &now);
+  EXPECT_EQ(one.target(), 1u);
+  InFlightTarget two(2, 4);
+  EXPECT_EQ(two.target(), 2u);
+}
+
+}  // namespace inflight_target_test
+}  // namespace epochfs::cache
