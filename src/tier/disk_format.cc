@@ -7,7 +7,7 @@
 
 namespace epochfs::tier {
 namespace {
-constexpr char kMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'O', '1'};
+constexpr char kObjectMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'O', '1'};
 }  // namespace
 
 void PutU32(std::vector<uint8_t>* out, uint32_t v) {
@@ -32,7 +32,7 @@ size_t HeaderBytes(const store::LowerKey& key) { return kHeaderFixed + key.rel.s
 size_t SumsBytes(uint64_t data_len) { return 8 * ((data_len + kBlockBytes - 1) / kBlockBytes); }
 
 std::vector<uint8_t> EncodeHeader(const store::LowerKey& key, uint64_t data_len) {
-  std::vector<uint8_t> h(kMagic, kMagic + 8);
+  std::vector<uint8_t> h(kObjectMagic, kObjectMagic + 8);
   h.reserve(HeaderBytes(key));
   PutU32(&h, static_cast<uint32_t>(HeaderBytes(key)));
   PutU32(&h, kBlockBytes);
@@ -49,7 +49,7 @@ std::vector<uint8_t> EncodeHeader(const store::LowerKey& key, uint64_t data_len)
 
 Status DecodeHeader(const uint8_t* p, size_t n, store::LowerKey* key, uint64_t* data_len,
                     size_t* header_len) {
-  if (n < kHeaderFixed + 8 || std::memcmp(p, kMagic, 8) != 0) return Corruption("not a disk tier object");
+  if (n < kHeaderFixed + 8 || std::memcmp(p, kObjectMagic, 8) != 0) return Corruption("not a disk tier object");
   const size_t len = GetU32(p + 8);
   const uint32_t rel_len = GetU32(p + 56);
   if (len != kHeaderFixed + rel_len + 8 || len > n || GetU32(p + 12) != kBlockBytes) {

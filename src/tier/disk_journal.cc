@@ -13,13 +13,13 @@
 namespace epochfs::tier {
 namespace {
 
-constexpr char kMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'J', '1'};
+constexpr char kJournalMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'J', '1'};
 constexpr size_t kHead = 16;
 constexpr uint8_t kPut = 1, kDel = 2;
 constexpr size_t kPutFixed = 1 + 6 * 8;
 
 std::vector<uint8_t> Head() {
-  std::vector<uint8_t> h(kMagic, kMagic + 8);
+  std::vector<uint8_t> h(kJournalMagic, kJournalMagic + 8);
   PutU32(&h, 1);
   PutU32(&h, kBlockBytes);
   return h;
