@@ -172,7 +172,7 @@ class InFlightTest(et.MountTestCase):
     def test_prefetch_keeps_its_bound_of_loads_in_flight_on_a_latency_store(self):
         # Every call waits 100 ms and the store serves 64 at once: loads side
         # by side take as long as one alone, so prefetch's loads in flight
-        # climb from 4 to cache.prefetch (16), and never past it (each load
+        # climb from 4 towards cache.prefetch (16), and never past it (each load
         # makes one call at a time). Before, at most lower.workers - 1 (7)
         # ran. 96 files: 8 loads at 4, 8 at 8, then 16 at once.
         src = self.make_dir("src")
@@ -201,7 +201,13 @@ class InFlightTest(et.MountTestCase):
                                     120 * et.TIME_SCALE), d.stats())
         # The daemon's calls only: another process on the machine may walk
         # the mounts meanwhile.
-        self.assertEqual(fixture_counts(faultmnt, d.proc.pid)["max_in_flight"], 16)
+        # 4 -> 8 after the first window whatever the times (there is no
+        # window before to compare with); 8 -> 16 when loads at 8 took under
+        # 1.5x as long as at 4, which a busy machine may deny: so at least 8,
+        # past the old bound of 7, and never past cache.prefetch.
+        most = fixture_counts(faultmnt, d.proc.pid)["max_in_flight"]
+        self.assertGreaterEqual(most, 8)
+        self.assertLessEqual(most, 16)
         os.unlink(latency)
         before = fixture_counts(faultmnt, d.proc.pid)
         for name in names:
