@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -103,23 +104,35 @@ Status MissingOnLower(const std::string& rel) { return ErrnoStatus(Code::kNotFou
 
 template <class T, class F>
 Result<T> Lower::Gated(LowerCall kind, uint64_t n, const std::string& what, F fn) const {
-  health_.Count(kind, n);
+  health_->Count(kind, n);
   if (!gate_) {
     Result<T> r = fn();
-    health_.Saw(r.status(), what);
+    health_->Saw(r.status(), what);
     return r;
   }
-  // The operation owns its result: a worker may finish it after we gave up.
-  auto out = std::make_shared<std::optional<Result<T>>>();
-  Status s = gate_->Run([out, fn = std::move(fn)]() mutable { out->emplace(fn()); }, what);
+  // The operation owns its result, and tells LOWER's health its outcome
+  // itself: a worker may finish it after we gave up (the health is shared,
+  // it may outlive this Lower).
+  struct Out {
+    std::optional<Result<T>> r;
+    std::atomic<bool> done{false};
+  };
+  auto out = std::make_shared<Out>();
+  Status s = gate_->Run(
+      [out, fn = std::move(fn), health = health_, what]() mutable {
+        out->r.emplace(fn());
+        health->Saw(out->r->status(), what);
+        out->done.store(true, std::memory_order_release);
+      },
+      what);
   if (!s.ok()) {
-    // An inline call answered for by the watchdog returns here once LOWER
-    // has answered it after all: that answer is what LOWER's health says.
-    health_.Saw(out->has_value() ? (*out)->status() : s, what);
+    // Given up on: LOWER is down from now (an inline call's timeout was told
+    // by the watchdog already), unless the call has answered meanwhile (an
+    // inline one returns here only once it has).
+    if (!out->done.load(std::memory_order_acquire)) health_->Saw(s, what);
     return s;
   }
-  health_.Saw((*out)->status(), what);
-  return std::move(**out);
+  return std::move(*out->r);
 }
 
 Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOptions gate) {
@@ -128,8 +141,9 @@ Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOpt
   std::unique_ptr<Lower> l(new Lower(root, UniqueFd(fd)));
   if (gate.timeout.count() > 0) {
     l->gate_ = std::make_unique<LowerGate>(gate);
-    LowerHealth* health = &l->health_;
-    l->gate_->OnTimeout([health](const Status& s, const std::string& what) { health->Saw(s, what); });
+    l->gate_->OnTimeout([health = l->health_](const Status& s, const std::string& what) {
+      health->Saw(s, what);
+    });
   }
   return l;
 }
@@ -317,8 +331,8 @@ Result<Lower::OpenedFile> Lower::OpenAndRead(const std::string& rel, uint64_t ma
     }
     return out;
   });
-  if (r.ok()) health_.Count(LowerCall::kStat, 1);
-  if (r.ok() && r.value().data) health_.Count(LowerCall::kRead, 1);
+  if (r.ok()) health_->Count(LowerCall::kStat, 1);
+  if (r.ok() && r.value().data) health_->Count(LowerCall::kRead, 1);
   return r;
 }
 

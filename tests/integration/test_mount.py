@@ -545,17 +545,27 @@ class UnmountTest(LowerMixin, et.MountTestCase):
         self.check_lower_visible(d.mnt)
         # The watcher has a name of its own: `pgrep -x epochfs | head -1` or
         # a search of argv for the daemon's finds the daemon, never it.
+        def find_watchers():
+            found = []
+            for p in os.listdir("/proc"):
+                try:
+                    with open("/proc/%s/cmdline" % p, "rb") as f:
+                        argv = [a.decode() for a in f.read().split(b"\0") if a]
+                    with open("/proc/%s/comm" % p) as f:
+                        comm = f.read().strip()
+                except (OSError, ValueError):
+                    continue
+                if d.mnt in argv and int(p) != d.proc.pid:
+                    found.append((argv[0], comm))
+            return found
+        # Until the re-executed watcher reaches its main (slow under a
+        # sanitizer), its comm is the exec'd file's name ("exe").
         watchers = []
-        for p in os.listdir("/proc"):
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    argv = [a.decode() for a in f.read().split(b"\0") if a]
-                with open("/proc/%s/comm" % p) as f:
-                    comm = f.read().strip()
-            except (OSError, ValueError):
-                continue
-            if d.mnt in argv and int(p) != d.proc.pid:
-                watchers.append((argv[0], comm))
+
+        def named():
+            watchers[:] = find_watchers()
+            return len(watchers) == 1 and watchers[0][1] != "exe"
+        et.wait_for(named, 30 * et.TIME_SCALE)
         self.assertEqual(len(watchers), 1, watchers)
         self.assertEqual(watchers[0][0], "epochfs-unmount-watcher")
         self.assertEqual(watchers[0][1], "epochfs-unmount")

@@ -101,7 +101,7 @@ class Lower {
   // The gate's counters (all 0 without a gate).
   LowerGateCounters gate_counters() const;
   // Calls by kind, and whether LOWER is answering (lower_health.h).
-  const LowerHealth& health() const { return health_; }
+  const LowerHealth& health() const { return *health_; }
 
  private:
   Lower(std::string path, UniqueFd fd)
@@ -115,7 +115,8 @@ class Lower {
   // Shared with operations still running on the gate's workers after their
   // caller gave up, which may outlive this Lower.
   std::shared_ptr<UniqueFd> root_fd_;
-  mutable LowerHealth health_;  // before gate_: the gate's watchdog tells it, until the gate is gone
+  // Shared with the operations and the gate's watchdog, which may outlive this Lower.
+  std::shared_ptr<LowerHealth> health_ = std::make_shared<LowerHealth>();
   std::unique_ptr<LowerGate> gate_;
 };
 
