@@ -10,13 +10,14 @@
 //     it read is answered: one thread, synchronous replies), sends the
 //     /dev/fuse descriptor (SCM_RIGHTS) and what the kernel's INIT told it,
 //     waits for the receiver's byte and exits without unmounting.
-//   takeover_probe new SOCKET
+//   takeover_probe new SOCKET [--no-init]
 //     receives the descriptor, prints "received", waits for a line on stdin,
 //     builds a session on it (fuse_session_mount on "/dev/fd/N"), completes
 //     libfuse's INIT state with a synthetic FUSE_INIT carrying the kernel's
 //     flags (the reply's write is refused by the kernel with ENOENT, which
 //     libfuse ignores), prints "serving", and serves until unmounted; then
-//     prints "served N reads".
+//     prints "served N reads". With --no-init it skips the synthetic INIT
+//     (what libfuse does with a session that never saw one: EIO to all).
 //
 // Each daemon prints its reads served to stderr; the test reads them.
 
@@ -216,7 +217,7 @@ int Old(const char* mountpoint, const char* socket_path) {
   ::_exit(0);  // no unmount, no DESTROY: the connection is the new daemon's
 }
 
-int New(const char* socket_path) {
+int New(const char* socket_path, bool synthetic_init) {
   int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un sa = Address(socket_path);
   if (c < 0 || ::connect(c, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
@@ -265,8 +266,8 @@ int New(const char* socket_path) {
   fuse_buf fb{};
   fb.size = sizeof msg;
   fb.mem = &msg;
-  fuse_session_process_buf(se, &fb);
-  if (fuse_session_exited(se) != 0 || g_conn.capable != h.capable) {
+  if (synthetic_init) fuse_session_process_buf(se, &fb);
+  if (synthetic_init && (fuse_session_exited(se) != 0 || g_conn.capable != h.capable)) {
     std::fprintf(stderr, "new: the synthetic INIT was refused\n");
     return 1;
   }
@@ -288,7 +289,10 @@ int New(const char* socket_path) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "old" && argc == 4) return takeover_probe::Old(argv[2], argv[3]);
-  if (mode == "new" && argc == 3) return takeover_probe::New(argv[2]);
-  std::fprintf(stderr, "usage: takeover_probe old MOUNTPOINT SOCKET | new SOCKET\n");
+  if (mode == "new" && argc == 3) return takeover_probe::New(argv[2], true);
+  if (mode == "new" && argc == 4 && std::string(argv[3]) == "--no-init") {
+    return takeover_probe::New(argv[2], false);
+  }
+  std::fprintf(stderr, "usage: takeover_probe old MOUNTPOINT SOCKET | new SOCKET [--no-init]\n");
   return 2;
 }
