@@ -222,6 +222,16 @@ class Job:
     def start_epoch(self, epoch):
         self.write("epoch", "%d\n" % int(epoch))
 
+    def begin_epoch(self, epoch, order, next_order=None):
+        """What a loop that is not EpochfsSampler does at the start of each
+        epoch: declares `order` for `epoch` (again: allowed until it begins),
+        `next_order` for epoch + 1 when it is known (the cache loads for it
+        during this epoch), then starts `epoch`."""
+        self.declare(epoch, order)
+        if next_order is not None:
+            self.declare(int(epoch) + 1, next_order)
+        self.start_epoch(epoch)
+
     def report_position(self, epoch, position):
         """The job has handed out the first `position` samples of epoch `epoch`'s order.
 

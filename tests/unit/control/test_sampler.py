@@ -435,6 +435,12 @@ class JobTest(unittest.TestCase):
         self.assertEqual(self.read(job, "order/1"), "1 0\n")
         job.start_epoch(1)
         self.assertEqual(self.read(job, "epoch"), "1\n")
+        job.begin_epoch(2, [0, 1], [1, 0])  # declares 2 and 3, then starts 2
+        self.assertEqual((self.read(job, "order/2"), self.read(job, "order/3"),
+                          self.read(job, "epoch")), ("0 1\n", "1 0\n", "2\n"))
+        job.begin_epoch(3, [1, 0])  # the last: no next order
+        self.assertEqual(self.read(job, "epoch"), "3\n")
+        self.assertFalse(os.path.exists(job.path("order/4")))
         job.report_position(1, 2)  # one write each, to the file kept open
         job.report_position(1, 3)
         self.assertEqual(self.read(job, "position"), "1 2\n1 3\n")  # a plain file here
