@@ -117,6 +117,9 @@ class EpochfsSampler:
                      epochfs' orphan grace, to come back warm)
     strict           raise EpochfsError when epochfs refuses a control write
                      (default: warn once and go on uncached)
+
+    After a failure, `disabled` holds its message and `mount_gone` says
+    whether the mount was gone (its daemon exited).
     """
 
     def __init__(self, sampler, mount, job_name, dataset_samples, batch_size, epochs,
