@@ -238,6 +238,7 @@ TEST(TwoTierEngine, BeladyIsNeverBeatenOnOneJob) {
     for (PolicyKind k : {PolicyKind::kNone, PolicyKind::kLru, PolicyKind::kMinio,
                          PolicyKind::kEpoch, PolicyKind::kFuture}) {
       const RunResult r = MustRun(w, k);
+      if (disk != 0) CheckDisk(w, r);
       EXPECT_LE(best.bytes_read, r.bytes_read) << PolicyKindName(k);
       ++runs;
     }
