@@ -181,6 +181,22 @@ class SlowStoreTest(et.MountTestCase):
             self.assertEqual(set(fixture), {"stat"}, fixture)
             self.assertGreaterEqual(daemon.get("lookup", 0), 3, daemon)
 
+    def test_a_cold_load_reads_a_small_file_in_one_call(self):
+        # A file of one read piece is opened, stat'ed and read whole, and
+        # its end is found by that read (one byte asked past it), not by a
+        # read of its own: on a store where every call waits, one call less
+        # a file. Before, each cold load cost the fixture two reads.
+        d = self.mount(self.faultmnt)
+        pid = d.proc.pid
+        for rel in ("a/f2.bin", "b/c/f3.bin", "cold.bin"):
+            before = fixture_counts(self.faultmnt, pid)
+            want = self.cold if rel == "cold.bin" else self.files[rel]
+            self.assertEqual(et.read_file_raw(d.path(rel)), want)
+            after = fixture_counts(self.faultmnt, pid)
+            self.assertEqual((after["open"] - before["open"], after["read"] - before["read"]),
+                             (1, 1), rel)
+        self.assertEqual(d.stats()["misses"], 3)
+
     def check_cached_served(self, d, flag, cold_errno):
         et.write_file(os.path.join(self.src, flag), b"")
 
