@@ -39,6 +39,9 @@ Result<NodeView> DataView::LookupChild(const NodeView& parent, const char* name)
   if (!st.ok()) return st.status();
   NodeView v = ctx_.inodes.Ref(NodeKind::kLower, path, st.value());
   v.attr_age = age;
+  // Under "open" this stat is the check of the open the lookup starts
+  // (InodeTable::MarkChecked): that open asks LOWER nothing more.
+  if (ctx_.timeouts.open_mode && S_ISREG(v.st.st_mode)) ctx_.inodes.MarkChecked(v.ino);
   return v;
 }
 
@@ -81,11 +84,13 @@ void DataView::Open(fuse_req_t req, fuse_ino_t ino, const NodeView& v, fuse_file
 }
 
 // Opens regular dataset file `v` (inode `ino`) for the caller of `req`:
-// checked against LOWER under "open", attributed to the caller's job.
+// checked against LOWER under "open" (by the lookup that started the open,
+// or else here: one stat per open), attributed to the caller's job.
 DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const NodeView& v) {
   struct stat st = v.st;
   const cache::ObjectId id = store::ObjectIdOf(v.path);
-  if (ctx_.timeouts.open_mode) {
+  // The lookup's stat made the node: `st` is of the version LOWER held then.
+  if (ctx_.timeouts.open_mode && !ctx_.inodes.TakeChecked(ino)) {
     auto fresh = ctx_.lower.Stat(v.path);
     if (!fresh.ok()) return {nullptr, ToErrno(fresh.status())};
     const bool changed = store::VersionOf(fresh.value()) != store::VersionOf(st) ||

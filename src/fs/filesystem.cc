@@ -47,7 +47,7 @@ Router::Router(const FsParts& p, const struct stat& root_st)
                          : std::make_unique<store::KnownLower>(*p.lower,
                                                                KnownLowerOptionsOf(*p.config))),
       ctx_{*p.config, *p.lower,  p.known ? *p.known : *own_known_,
-           *p.cache,  p.role,    Timeouts::Of(*p.config, p.role),
+           *p.cache,  p.role,    Timeouts::Of(*p.config),
            inodes_,   files_,    dirs_},
       spill_enabled_(p.spill && p.role != Role::kDataset),
       spill_mountpoint_(p.spill && p.role == Role::kDataset),

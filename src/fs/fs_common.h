@@ -36,14 +36,14 @@ namespace epochfs::fs {
 // How long the kernel may keep the names and attributes of dataset entries.
 struct Timeouts {
   // Consistency "open": every open of a dataset file looks its name up
-  // (entry timeout 0) and checks LOWER, and a changed file gets a new inode
-  // (InodeTable, renumber_changed): an inode's size, mtime and pages are of
-  // one version for good.
+  // (entry timeout 0 for files) and that lookup checks LOWER, and a changed
+  // file gets a new inode (InodeTable, renumber_changed): an inode's size,
+  // mtime and pages are of one version for good. So its attributes may be
+  // kept (attr: the kernel checks an open's permissions against those the
+  // lookup just gave, and fstat shows them), and so may directories' names:
+  // a hot open costs LOWER that one stat, no GETATTR of the file, of the
+  // root or of a directory on its path.
   bool open_mode = false;
-  // "open" without OPEN (Role::kDataset): an inode's attributes may be kept
-  // (attr), and so may directories' names. (With OPEN they are not: every
-  // GETATTR goes to LOWER, for the mode and owner.)
-  bool keep_attrs = false;
   double entry = 0;      // files, and negative entries
   double attr = 0;
   double dir_entry = 0;  // directories
@@ -52,20 +52,18 @@ struct Timeouts {
   // looks it up again (at the next open under consistency "open").
   double Entry(const struct stat& st) const { return S_ISDIR(st.st_mode) ? dir_entry : entry; }
 
-  static Timeouts Of(const Config& cfg, Role role) {
+  static Timeouts Of(const Config& cfg) {
     Timeouts t;
     t.open_mode = cfg.cache.consistency == Consistency::kOpen;
-    t.keep_attrs = t.open_mode && role == Role::kDataset;
-    // Shared mount under "immutable" (or keep_attrs): GETATTR answers from
-    // LOWER, and a timeout the kernel may hold dataset attributes for is at
-    // most fuse.permission_timeout.
-    const bool recheck = (!t.open_mode || t.keep_attrs) && cfg.fuse.allow_other;
+    // Shared mount: GETATTR answers from LOWER (under "immutable", once
+    // what KnownLower holds is that old), and a timeout the kernel may hold
+    // dataset attributes for is at most fuse.permission_timeout.
     const auto bounded = [&](double v) {
-      return recheck ? std::min(v, cfg.fuse.permission_timeout) : v;
+      return cfg.fuse.allow_other ? std::min(v, cfg.fuse.permission_timeout) : v;
     };
     t.entry = t.open_mode ? 0.0 : bounded(cfg.fuse.entry_timeout);
-    t.attr = t.open_mode && !t.keep_attrs ? 0.0 : bounded(cfg.fuse.attr_timeout);
-    t.dir_entry = t.keep_attrs ? bounded(cfg.fuse.entry_timeout) : t.entry;
+    t.attr = bounded(cfg.fuse.attr_timeout);
+    t.dir_entry = bounded(cfg.fuse.entry_timeout);
     return t;
   }
 };

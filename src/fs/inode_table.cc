@@ -162,6 +162,20 @@ bool InodeTable::Served(fuse_ino_t ino, const store::Version& v) const {
   return Live(ino) && At(ino).served == VersionHash(v);
 }
 
+void InodeTable::MarkChecked(fuse_ino_t ino) {
+  std::unique_lock lock(mu_);
+  if (Live(ino) && !At(ino).detached) At(ino).checked = true;
+}
+
+bool InodeTable::TakeChecked(fuse_ino_t ino) {
+  std::unique_lock lock(mu_);
+  if (!Live(ino)) return false;
+  Node& n = At(ino);
+  const bool checked = n.checked && !n.detached;
+  n.checked = false;
+  return checked;
+}
+
 void InodeTable::Unindex(fuse_ino_t ino) {
   // The set hashes a number by its node's key: erase by iterator, found by
   // that key, before the key changes.

@@ -21,6 +21,14 @@
 // shows the kernel, whatever LOWER holds now. Without it the node keeps its
 // number and takes the new attributes.
 //
+// Under consistency "open" the LOOKUP that starts every open by name stats
+// the lower file: that stat is the open's check of LOWER, and the OPEN that
+// follows uses it rather than stat the file again. A node remembers that a
+// lookup checked it (MarkChecked) until an open takes the check
+// (TakeChecked): one stat of LOWER per open, whether it came with the
+// open's lookup or, for an open that had none (through /proc/self/fd, or
+// a second open racing the first for one lookup), is made by the open.
+//
 // Memory: a mount of a million-file dataset knows a million inodes, so a node
 // keeps only what the data path needs: its path, lookups, and of a lower
 // file the fields an open checks (mode, size, mtime, inode number); about
@@ -90,6 +98,12 @@ class InodeTable {
   bool MarkServed(fuse_ino_t ino, const store::Version& v);
   // True when the last open of `ino` served version `v` (MarkServed).
   bool Served(fuse_ino_t ino, const store::Version& v) const;
+  // A lookup has just stat'ed the lower path of `ino` (its node has that
+  // stat's version): the next open of it may take that check (above).
+  void MarkChecked(fuse_ino_t ino);
+  // True, once, when a lookup checked `ino` since the last open took a
+  // check; false for a node no longer under its path (Detach, renumbered).
+  bool TakeChecked(fuse_ino_t ino);
   // Spill nodes: `from` (and everything below it) is now `to`; a node that
   // was at `to` (replaced) is detached.
   void Rename(NodeKind kind, const std::string& from, const std::string& to);
@@ -114,6 +128,7 @@ class InodeTable {
     uint32_t generation = 1;
     NodeKind kind = NodeKind::kLower;
     bool detached = false;
+    bool checked = false;  // MarkChecked, not yet taken by an open
   };
   // The index: node numbers, hashed and compared by their (kind, path);
   // probed with a Key (C++20 heterogeneous lookup), so no path is stored twice.

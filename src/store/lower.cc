@@ -79,6 +79,34 @@ Result<size_t> PreadAll(int fd, char* buf, size_t len, uint64_t off) {
   return done;
 }
 
+// Reads `len` bytes of `fd` at `off` into buf, which has room for len + 1:
+// each pread asks for one byte more than is left, so a file that ends where
+// its stat said answers the last one short (its end, without a read of its
+// own: on a store where every call waits, one call less per file), and one
+// that grew answers the extra byte. Returns the bytes read: len, fewer when
+// the file shrank, len + 1 when it goes on.
+Result<size_t> PreadToEnd(int fd, char* buf, size_t len, uint64_t off) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd, buf + done, len + 1 - done, static_cast<off_t>(off + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return LowerStatus(errno, "read");
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (len == 0) {  // the end of an empty file: one pread all the same
+    ssize_t n;
+    do {
+      n = ::pread(fd, buf, 1, static_cast<off_t>(off));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return LowerStatus(errno, "read");
+    done = static_cast<size_t>(n);
+  }
+  return done;
+}
+
 // The operations below may be given up on and run on after their caller has
 // closed `fd` (the number then reused by another open): each works on a
 // duplicate it owns (LowerGate: operations own what they touch).
@@ -300,16 +328,16 @@ Result<UniqueFd> Lower::OpenFile(const std::string& rel) const {
 namespace {
 
 // ReadWhole's piece and check, on the caller's thread: exactly `size` (at
-// most one piece) bytes of `fd`, IoError when it is shorter or longer.
+// most one piece) bytes of `fd`, IoError when it is shorter or longer; one
+// pread for a file that is as its stat said (PreadToEnd).
 Result<std::vector<char>> ReadSmall(int fd, uint64_t size) {
-  std::vector<char> data(size);
-  auto n = PreadAll(fd, data.data(), size, 0);
-  if (!n.ok()) return n.status();
-  if (n.value() != size) return IoError("lower file shrank while being read");
-  char extra;
-  const ssize_t more = ::pread(fd, &extra, 1, static_cast<off_t>(size));
+  std::vector<char> data(size + 1);
+  auto n = PreadToEnd(fd, data.data(), size, 0);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  if (more > 0) return IoError("lower file grew while being read");
+  if (!n.ok()) return n.status();
+  if (n.value() < size) return IoError("lower file shrank while being read");
+  if (n.value() > size) return IoError("lower file grew while being read");
+  data.resize(size);
   return data;
 }
 
@@ -340,30 +368,30 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   // Each piece is read into the shared buffer by its own operation; a piece
   // given up on may still write into it, so it is handed out only when every
   // piece has finished.
-  auto data = std::make_shared<std::vector<char>>(size);
+  // One byte of room past the end: the last piece asks for it, so that a
+  // file that grew since its stat (which would be served truncated) is
+  // refused without a read of its own (PreadToEnd).
+  auto data = std::make_shared<std::vector<char>>(size + 1);
   std::shared_ptr<const UniqueFd> f;
   auto usable = UsableFd(fd, gate_ != nullptr, &f);
   if (!usable.ok()) return usable.status();
   const int use = usable.value();
   uint64_t done = 0;
-  while (done < size) {
+  do {
     const uint64_t len = std::min(size - done, kReadPiece);
-    auto n = Gated<size_t>(LowerCall::kRead, 1, "read", [f, use, data, done, len] {
-      return PreadAll(use, data->data() + done, len, done);
+    const bool last = done + len == size;
+    auto n = Gated<size_t>(LowerCall::kRead, 1, "read", [f, use, data, done, len, last] {
+      if (!last) return PreadAll(use, data->data() + done, len, done);
+      auto r = PreadToEnd(use, data->data() + done, len, done);
+      ::posix_fadvise(use, 0, 0, POSIX_FADV_DONTNEED);
+      return r;
     });
     if (!n.ok()) return n.status();
-    if (n.value() == 0) return IoError("lower file shrank while being read");
+    if (n.value() > len) return IoError("lower file grew while being read");
+    if (n.value() == 0 && len != 0) return IoError("lower file shrank while being read");
     done += n.value();
-  }
-  // A file that grew since its stat would be served truncated: refuse it.
-  auto grew = Gated<bool>(LowerCall::kRead, 0, "read", [f, use, size]() -> Result<bool> {
-    char extra;
-    const ssize_t n = ::pread(use, &extra, 1, static_cast<off_t>(size));
-    ::posix_fadvise(use, 0, 0, POSIX_FADV_DONTNEED);
-    return n > 0;
-  });
-  if (!grew.ok()) return grew.status();
-  if (grew.value()) return IoError("lower file grew while being read");
+  } while (done < size);
+  data->resize(size);
   return std::move(*data);
 }
 

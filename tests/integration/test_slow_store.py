@@ -12,7 +12,10 @@ hung LOWER made every cached file wait for lower.timeout and fail.
 
 On a store where every call waits (SOURCE/.latency_ms), prefetch keeps up
 to cache.prefetch loads in flight on workers of its own, and never more:
-the fixture counts the most calls it served at once (max_in_flight)."""
+the fixture counts the most calls it served at once (max_in_flight).
+
+Under consistency "open" a hot open costs LOWER the one stat the mode
+promises (its lookup's), nothing more, counted both ways too."""
 import errno
 import os
 import time
@@ -101,6 +104,98 @@ class SlowStoreTest(et.MountTestCase):
         fixture, daemon = self.still(d, passes=1)
         self.assertGreater(fixture.get("stat", 0), 0, fixture)
         self.assertGreater(daemon.get("lookup", 0) + daemon.get("stat", 0), 0, daemon)
+
+    def hot_opens(self, d, rel, n):
+        """Opens and reads `rel` `n` times; returns what LOWER saw meanwhile
+        (the fixture's count of the daemon's calls, the daemon's)."""
+        pid = d.proc.pid
+        fixture, daemon = fixture_counts(self.faultmnt, pid), d.stats()["lower_calls_by_kind"]
+        for _ in range(n):
+            self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel], rel)
+        after_f, after_d = fixture_counts(self.faultmnt, pid), d.stats()["lower_calls_by_kind"]
+        return ({k: after_f[k] - fixture[k] for k in fixture
+                 if k != "max_in_flight" and after_f[k] != fixture[k]},
+                {k: after_d[k] - daemon[k] for k in daemon if after_d[k] != daemon[k]})
+
+    def fixture_cost_of_a_stat(self, rel):
+        """The fixture's calls for one stat of `rel` (this process's): with
+        its entry and attribute timeouts of 0, a lookup of each component and
+        a getattr."""
+        me = os.getpid()
+        before = fixture_counts(self.faultmnt, me)
+        os.lstat(os.path.join(self.faultmnt, rel))
+        after = fixture_counts(self.faultmnt, me)
+        self.assertEqual({k for k in after if after[k] != before[k]} - {"max_in_flight"},
+                         {"stat"})
+        return after["stat"] - before["stat"]
+
+    def test_under_open_a_hot_open_costs_one_stat(self):
+        # consistency "open": every open of a cached file stats it on LOWER
+        # once (the LOOKUP that starts it, entry timeout 0), and nothing
+        # more: the kernel keeps the file's attributes and the directories'
+        # names (timeouts of an hour here, so that none passes), and the
+        # OPEN takes the lookup's stat. Before, ten opens and reads of one
+        # file cost 10 lookups and 61 other stats.
+        # (Without OPEN, two copies: with one, a page the kernel reclaims
+        # is a refill, a load from LOWER.)
+        n = 10
+        for opts in ([], ["fuse.kernel_cache=false"],
+                     ["fuse.no_open=true", "fuse.one_copy=false"]):
+            with self.subTest(opts=opts):
+                d = self.mount(self.faultmnt, opts=["cache.consistency=open",
+                                                    "fuse.attr_timeout=3600",
+                                                    "fuse.entry_timeout=3600", *opts])
+                for rel in ("a/f0.bin", "b/c/f1.bin"):
+                    self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])  # cold
+                    fixture, daemon = self.hot_opens(d, rel, n)
+                    self.assertEqual(daemon, {"lookup": n}, (rel, opts))
+                    self.assertEqual(fixture, {"stat": n * self.fixture_cost_of_a_stat(rel)},
+                                     (rel, opts))
+                st = d.stats()
+                self.assertEqual(st["misses"], 2, st)
+                # The promise stands: a file changed on LOWER is read fresh
+                # at the next open, and that open too costs one stat (and
+                # the load of the new version).
+                rel = "a/f0.bin"
+                self.files[rel] = et.det_bytes(4000, 12345)
+                tmp = os.path.join(self.src, rel + ".tmp")
+                et.write_file(tmp, self.files[rel])
+                os.rename(tmp, os.path.join(self.src, rel))
+                self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])
+                fixture, daemon = self.hot_opens(d, rel, n)
+                self.assertEqual(daemon, {"lookup": n}, opts)
+                self.assertTrue(d.alive())
+
+    def test_under_open_past_the_kernels_timeouts_the_path_is_looked_up_again(self):
+        # What the kernel's own timeouts do under "open": once they have
+        # passed (0.2 s here), an open looks up again the directories on its
+        # path (b, b/c) as well as the file, and may stat them and the root
+        # again; those are stats only, never a LOWER open or read.
+        d = self.mount_short("cache.consistency=open")
+        rel = "b/c/f1.bin"
+        self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])
+        for _ in range(2):
+            time.sleep(0.5)
+            fixture, daemon = self.hot_opens(d, rel, 1)
+            self.assertEqual(set(daemon) - {"lookup", "stat"}, set(), daemon)
+            self.assertEqual(set(fixture), {"stat"}, fixture)
+            self.assertGreaterEqual(daemon.get("lookup", 0), 3, daemon)
+
+    def test_a_cold_load_reads_a_small_file_in_one_call(self):
+        # A file of one read piece is opened, stat'ed and read whole, and
+        # its end is found by that read (one byte asked past it), not by a
+        # read of its own: on a store where every call waits, one call less
+        # a file. Before, each cold load cost the fixture two reads.
+        d = self.mount(self.faultmnt)
+        pid = d.proc.pid
+        for rel in ("a/f2.bin", "b/c/f3.bin", "cold.bin"):
+            before = fixture_counts(self.faultmnt, pid)
+            want = self.cold if rel == "cold.bin" else self.files[rel]
+            self.assertEqual(et.read_file_raw(d.path(rel)), want)
+            after = fixture_counts(self.faultmnt, pid)
+            self.assertEqual((after["open"] - before["open"], after["read"] - before["read"]),
+                             (1, 1), rel)
+        self.assertEqual(d.stats()["misses"], 3)
 
     def check_cached_served(self, d, flag, cold_errno):
         et.write_file(os.path.join(self.src, flag), b"")

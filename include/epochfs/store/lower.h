@@ -90,7 +90,10 @@ class Lower {
                                  std::shared_ptr<const Credentials> as = nullptr) const;
   // FStat, ReadWhole and ReadAt work, when gated, on a duplicate of `fd` that
   // they own: a call given up on may run on after the caller closed `fd`.
-  // Reads exactly `size` bytes from the start of `fd`; a short file is IoError.
+  // Reads exactly `size` bytes from the start of `fd`; a file shorter or
+  // longer than that is IoError. The last read asks for one byte past
+  // `size`, so that the end is checked without a read of its own: a file
+  // of one piece is one read.
   Result<std::vector<char>> ReadWhole(int fd, uint64_t size) const;
   // pread of up to `len` bytes at `off`; fewer at the end of the file.
   Result<std::vector<char>> ReadAt(int fd, size_t len, uint64_t off) const;

@@ -121,6 +121,35 @@ TEST(InodeTable, RenumberingGivesAChangedFileANewNode) {
   EXPECT_EQ(plain.Get(p.ino)->st.st_size, 12);
 }
 
+// Under "open" a lookup's stat is the check of the open it starts: each
+// check is taken by one open only, and never by an open of a node that no
+// longer names its path.
+TEST(InodeTable, ALookupsCheckIsTakenByOneOpen) {
+  InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755), NodeKind::kLower, /*renumber_changed=*/true);
+  NodeView a = t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77));
+  EXPECT_FALSE(t.TakeChecked(a.ino)) << "no lookup checked it";
+  t.MarkChecked(a.ino);
+  EXPECT_TRUE(t.TakeChecked(a.ino));
+  EXPECT_FALSE(t.TakeChecked(a.ino)) << "a second open stats LOWER itself";
+  t.MarkChecked(a.ino);
+  t.MarkChecked(a.ino);  // two lookups before one open: still one check
+  EXPECT_TRUE(t.TakeChecked(a.ino));
+  EXPECT_FALSE(t.TakeChecked(a.ino));
+  t.MarkChecked(a.ino);
+  NodeView b = t.Ref(NodeKind::kLower, "a", Lstat(11, 101, 77));  // changed: renumbered
+  ASSERT_NE(b.ino, a.ino);
+  EXPECT_FALSE(t.TakeChecked(a.ino)) << "the old version's node is detached";
+  t.MarkChecked(a.ino);
+  EXPECT_FALSE(t.TakeChecked(a.ino));
+  EXPECT_FALSE(t.TakeChecked(b.ino));
+  t.MarkChecked(b.ino);
+  t.Forget(b.ino, 1);
+  NodeView c = t.Ref(NodeKind::kLower, "c", Lstat(3, 1, 80));
+  EXPECT_EQ(c.ino, b.ino) << "the forgotten number is reused";
+  EXPECT_FALSE(t.TakeChecked(c.ino)) << "a reused number keeps no check of its old node";
+  EXPECT_FALSE(t.TakeChecked(999));
+}
+
 TEST(InodeTable, RenameMovesASubtreeAndDetachesWhatItReplaces) {
   InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755));
   NodeView dir = t.Ref(NodeKind::kSpill, "u/d", {});

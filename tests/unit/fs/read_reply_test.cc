@@ -71,7 +71,7 @@ struct Session {
     inodes = std::make_unique<InodeTable>(root_st, NodeKind::kLower, false);
     known = std::make_unique<store::KnownLower>(*lower, store::KnownLowerOptions{});
     ctx = std::make_unique<FsContext>(FsContext{cfg, *lower, *known, *cache, Role::kWhole,
-                                                Timeouts::Of(cfg, Role::kWhole), *inodes, files,
+                                                Timeouts::Of(cfg), *inodes, files,
                                                 dirs});
     handover = std::make_unique<KernelHandover>(*ctx);
     data = std::make_unique<DataView>(*ctx, attributor, *handover, descriptors);
