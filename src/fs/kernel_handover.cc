@@ -101,9 +101,9 @@ void KernelHandover::LeftByOpen(fuse_ino_t ino, OpenFile& f) {
 // handed-over stub, ServedStub) and the kernel has lost pages since. Get then
 // reads the file again from LOWER (a refill; the open was the policy's
 // access); the rest of this open reads the refilled bytes. Bytes other than
-// those handed over are never mixed with the kernel's pages of the old ones:
-// those are dropped and the read fails with Stale (ESTALE), as a file changed
-// under an open does.
+// those handed over (another checksum or size) are never mixed with the
+// kernel's pages of the old ones: those are dropped and the read fails with
+// Stale (ESTALE), as a file changed under an open does.
 std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t ino, OpenFile& f) {
   store::ObjectRef o;
   {
@@ -115,7 +115,9 @@ std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t i
   g.heard = true;
   auto r = ctx_.cache.Get(g);
   if (!r.ok()) return {r.status(), false};
-  if (r.value()->version != o->version || r.value()->checksum != o->checksum) {
+  // Compared by bytes: LOWER may give an unchanged file another version (a
+  // new inode number, CacheFront::AsHandedOver); the same bytes are served.
+  if (r.value()->checksum != o->checksum || r.value()->data.size() != o->handed_size) {
     kernel_cache_.Drop(ino);
     return {Stale(f.path + ": changed on LOWER while open"), false};
   }

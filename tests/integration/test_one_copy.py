@@ -207,6 +207,38 @@ class OneCopyTest(et.MountTestCase):
         self.assertGreaterEqual(d.stats()["invalidations"], 2, d.stats())
         self.assertEqual(et.read_file(d.path(b)), new_b)
 
+    def test_the_same_bytes_under_another_inode_number_are_refilled(self):
+        # LOWER gives an unchanged file another inode number (a FUSE file
+        # system without use_ino numbers a node anew once the kernel forgot
+        # it; here an identical copy renamed over it, same size and mtime).
+        # The refill of pages the kernel lost finds the bytes handed over:
+        # they are served, put back once, and no read fails with ESTALE.
+        size = 256 * KiB
+        lower, want = self.dataset([size], seed=72)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB"])
+        (name, data), = want.items()
+        self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 1, size)
+        path = os.path.join(lower, name)
+        st = os.stat(path)
+        et.write_file(path + ".new", data)
+        os.utime(path + ".new", ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.rename(path + ".new", path)
+        self.assertNotEqual(os.stat(path).st_ino, st.st_ino)
+        for _ in range(3):  # each open: lost, refilled, handed back
+            fd = os.open(d.path(name), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                self.assertEqual(os.pread(fd, size, 0), data)
+            finally:
+                os.close(fd)
+            self.wait_kernel_tier(d, 1, size)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertEqual((st["hits"], st["misses"], st["refills"], st["invalidations"]),
+                         (3, 1, 3, 0), st)
+        self.assertEqual(st["bytes_read_lower"], 4 * size, st)
+
     def test_the_memory_governor_counts_only_what_the_daemon_holds(self):
         # cache.memory = "auto": handed-over files are the kernel's page cache,
         # which the governor's sample counts as available already; its
