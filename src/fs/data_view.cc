@@ -257,7 +257,7 @@ void DataView::Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFi
         if (static_cast<uint64_t>(off) >= data.size()) return (void)reply::Buf(req, nullptr, 0);
         const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
         reply::Buf(req, data.data() + off, n);
-        if (handover_.KeptByKernel(ino, f, n)) passes_.End(ino, f);
+        if (handover_.KeptByKernel(ino, f, static_cast<uint64_t>(off), n)) passes_.End(ino, f);
         return;
       }
       auto [o, refilled] = handover_.ObjectFor(ino, *f);
@@ -266,7 +266,7 @@ void DataView::Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFi
       if (static_cast<uint64_t>(off) >= data.size()) return (void)reply::Buf(req, nullptr, 0);
       const size_t n = std::min(size, data.size() - static_cast<size_t>(off));
       reply::Buf(req, data.data() + off, n);
-      return handover_.SentToKernel(o.value(), n, refilled);
+      return handover_.SentToKernel(o.value(), static_cast<uint64_t>(off), n, refilled);
     }
     case OpenFile::Kind::kBlocks: {
       auto got = ReadBlocks(ctx_.cache, *f, size, static_cast<uint64_t>(off));

@@ -64,7 +64,7 @@ Router::Router(const FsParts& p, const struct stat& root_st)
       const fuse_ino_t ino = handover_.Dropped(id);
       // Without OPEN a pass may hold the object: its bytes must go too.
       if (ino != 0 && role_ == Role::kDataset) data_.ForgetPass(ino);
-      if (role_ == Role::kDataset) handover_.ForgetCoverage(id);
+      handover_.ForgetCoverage(id);
     });
   }
 }

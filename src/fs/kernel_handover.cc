@@ -56,7 +56,8 @@ bool KernelHandover::Resident(const store::ObjectRef& o) const {
 // that bound. One copy: once the kernel has every byte of a resident object
 // (KernelCoverage), the store hands it over (CacheFront::HandOver) and the
 // pass ends, so that the daemon's copy is freed.
-bool KernelHandover::KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, size_t n) {
+bool KernelHandover::KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f,
+                                  uint64_t off, size_t n) {
   const store::ObjectRef& o = f->object;
   if (!Resident(o)) {
     if (o->data.size() > kMaxPassHeldBytes) kernel_cache_.Drop(ino);  // no pass holds it
@@ -74,7 +75,7 @@ bool KernelHandover::KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile
     // A refill of pages the kernel lost: it holds the rest (a READ of more
     // of them refills the object again: a cost, never wrong bytes).
     coverage_.Forget(o->id);
-  } else if (!coverage_.Add(o->id, n, o->data.size())) {
+  } else if (!coverage_.Add(o->id, off, n, o->data.size())) {
     return false;
   }
   ctx_.cache.HandOver(o);
@@ -100,9 +101,9 @@ void KernelHandover::LeftByOpen(fuse_ino_t ino, OpenFile& f) {
 // handed-over stub, ServedStub) and the kernel has lost pages since. Get then
 // reads the file again from LOWER (a refill; the open was the policy's
 // access); the rest of this open reads the refilled bytes. Bytes other than
-// those handed over are never mixed with the kernel's pages of the old ones:
-// those are dropped and the read fails with Stale (ESTALE), as a file changed
-// under an open does.
+// those handed over (another checksum or size) are never mixed with the
+// kernel's pages of the old ones: those are dropped and the read fails with
+// Stale (ESTALE), as a file changed under an open does.
 std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t ino, OpenFile& f) {
   store::ObjectRef o;
   {
@@ -114,7 +115,9 @@ std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t i
   g.heard = true;
   auto r = ctx_.cache.Get(g);
   if (!r.ok()) return {r.status(), false};
-  if (r.value()->version != o->version || r.value()->checksum != o->checksum) {
+  // Compared by bytes: LOWER may give an unchanged file another version (a
+  // new inode number, CacheFront::AsHandedOver); the same bytes are served.
+  if (r.value()->checksum != o->checksum || r.value()->data.size() != o->handed_size) {
     kernel_cache_.Drop(ino);
     return {Stale(f.path + ": changed on LOWER while open"), false};
   }
@@ -128,12 +131,13 @@ std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t i
 // sent every byte of resident object `o` (KernelCoverage), or what it lost of
 // one of at most kMaxPatchBytes (`refilled`), the store hands the object
 // over; the open files that hold `o` free its bytes at their release.
-void KernelHandover::SentToKernel(const store::ObjectRef& o, size_t n, bool refilled) {
+void KernelHandover::SentToKernel(const store::ObjectRef& o, uint64_t off, size_t n,
+                                  bool refilled) {
   if (!ctx_.cfg.fuse.one_copy || !ctx_.cfg.fuse.kernel_cache) return;
   if (ctx_.cache.ram().Find(o->id) != o) return;  // not resident, or handed over already
   if (refilled && o->data.size() <= kMaxPatchBytes) {
     coverage_.Forget(o->id);
-  } else if (!coverage_.Add(o->id, n, o->data.size())) {
+  } else if (!coverage_.Add(o->id, off, n, o->data.size())) {
     return;
   }
   ctx_.cache.HandOver(o);
@@ -143,8 +147,9 @@ void KernelHandover::SentToKernel(const store::ObjectRef& o, size_t n, bool refi
 // has is handed over. The pass keeps the block in hand (and the one ahead),
 // bounded by PassTable's held bytes.
 void KernelHandover::BlockKeptByKernel(const BlockSlice& piece) {
+  const uint64_t off = static_cast<uint64_t>(piece.data - piece.block->data.data());
   if (ctx_.cfg.fuse.one_copy && Resident(piece.block) &&
-      coverage_.Add(piece.block->id, piece.len, piece.block->data.size())) {
+      coverage_.Add(piece.block->id, off, piece.len, piece.block->data.size())) {
     ctx_.cache.HandOver(piece.block);
   }
 }

@@ -57,7 +57,8 @@ class KernelHandover {
   // The RAM tier dropped `id`: drops the kernel's pages of it and returns
   // their inode (0 when none was remembered).
   fuse_ino_t Dropped(cache::ObjectId id) { return kernel_cache_.Dropped(id); }
-  // Role::kDataset: forgets what the kernel was sent of `id`.
+  // `id` left the RAM tier: forgets what the kernel was sent of it (its
+  // pages leave the kernel with it).
   void ForgetCoverage(cache::ObjectId id) { coverage_.Forget(id); }
   // Drops the kernel's pages of `ino` now (of [off, off + len) when len > 0).
   void Drop(fuse_ino_t ino, uint64_t off = 0, uint64_t len = 0) {
@@ -80,14 +81,14 @@ class KernelHandover {
   // A mount with OPEN: the object a READ of open file `f` is served from,
   // and whether it was refilled for it.
   std::pair<Result<store::ObjectRef>, bool> ObjectFor(fuse_ino_t ino, OpenFile& f);
-  // A mount with OPEN: `n` more bytes of `o` were sent to the kernel.
-  void SentToKernel(const store::ObjectRef& o, size_t n, bool refilled);
+  // A mount with OPEN: the `n` bytes at `off` of `o` were sent to the kernel.
+  void SentToKernel(const store::ObjectRef& o, uint64_t off, size_t n, bool refilled);
   // A mount with OPEN: open file `f` of `ino` is released.
   void LeftByOpen(fuse_ino_t ino, OpenFile& f);
 
-  // Without OPEN: `n` more bytes of pass `f`'s object were sent to the
-  // kernel. True when the object was handed over (the pass may end).
-  bool KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, size_t n);
+  // Without OPEN: the `n` bytes at `off` of pass `f`'s object were sent to
+  // the kernel. True when the object was handed over (the pass may end).
+  bool KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, uint64_t off, size_t n);
   // Without OPEN: the kernel was sent `piece` of a file in blocks.
   void BlockKeptByKernel(const BlockSlice& piece);
   // Without OPEN: the stub of `path`'s object when a READ at `off` may ask

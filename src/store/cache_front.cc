@@ -52,8 +52,12 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
   if (ObjectRef hit = ram_.Find(req.id)) {
     if (hit->version != req.version) {
       // Heard of at an open of the version handed over: that is gone, and
-      // the version now cached is not this reader's to drop.
-      if (req.heard) return Stale(req.rel + ": another version is cached now");
+      // the version now cached is not this reader's to drop. Its bytes may
+      // still be those handed over (the caller compares them).
+      if (req.heard) {
+        if (!hit->handed_over) return hit;
+        return Stale(req.rel + ": another version is cached now");
+      }
       Invalidate(req.id);
     } else if (!hit->handed_over) {
       return req.heard ? hit : ServeHit(req, std::move(hit));
@@ -96,6 +100,10 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
     // is never served of another version.
     const bool other = theirs || (r.ok() && r.value()->version != req.version);
     if (!joined_prefetch && !other) return r;
+    // A refill of a whole object handed over: the bytes of another version
+    // may be the same (the caller compares them), and loading again for
+    // itself would read LOWER again for the same answer.
+    if (req.heard && req.length == 0 && r.ok()) return r;
     // A prefetch's load: the bytes are this read's, and the policy hears of
     // the read now, as a hit it waited for (counted in coalesced above, not
     // in hits). A failed prefetch is not this reader's answer either.
@@ -283,6 +291,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     if (admitted != nullptr) *admitted = kept;
     return ref;
   }
+  if (req.heard && ref->version != req.version) ref = AsHandedOver(req, std::move(ref));
   if (ref->version != req.version) {
     // The file changed since the caller's stat: serve what is there now, but
     // do not cache bytes that disagree with the attributes the kernel holds.

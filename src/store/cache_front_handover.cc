@@ -42,4 +42,22 @@ ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
   return stub;
 }
 
+// A refill (GetRequest::heard) that LOWER answered under another version than
+// the one handed over (`req.version`): when its bytes are those handed over
+// (their checksum and size), they are that version for the kernel's pages,
+// and go back under it. LOWER gives an unchanged file another version when it
+// numbers its inodes anew (a FUSE file system without use_ino, which forgets
+// a node the kernel forgot), or when an identical copy was renamed over it.
+// Otherwise `loaded` as it is. Copies the bytes: a rare path.
+ObjectRef CacheFront::AsHandedOver(const GetRequest& req, ObjectRef loaded) const {
+  const ObjectRef stub = ram_.Find(req.id);
+  if (!stub || !stub->handed_over || stub->version != req.version ||
+      stub->checksum != loaded->checksum || stub->handed_size != loaded->data.size()) {
+    return loaded;
+  }
+  auto same = std::make_shared<Object>(*loaded);
+  same->version = req.version;
+  return same;
+}
+
 }  // namespace epochfs::store

@@ -111,6 +111,40 @@ class OneCopyTest(et.MountTestCase):
         self.assertEqual(d.stats()["tiers"]["ram"], {"objects": 0, "bytes": 0})
         self.assertEqual(after["used"], before["used"], after)
 
+    def test_a_range_the_kernel_asks_twice_hands_nothing_over(self):
+        # The kernel asks for the first half of a file twice (it dropped those
+        # pages in between) and never for the second half: it does not hold
+        # the file, which stays the daemon's. A byte count called it complete
+        # and handed it over; the next open then kept the kernel's half and
+        # its READs of the other half read the whole file again from LOWER
+        # (a refill), every epoch.
+        size = 8 * MiB
+        half = size // 2
+        lower, want = self.dataset([size], seed=90)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB"])
+        (name, data), = want.items()
+        fd = os.open(d.path(name), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead: READs as asked
+            self.assertEqual(os.pread(fd, half, 0), data[:half])
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            self.assertEqual(os.pread(fd, half, 0), data[:half])
+        finally:
+            os.close(fd)
+        st = d.stats()
+        self.assertEqual((st["misses"], st["handovers"]), (1, 0), st)
+        self.assertEqual(st["tiers"]["ram"], {"objects": 1, "bytes": size}, st)
+        # The next opens keep the kernel's half; it asks for the other half
+        # once, and only then is the file handed over: LOWER was read once.
+        for _ in range(3):
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 1, size)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertEqual((st["hits"], st["misses"], st["refills"], st["handovers"]),
+                         (3, 1, 0, 1), st)
+        self.assertEqual(st["bytes_read_lower"], size, st)
+
     def test_the_kernels_pages_stay_within_the_budget(self):
         # 16 files of 512 KiB through a 4 MiB budget (lru: most are evicted),
         # then a 6 MB file, read in blocks (larger than a quarter of it).
@@ -172,6 +206,38 @@ class OneCopyTest(et.MountTestCase):
             os.close(fd)
         self.assertGreaterEqual(d.stats()["invalidations"], 2, d.stats())
         self.assertEqual(et.read_file(d.path(b)), new_b)
+
+    def test_the_same_bytes_under_another_inode_number_are_refilled(self):
+        # LOWER gives an unchanged file another inode number (a FUSE file
+        # system without use_ino numbers a node anew once the kernel forgot
+        # it; here an identical copy renamed over it, same size and mtime).
+        # The refill of pages the kernel lost finds the bytes handed over:
+        # they are served, put back once, and no read fails with ESTALE.
+        size = 256 * KiB
+        lower, want = self.dataset([size], seed=72)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB"])
+        (name, data), = want.items()
+        self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 1, size)
+        path = os.path.join(lower, name)
+        st = os.stat(path)
+        et.write_file(path + ".new", data)
+        os.utime(path + ".new", ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.rename(path + ".new", path)
+        self.assertNotEqual(os.stat(path).st_ino, st.st_ino)
+        for _ in range(3):  # each open: lost, refilled, handed back
+            fd = os.open(d.path(name), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                self.assertEqual(os.pread(fd, size, 0), data)
+            finally:
+                os.close(fd)
+            self.wait_kernel_tier(d, 1, size)
+        st = d.stats()
+        self.assert_stats_sane(st)
+        self.assertEqual((st["hits"], st["misses"], st["refills"], st["invalidations"]),
+                         (3, 1, 3, 0), st)
+        self.assertEqual(st["bytes_read_lower"], 4 * size, st)
 
     def test_the_memory_governor_counts_only_what_the_daemon_holds(self):
         # cache.memory = "auto": handed-over files are the kernel's page cache,

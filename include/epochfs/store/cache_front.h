@@ -254,6 +254,9 @@ class CacheFront {
   // Reads the object from LOWER; a demand load reports it with OnMiss, a
   // prefetch with OnPrefetched (*admitted says whether it stayed).
   Result<ObjectRef> Load(const GetRequest& req, bool prefetch, bool* admitted = nullptr);
+  // A refill's bytes read under another version: under the version handed
+  // over when they are its bytes (cache_front_handover.cc).
+  ObjectRef AsHandedOver(const GetRequest& req, ObjectRef loaded) const;
   // The object's bytes for Load: from the second tier when it holds the
   // version, else from LOWER (*from_tier says which). Counts LOWER's errors.
   Result<ObjectRef> Fetch(const GetRequest& req, bool prefetch, bool* from_tier);
