@@ -293,9 +293,13 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
   }
   if (req.heard && ref->version != req.version) ref = AsHandedOver(req, std::move(ref));
   if (ref->version != req.version) {
-    // The file changed since the caller's stat: serve what is there now, but
-    // do not cache bytes that disagree with the attributes the kernel holds.
-    if (!req.heard) c_.misses.fetch_add(1, std::memory_order_relaxed);
+    // The file changed since the caller's stat: the bytes are returned, not
+    // cached (they disagree with the attributes the kernel holds). They are
+    // not this read's either: its caller refuses another version (an open
+    // answers ESTALE, the kernel looks the name up again and opens again,
+    // and that open is the read, counted then). So nothing is counted here
+    // and the policy hears nothing: counting a miss would count one read
+    // twice, and stats would disagree with the policy and its trace.
     return ref;
   }
   std::lock_guard lock(policy_mu_);

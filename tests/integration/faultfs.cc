@@ -10,7 +10,12 @@
 // file whose name contains "HANG" blocks while SOURCE/.hang exists (a hung
 // NFS server, on command: remove .hang to let it answer). While SOURCE/.delay_ms
 // holds a number N, every read of a regular file at offset 0 first sleeps N ms
-// (a high-latency store: an object store's time to first byte). A stat
+// (a high-latency store: an object store's time to first byte). While
+// SOURCE/.delay_us_per_kib holds a number M, every read of a regular file
+// then sleeps M microseconds per KiB it returns (a store of bounded
+// bandwidth: a file's time grows with its size by far more than a loaded
+// machine's scheduling noise, so that a fit of durations on sizes finds the
+// size's part). A stat
 // (getattr by path) of a file whose name contains "STATHANG" blocks while
 // SOURCE/.hang exists, as a lookup on a hung NFS server; so does a stat of
 // the root while SOURCE/.hang_root exists, and an open of a *HANG* file while
@@ -64,6 +69,7 @@
 #include <map>
 #include <mutex>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -178,6 +184,14 @@ void DelayAsked() {
   if (long ms = MillisIn("/.delay_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
 }
 
+// Sleeps the microseconds per KiB SOURCE/.delay_us_per_kib holds (read as
+// MillisIn reads a number: at most 10000) for `bytes` returned.
+void DelayPerByte(size_t bytes) {
+  if (long us = MillisIn("/.delay_us_per_kib")) {
+    usleep(static_cast<useconds_t>(static_cast<uint64_t>(us) * bytes / 1024));
+  }
+}
+
 void* FaultInit(fuse_conn_info* /*conn*/, fuse_config* cfg) {
   cfg->use_ino = 0;
   cfg->entry_timeout = 0;  // tests mutate SOURCE underneath us
@@ -249,6 +263,7 @@ int FaultRead(const char* path, char* buf, size_t size, off_t offset, fuse_file_
   HangWhileAsked(path);
   if (offset == 0) DelayAsked();
   ssize_t n = pread(static_cast<int>(fi->fh), buf, size, offset);
+  if (n > 0) DelayPerByte(static_cast<size_t>(n));
   return n == -1 ? -errno : static_cast<int>(n);
 }
 

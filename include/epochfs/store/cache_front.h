@@ -88,7 +88,8 @@ struct CacheCounters {
   // that sum: a read that waited for LOWER is not a hit.
   uint64_t hits = 0;              // served from RAM at once
   uint64_t misses = 0;            // loaded from lower (or, rarely, served from bytes in hand
-                                  // that the store had dropped meanwhile)
+                                  // that the store had dropped meanwhile); a load that found
+                                  // another version than the reader's is no read (Get)
   uint64_t coalesced = 0;         // joined a load in flight (another reader's or a prefetch's)
                                   // and waited for it: not a hit
   uint64_t bytes_read_lower = 0;  // bytes read from lower (loads and streams)
@@ -122,7 +123,10 @@ class CacheFront {
 
   // The object's bytes. REQUIRES: the object is a regular file no larger than
   // max_object_bytes(), or a block of one (req.length > 0). A resident object
-  // whose version differs from req.version is dropped and reloaded. A block is
+  // whose version differs from req.version is dropped and reloaded. A whole
+  // file found on LOWER at another version than req.version is returned
+  // uncached, counted in no counter and not told to the policy: the caller
+  // refuses it (ESTALE) and the read that follows is the one counted. A block is
   // only ever of req.version: Stale when the file on LOWER is another version
   // now (its blocks are never mixed), or shorter than the block's end.
   Result<ObjectRef> Get(const GetRequest& req);

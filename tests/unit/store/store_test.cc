@@ -513,6 +513,35 @@ TEST(CacheFront, ChangedVersionReloads) {
   EXPECT_EQ(f.cache->counters().misses, 2u);
 }
 
+// A file changed on LOWER since the reader's stat: Get returns the bytes there
+// now, uncached, and counts nothing; the reader refuses them (an open answers
+// ESTALE), looks again and reads the new version, and that read is the one
+// counted: once, as the policy hears it (the policy was told of a miss once).
+TEST(CacheFront, ALoadOfAnotherVersionThanTheReadersIsNotCounted) {
+  Front f(1 << 20);
+  f.dir.Write("v", 100, 1);
+  GetRequest stale = f.Req("v", 5);
+  ::usleep(10'000);  // another mtime
+  const std::string fresh = f.dir.Write("v", 200, 2);
+  auto r = f.cache->Get(stale);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::string(r.value()->data.begin(), r.value()->data.end()), fresh);
+  EXPECT_NE(r.value()->version, stale.version);
+  EXPECT_EQ(f.cache->ram().Find(5), nullptr) << "another version is not cached";
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.hits + c.misses + c.coalesced + c.refills, 0u);
+  EXPECT_EQ(c.admissions, 0u);
+  EXPECT_EQ(c.bytes_read_lower, 200u);  // read from LOWER all the same
+  // The read again, at the version the reader now knows: one miss, admitted.
+  auto again = f.cache->Get(f.Req("v", 5));
+  ASSERT_TRUE(again.ok());
+  c = f.cache->counters();
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits + c.coalesced + c.refills, 0u);
+  EXPECT_EQ(c.admissions, 1u);
+  EXPECT_EQ(f.cache->ram().Find(5), again.value());
+}
+
 // fuse.no_open's one copy: a handed-over object keeps its charge and its
 // place with the policy, without its bytes; a Get reads it again from lower
 // (a refill, a hit for the policy) and puts the bytes back.
