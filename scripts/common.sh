@@ -18,7 +18,8 @@ EPOCHFS_PACKAGES=(
 # test_metrics; tmux is the terminal `epochfs top` is tested in; venv, pip,
 # setuptools and wheel install python/ into the tests' venv, offline;
 # util-linux-extra has fincore(1), which test_no_open reads the kernel's page
-# cache with.
+# cache with; python3-kubernetes (and python3-yaml) load conf/kubernetes/ in
+# test_deploy.
 EPOCHFS_TEST_PACKAGES=(
   python3-torch
   liblz4-dev libzstd-dev
@@ -29,6 +30,7 @@ EPOCHFS_TEST_PACKAGES=(
   util-linux-extra
   strace
   python3-venv python3-pip python3-setuptools python3-wheel
+  python3-yaml python3-kubernetes
   ccache
 )
 

@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Also: epochfs plan MODEL.toml ... (batch planner, epochfs-plan(1)),\n"
       "      epochfs sim WORKLOAD.toml ... (policy simulator, epochfs(8) SIMULATOR)\n"
-      "      epochfs top MOUNTPOINT (live view), epochfs warm PATH... (pre-load the cache)\n"
+      "      epochfs top MOUNTPOINT (live view), epochfs warm PATH... | --from LIST MNT\n"
+      "      (pre-load the cache; --background: progress in stats and top)\n"
       "Config: --config FILE, else " + std::string(kDefaultConfig) + " when it exists\n"
       "(--no-config: neither); -o key=value overrides the file. epochfs(8), epochfs.toml(5)");
   epochfs::DaemonArgs args;

@@ -22,8 +22,16 @@ status's `last_error`, which EpochfsError carries.
 
 Every method raises OSError (EpochfsError for a refused write); callers that
 must never fail (the sampler) catch it.
+
+A dead mount: when the daemon exits (killed, crashed) its mount stays until
+unmounted and every call on it fails with ENOTCONN (ECONNABORTED for calls in
+flight, or once `auto_unmount` has removed it: then the path is a plain empty
+directory again). Job.gone() tells that case from a refused write; the
+message then says the mount is gone and how to recover (GONE_HELP), since the
+dataset cannot be read through it either.
 """
 
+import errno
 import json
 import os
 import re
@@ -31,8 +39,37 @@ import re
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}\Z")
 
 
+DEAD_MOUNT_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED)
+
+GONE_HELP = ("the dataset cannot be read through it either: unmount it (fusermount3 -u %s; "
+             "umount -l when busy), mount it again (systemctl restart epochfs@UNIT, or "
+             "epochfs LOWER %s), then restart training; epochfs(8), WHEN SOMETHING GOES WRONG")
+
+
 class EpochfsError(OSError):
     """A control-file write was refused; the message carries the daemon's reason."""
+
+
+def _unescape_mountinfo(field):
+    # /proc/self/mountinfo escapes space, tab, newline and backslash as \ooo.
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_fstype(path, mountinfo="/proc/self/mountinfo"):
+    """The file system type mounted at exactly `path` ("fuse.epochfs", ...; the
+    top of a stack of mounts), or None when nothing is mounted there."""
+    path = os.path.realpath(path)
+    found = None
+    try:
+        with open(mountinfo) as f:
+            for line in f:
+                left, sep, right = line.partition(" - ")
+                fields = left.split()
+                if sep and len(fields) >= 5 and _unescape_mountinfo(fields[4]) == path:
+                    found = right.split()[0] if right.split() else ""
+    except OSError:
+        return None
+    return found
 
 
 def toml_string(s):
@@ -104,6 +141,32 @@ class Job:
         self.name = name
         self.dir = os.path.join(self.mount, ".epochfs", "jobs", name)
         self._position_fd = None  # report_position's open `position`
+        # A mount seen here that later leaves /proc/self/mountinfo is gone
+        # (auto_unmount after the daemon died); a plain directory never was one.
+        self.was_mounted = mount_fstype(self.mount) is not None
+
+    def gone(self, err_no=None):
+        """Why the mount is gone (its daemon exited), or None while it is there.
+
+        `err_no`: the errno of a failed call on it; ENOTCONN and ECONNABORTED
+        mean a dead mount. Otherwise the mount is gone when it was mounted
+        at Job() and no longer is."""
+        if err_no in DEAD_MOUNT_ERRNOS:
+            return "the epochfs mount %s is gone (%s: its daemon exited)" % (
+                self.mount, os.strerror(err_no))
+        if self.was_mounted and mount_fstype(self.mount) is None:
+            return "the epochfs mount %s is gone (no longer mounted: its daemon exited)" % (
+                self.mount,)
+        return None
+
+    def error(self, path, e):
+        """The EpochfsError for OSError `e` of a call on `path`: with the daemon's
+        reason, or, when the mount is gone, what happened and how to recover."""
+        gone = self.gone(e.errno)
+        if gone:
+            return EpochfsError(e.errno, "%s: %s; %s; %s" % (
+                path, e.strerror, gone, GONE_HELP % (self.mount, self.mount)))
+        return EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._reason()))
 
     def path(self, name):
         """The path of one of the job's files ("config", "order/3", ...)."""
@@ -140,7 +203,7 @@ class Job:
         try:
             write_control(path, text)
         except OSError as e:
-            raise EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._reason())) from e
+            raise self.error(path, e) from e
 
     def configure(self, batch_size, epochs, root="", loaders=1, compute_ms=None):
         self.write("config", config_text(batch_size, epochs, root, loaders, compute_ms))
@@ -159,6 +222,16 @@ class Job:
     def start_epoch(self, epoch):
         self.write("epoch", "%d\n" % int(epoch))
 
+    def begin_epoch(self, epoch, order, next_order=None):
+        """What a loop that is not EpochfsSampler does at the start of each
+        epoch: declares `order` for `epoch` (again: allowed until it begins),
+        `next_order` for epoch + 1 when it is known (the cache loads for it
+        during this epoch), then starts `epoch`."""
+        self.declare(epoch, order)
+        if next_order is not None:
+            self.declare(int(epoch) + 1, next_order)
+        self.start_epoch(epoch)
+
     def report_position(self, epoch, position):
         """The job has handed out the first `position` samples of epoch `epoch`'s order.
 
@@ -171,7 +244,7 @@ class Job:
                 self._position_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
             os.write(self._position_fd, b"%d %d\n" % (int(epoch), int(position)))
         except OSError as e:
-            raise EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._reason())) from e
+            raise self.error(path, e) from e
 
     def close_reports(self):
         """Closes the `position` file kept open by report_position."""
@@ -188,7 +261,7 @@ class Job:
         try:
             append_control(path, "%d\n" % (os.getpid() if pid is None else int(pid)))
         except OSError as e:
-            raise EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror, self._reason())) from e
+            raise self.error(path, e) from e
 
     # ---- reading ----
 
@@ -209,5 +282,5 @@ class Job:
         return " (%s)" % err if err else ""
 
 
-__all__ = ["EpochfsError", "Job", "JOB_NAME_RE", "append_control", "config_text",
-           "toml_string", "write_control"]
+__all__ = ["DEAD_MOUNT_ERRNOS", "EpochfsError", "Job", "JOB_NAME_RE", "append_control",
+           "config_text", "mount_fstype", "toml_string", "write_control"]

@@ -27,6 +27,9 @@ Failure is never fatal to training (unless strict=True): when the mount is
 missing or the daemon refuses a control write, the sampler warns once, stops
 talking to epochfs and goes on yielding the wrapped sampler's indices (the
 job then runs uncached). With strict=True the refusal raises EpochfsError.
+When the mount is gone (the daemon exited: ENOTCONN or ECONNABORTED, or the
+mount left /proc/self/mountinfo), the warning (or the error) says so and how
+to recover instead (Job.gone): the dataset cannot be read through it either.
 
 Where the orders come from (pluggable, `order_fn(epoch) -> list[int]`):
   * a sampler with set_epoch() (DistributedSampler): set_epoch(e), then list it;
@@ -114,6 +117,9 @@ class EpochfsSampler:
                      epochfs' orphan grace, to come back warm)
     strict           raise EpochfsError when epochfs refuses a control write
                      (default: warn once and go on uncached)
+
+    After a failure, `disabled` holds its message and `mount_gone` says
+    whether the mount was gone (its daemon exited).
     """
 
     def __init__(self, sampler, mount, job_name, dataset_samples, batch_size, epochs,
@@ -133,6 +139,7 @@ class EpochfsSampler:
         self._closed = False
         self._strict = bool(strict)
         self.disabled = None  # why the sampler stopped talking to epochfs, if it did
+        self.mount_gone = False  # it stopped because the mount is gone
         self._owner_pid = os.getpid()
         # Ranks of one DistributedSampler run each read their own shard: one
         # job per rank, NAME.rankR, so that the ranks do not collide on one
@@ -155,7 +162,7 @@ class EpochfsSampler:
             if not exist_ok:
                 raise
         except OSError as e:
-            self._refused(EpochfsError(e.errno, "%s: %s" % (self.job_dir, e.strerror)))
+            self._refused(self.job.error(self.job_dir, e))
         self._write("config", config_text(self.batch_size, self.epochs, self.root,
                                           self.loaders, compute_ms))
         self._write("samples", "".join(p + "\n" for p in rel))
@@ -318,22 +325,28 @@ class EpochfsSampler:
         try:
             self._write_file(path, text)
         except OSError as e:
-            self._refused(EpochfsError(e.errno, "%s: %s%s" % (path, e.strerror,
-                                                               self.job._reason())))
+            self._refused(self.job.error(path, e))
 
     def _write_file(self, path, text):
         d = os.path.dirname(path)
         if d != self.job_dir and not os.path.isdir(d):
-            os.makedirs(d, exist_ok=True)
+            os.mkdir(d)  # never the job's directory: a mount that went away stays bare
         write_control(path, text)  # the daemon validates at close (flush)
 
     def _refused(self, err):
-        """A control operation failed: raise (strict), or warn once and stop."""
+        """A control operation failed: raise (strict), or warn once and stop.
+
+        When the mount is gone (its daemon exited) the warning says so and how
+        to recover, not that training goes on: its files cannot be read."""
         if self._strict:
             raise err
         self.disabled = str(err)
-        warnings.warn("epochfs: %s; training goes on uncached" % err, RuntimeWarning,
-                      stacklevel=3)
+        if self.job.gone(err.errno):
+            self.mount_gone = True
+            warnings.warn("epochfs: %s" % err, RuntimeWarning, stacklevel=3)
+        else:
+            warnings.warn("epochfs: %s; training goes on uncached" % err, RuntimeWarning,
+                          stacklevel=3)
 
     def _write_pid(self, pid):
         self.job.add_pid(pid)

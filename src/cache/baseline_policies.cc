@@ -1,6 +1,7 @@
 #include "epochfs/cache/baseline_policies.h"
 
 #include "epochfs/cache/next_use_cache.h"
+#include "epochfs/cache/tier_placement.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -80,11 +81,31 @@ class MinioPolicy final : public Policy {
   std::vector<ObjectId> order_;  // admissions, oldest first (may name dropped ones)
 };
 
+// Belady's placement on the disk tier (the header's last paragraph).
+class BeladyTier final : public TierPlacement {
+ public:
+  explicit BeladyTier(const Future& future) : disk_(0, future) {}
+  uint64_t budget() const override { return disk_.budget(); }
+  uint64_t used() const override { return disk_.used(); }
+  bool Holds(ObjectId id) const override { return disk_.Holds(id); }
+  TierDecision OnRead(const Access& a) override { return Of(disk_.OnHit(a)); }
+  TierDecision OnLoaded(const Access& a) override { return Of(disk_.OnMiss(a)); }
+  void OnDropped(ObjectId id) override { disk_.OnDropped(id); }
+  TierDecision SetBudget(uint64_t bytes, uint64_t now_ns) override {
+    return Of(disk_.SetBudget(bytes, now_ns));
+  }
+
+ private:
+  static TierDecision Of(Decision d) { return TierDecision{d.admit, std::move(d.evict)}; }
+  NextUseCache disk_;
+};
+
 class BeladyPolicy final : public Policy {
  public:
   BeladyPolicy(uint64_t budget, const Future& future, uint64_t request_bytes)
-      : cache_(budget, future, request_bytes) {}
+      : cache_(budget, future, request_bytes), tier_(future) {}
   const char* name() const override { return "belady"; }
+  TierPlacement* tier_placement() override { return &tier_; }
   uint64_t budget() const override { return cache_.budget(); }
   uint64_t resident_bytes() const override { return cache_.used(); }
   Decision OnHit(const Access& a) override {
@@ -103,6 +124,7 @@ class BeladyPolicy final : public Policy {
 
  private:
   NextUseCache cache_;
+  BeladyTier tier_;
   uint64_t now_ = 0;  // the latest access's time
 };
 

@@ -68,6 +68,8 @@ Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) cons
     if (p[0] == "version" || p[0] == "stats" || p[0] == "metrics") {
       return VNode{false, false, 0, 0, 0};
     }
+    // Anyone's `epochfs warm` reports here; each write(2) one report.
+    if (p[0] == "warm") return VNode{false, true, 0, 0, 0666, /*per_write=*/true};
     if (p[0] == "jobs") return VNode{true, false, 0, 0, 01777};
     return NotFound(path);
   }
@@ -94,7 +96,9 @@ Result<VNode> ControlTree::Stat(const std::string& path, const Caller& who) cons
 
 Result<std::vector<std::string>> ControlTree::List(const std::string& path,
                                                   const Caller& who) const {
-  if (path.empty()) return std::vector<std::string>{"jobs", "metrics", "stats", "version"};
+  if (path.empty()) {
+    return std::vector<std::string>{"jobs", "metrics", "stats", "version", "warm"};
+  }
   if (path == "jobs") {
     std::vector<std::string> keys = registry_.JobNames(who.uid == 0 ? kAnyOwner : who.uid);
     for (std::string& k : keys) k = std::string(VisibleName(k, who.uid));
@@ -123,6 +127,7 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
            std::to_string(kProtocolVersion) + "\n";
   }
   if (path == "stats") return StatsFor(who) + "\n";
+  if (path == "warm") return warm_.Json(who.uid).dump(2) + "\n";
   if (path == "metrics") {
     return PrometheusText(nlohmann::json::parse(StatsFor(who), nullptr, /*allow_exceptions=*/false));
   }
@@ -160,10 +165,15 @@ Result<std::string> ControlTree::Read(const std::string& path, const Caller& who
 
 std::string ControlTree::StatsFor(const Caller& who) const {
   std::string text = stats_();
-  if (who.uid == 0) return text;
-  // The per-job rows of the caller's own jobs only; the aggregates stay.
+  nlohmann::json warm = warm_.Json(who.uid);  // the caller's own warms (root: all)
+  if (who.uid == 0 && warm.empty()) return text;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("jobs") || !j["jobs"].is_array()) return text;
+  if (j.is_discarded() || !j.is_object()) return text;
+  if (!warm.empty()) j["warm"] = std::move(warm);
+  if (who.uid == 0 || !j.contains("jobs") || !j["jobs"].is_array()) {
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  // The per-job rows of the caller's own jobs only; the aggregates stay.
   std::vector<std::string> own = registry_.JobNames(who.uid);
   nlohmann::json kept = nlohmann::json::array();
   for (auto& row : j["jobs"]) {
@@ -190,6 +200,7 @@ Status ControlTree::CheckWriteFile(const std::string& path, const Caller& who) {
   auto vn = Stat(path);
   if (!vn.ok()) return vn.status();
   if (!vn.value().writable) return ReadOnly(path + " is read-only");
+  if (path == "warm") return Status::Ok();
   std::vector<std::string> p = Split(path);
   return registry_.CheckWrite(p[1], who.uid, p.size() == 4 ? "order/" + p[3] : p[2]);
 }
@@ -205,6 +216,7 @@ Status ControlTree::Write(const std::string& path, const std::string& content, c
 
 Status ControlTree::WriteFile(const std::string& path, const std::string& content,
                               const Caller& who) {
+  if (path == "warm") return warm_.Report(who, content);
   std::vector<std::string> p = Split(path);
   if (p.size() < 3 || p[0] != "jobs") return ReadOnly(path + " is read-only");
   const std::string& name = p[1];

@@ -225,7 +225,7 @@ std::string PrometheusText(const nlohmann::json& stats, const MetricsOptions& op
   e.Add({"epochfs_hit_ratio", MetricType::kGauge, 1, "hits / (hits + misses) since the mount."},
         "", Ratio(stats));
   for (const auto& [k, v] : stats.items()) {
-    if (k == "jobs" || k == "warnings" || k == "histograms") continue;
+    if (k == "jobs" || k == "warnings" || k == "histograms" || k == "warm") continue;
     Walk(e, k, v, "");
   }
   if (auto w = stats.find("warnings"); w != stats.end() && w->is_array()) {

@@ -16,6 +16,7 @@
 #include "epochfs/cache/prefetching.h"
 #include "epochfs/cache/read_order.h"
 #include "epochfs/cache/request_cost.h"
+#include "epochfs/sim/disk_model.h"
 
 namespace epochfs::sim {
 
@@ -37,6 +38,7 @@ struct Event {
   uint64_t key = 0;  // kLoadDone: its read slot's key (workload read_slots)
   uint64_t started = 0;  // kLoadDone, kPrefetchDone: when the store began it
   uint32_t others = 0;   // kLoadDone, kPrefetchDone: the loads at the store then
+  bool disk = false;     // kLoadDone, kPrefetchDone: a read from the disk tier, not the store
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -99,9 +101,12 @@ class Engine final : public cache::Future {
       slot_base_.push_back(slots_);
       slots_ += d.sizes.size();
     }
-    const double cached = trace.distinct_bytes() > 0
-                              ? std::min(1.0, double(budget_) / double(trace.distinct_bytes()))
-                              : 1.0;
+    const double distinct = double(std::max<uint64_t>(trace.distinct_bytes(), 1));
+    const double cached = std::min(1.0, double(budget_) / distinct);
+    // The share Belady (the only user of pace_ns) reads from its disk tier,
+    // beyond RAM's: its tiers are exclusive (disk_model.h).
+    const double on_disk =
+        std::min(1.0, double(budget_ + trace.disk_budget()) / distinct) - cached;
     for (uint32_t j = 0; j < wl.jobs.size(); ++j) {
       const JobSpecW& s = wl.jobs[j];
       Job job;
@@ -134,7 +139,11 @@ class Engine final : public cache::Future {
       double io =
           std::max((double(latency_ns_) + xfer) / std::min<double>(job.w, st.concurrency), xfer);
       io = std::max(io, double(iops_gap_ns_));
-      job.pace_ns = std::max({double(job.compute_ns) / job.b, (1.0 - cached) * io, 1.0});
+      const double disk_io = wl.disk.enabled() ? wl.disk.latency_ms * 1e6 / job.w +
+                                                     mean / wl.disk.bandwidth * 1e9
+                                               : 0.0;
+      job.pace_ns = std::max({double(job.compute_ns) / job.b,
+                              (1.0 - cached - on_disk) * io + on_disk * disk_io, 1.0});
       by_dataset_[job.dataset].push_back(j);
       jobs_.push_back(std::move(job));
     }
@@ -173,6 +182,7 @@ class Engine final : public cache::Future {
       if (opt_.check_every != 0 && events_ % opt_.check_every == 0) {
         if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
       }
+      disk_->Drain();
     }
     if (!status_.ok()) return status_;
     if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
@@ -249,6 +259,9 @@ class Engine final : public cache::Future {
     auto made = cache::MakePolicy(p);
     if (!made.ok()) return made.status();
     policy_ = std::move(made).value();
+    // Belady, the reference, keeps its tiers exclusive (disk_model.h).
+    disk_ = std::make_unique<DiskModel>(wl.disk, trace_.disk_budget(), *policy_,
+                                        kind_ == PolicyKind::kBelady);
     if (trace_.workload().request_bytes_auto) request_cost_ = std::make_unique<cache::RequestCost>();
     return Status::Ok();
   }
@@ -288,6 +301,7 @@ class Engine final : public cache::Future {
       st = kAbsent;
       e_.used_ -= e_.SizeOf(v);
       if (e_.unread_prefetched_.erase(v) != 0) ++e_.prefetch_wasted_;
+      e_.disk_->LeftRam({v, e_.SizeOf(v), cache::kNoJob, -1, e_.now_});
       return true;
     }
     Admission Admit(cache::ObjectId loaded) override {
@@ -298,6 +312,7 @@ class Engine final : public cache::Future {
       st = kResident;
       e_.used_ += s;
       e_.max_resident_ = std::max(e_.max_resident_, e_.used_);
+      e_.disk_->EnteredRam(loaded);
       return Admission::kAdmitted;
     }
 
@@ -417,7 +432,9 @@ class Engine final : public cache::Future {
         ++j.r.hits;
         ++er.hits;
         if (unread_prefetched_.erase(id) != 0) ++prefetch_hits_;
-        Apply(policy_->OnHit({id, size, j.id, s, now}), 0);
+        const cache::Access a{id, size, j.id, s, now};
+        Apply(policy_->OnHit(a), 0);
+        disk_->OnRead(a, State(id) == kResident);
         ++wk.next;
         continue;
       }
@@ -437,6 +454,15 @@ class Engine final : public cache::Future {
       ++er.misses;
       const bool streamed = size > max_object_;
       if (!streamed) st = kInFlight;
+      if (!streamed && disk_->Holds(id)) {  // from the disk tier: no store channel, no read slot
+        ++j.r.disk_reads;
+        ++er.disk_reads;
+        Event ev{disk_->Read(now, size), 0, Ev::kLoadDone, false, j.index, w, s, now};
+        ev.started = now;
+        ev.disk = true;
+        Push(ev);
+        return;
+      }
       j.r.bytes_read += size;
       if (trace_.workload().read_slots != 0) {
         waiting_.push_back({j.index, w, s, now, streamed});
@@ -475,10 +501,13 @@ class Engine final : public cache::Future {
       prefetching_.insert(h.object);
       loading_.push_back(h);
       ++prefetch_inflight_;
-      prefetch_bytes_ += SizeOf(h.object);
-      const uint64_t end = Request(now, SizeOf(h.object));
+      const bool from_disk = disk_->Holds(h.object);  // moves up from the disk tier
+      if (!from_disk) prefetch_bytes_ += SizeOf(h.object);
+      const uint64_t end =
+          from_disk ? disk_->Read(now, SizeOf(h.object)) : Request(now, SizeOf(h.object));
       Event ev{end, 0, Ev::kPrefetchDone, false, h.job - 1, 0, h.sample, now};
       ev.started = now;
+      ev.disk = from_disk;
       ev.others = prefetch_inflight_ + demand_inflight_ - 1;
       Push(ev);
     }
@@ -492,9 +521,14 @@ class Engine final : public cache::Future {
     loading_.erase(std::find_if(loading_.begin(), loading_.end(),
                                 [&](const cache::PrefetchHint& h) { return h.object == id; }));
     --prefetch_inflight_;
-    Loaded(size, e.started, e.t, e.others);
+    if (!e.disk) Loaded(size, e.started, e.t, e.others);
     const cache::Access a{id, size, jobs_[e.job].id, static_cast<int64_t>(e.sample), e.t};
     Apply(policy_->prefetching()->OnPrefetched(a, e.t - e.issued), id);  // it hinted
+    if (e.disk) {
+      disk_->OnRead(a, State(id) == kResident);
+    } else {
+      disk_->OnLoaded(a, State(id) == kResident);
+    }
     if (State(id) == kResident) {
       ++prefetched_;
       unread_prefetched_.insert(id);
@@ -519,6 +553,7 @@ class Engine final : public cache::Future {
       } else {
         Apply(policy_->OnMiss(r, 0), id);
       }
+      disk_->OnRead(r, State(id) == kResident);
       ++wk.next;
       Step(j, w, e.t);
     }
@@ -617,8 +652,8 @@ class Engine final : public cache::Future {
   }
 
   void LoadDone(const Event& e) {
-    --demand_inflight_;
-    if (trace_.workload().read_slots != 0) {
+    if (!e.disk) --demand_inflight_;
+    if (!e.disk && trace_.workload().read_slots != 0) {
       held_.erase(held_.find({e.key, e.job}));
       IssueWaiting(e.t);
     }
@@ -626,10 +661,15 @@ class Engine final : public cache::Future {
     const cache::ObjectId id = trace_.object(j.index, e.sample);
     if (!e.streamed) {
       State(id) = kAbsent;
-      Loaded(SizeOf(id), e.started, e.t, e.others);
+      if (!e.disk) Loaded(SizeOf(id), e.started, e.t, e.others);
       cache::Access a{id, SizeOf(id), j.id, static_cast<int64_t>(e.sample), e.t};
       a.wait_ns = e.t - e.issued;
       Apply(policy_->OnMiss(a, e.t - e.issued), id);
+      if (e.disk) {
+        disk_->OnRead(a, State(id) == kResident);
+      } else {
+        disk_->OnLoaded(a, State(id) == kResident);
+      }
     }
     std::vector<std::pair<uint32_t, uint32_t>> waiting;
     if (auto it = waiters_.find(id); it != waiters_.end()) {
@@ -709,6 +749,7 @@ class Engine final : public cache::Future {
     r.evictions = evictions_;
     r.refused = refused_;
     r.max_resident_bytes = max_resident_;
+    r.disk = disk_->counters();
     r.events = events_;
     return r;
   }
@@ -728,6 +769,7 @@ class Engine final : public cache::Future {
 
   std::unique_ptr<cache::Policy> policy_;
   std::unique_ptr<cache::RequestCost> request_cost_;  // request_bytes = "auto"
+  std::unique_ptr<DiskModel> disk_;                    // the disk tier (disabled without one)
   std::vector<Job> jobs_;
   std::vector<std::vector<uint32_t>> by_dataset_;
   std::vector<std::vector<uint8_t>> state_;  // per dataset, per sample

@@ -50,7 +50,13 @@ std::string FormatTable(const Trace& trace, const std::string& origin,
          "\nstorage: " + Bytes(static_cast<uint64_t>(w.storage.bandwidth)) + "/s, " +
          Fmt("%g ms", w.storage.latency_ms) + ", " + std::to_string(w.storage.concurrency) +
          " in flight" + (w.storage.iops > 0 ? Fmt(", %g iops", w.storage.iops) : std::string()) +
-         "\n\n";
+         "\n";
+  if (w.disk.enabled()) {
+    out += "disk tier: " + Bytes(trace.disk_budget()) + ", " +
+           Bytes(static_cast<uint64_t>(w.disk.bandwidth)) + "/s, " +
+           Fmt("%g ms", w.disk.latency_ms) + " per read\n";
+  }
+  out += "\n";
   const size_t jw = 8;
   out += Pad("policy", 8) + Pad("job", jw) + Pad("accesses", 11, true) + Pad("hits", 11, true) +
          Pad("hit%", 7, true) + Pad("stall_s", 10, true) + Pad("done_s", 10, true) +
@@ -76,6 +82,17 @@ std::string FormatTable(const Trace& trace, const std::string& origin,
            Pad(Fmt("%.1f", 100 * r.hit_ratio()), 7, true) + Pad(Bytes(r.bytes_read), 12, true) +
            Pad(std::to_string(r.evictions), 11, true) +
            Pad(std::to_string(r.prefetched), 12, true) + "\n";
+  }
+  if (!w.disk.enabled()) return out;
+  out += "\n" + Pad("policy", 8) + Pad("disk_reads", 12, true) + Pad("disk_read", 12, true) +
+         Pad("writes", 10, true) + Pad("written", 12, true) + Pad("skipped", 10, true) +
+         Pad("evictions", 11, true) + "\n";
+  for (const RunResult& r : runs) {
+    out += Pad(r.policy, 8) + Pad(std::to_string(r.disk.reads), 12, true) +
+           Pad(Bytes(r.disk.bytes_read), 12, true) + Pad(std::to_string(r.disk.writes), 10, true) +
+           Pad(Bytes(r.disk.bytes_written), 12, true) +
+           Pad(std::to_string(r.disk.skipped), 10, true) +
+           Pad(std::to_string(r.disk.evictions), 11, true) + "\n";
   }
   return out;
 }
@@ -129,6 +146,11 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
                        {"concurrency", w.storage.concurrency},
                        {"iops", w.storage.iops}}},
                      {"jobs", jobs}};
+  if (w.disk.enabled()) {
+    doc["workload"]["disk"] = {{"size_bytes", trace.disk_budget()},
+                               {"bandwidth", w.disk.bandwidth},
+                               {"latency_ms", w.disk.latency_ms}};
+  }
   json jr = json::array();
   for (const RunResult& r : runs) {
     json js = json::array();
@@ -137,6 +159,7 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
       for (const EpochResult& e : j.epochs) {
         ep.push_back({{"hits", e.hits},
                       {"misses", e.misses},
+                      {"disk_reads", e.disk_reads},
                       {"start_ns", e.start_ns},
                       {"time_ns", e.time_ns},
                       {"time_s", Sec(e.time_ns)},
@@ -149,6 +172,7 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
                     {"coalesced", j.coalesced},
                     {"hit_ratio", j.hit_ratio()},
                     {"bytes_read", j.bytes_read},
+                    {"disk_reads", j.disk_reads},
                     {"stall_ns", j.stall_ns},
                     {"stall_s", Sec(j.stall_ns)},
                     {"start_ns", j.start_ns},
@@ -175,6 +199,16 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
                   {"total_stall_ns", r.total_stall_ns},
                   {"total_stall_s", Sec(r.total_stall_ns)},
                   {"events", r.events},
+                  {"disk",
+                   {{"budget_bytes", r.disk.budget_bytes},
+                    {"reads", r.disk.reads},
+                    {"bytes_read", r.disk.bytes_read},
+                    {"writes", r.disk.writes},
+                    {"bytes_written", r.disk.bytes_written},
+                    {"skipped", r.disk.skipped},
+                    {"evictions", r.disk.evictions},
+                    {"moved_up", r.disk.moved_up},
+                    {"max_used_bytes", r.disk.max_used_bytes}}},
                   {"jobs", js}});
   }
   doc["runs"] = jr;

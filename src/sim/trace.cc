@@ -98,6 +98,10 @@ Result<Trace> Trace::Make(const Workload& w) {
   } else {
     t.budget_ = w.budget_bytes;
   }
+  t.disk_budget_ = w.disk.size_is_percent
+                       ? static_cast<uint64_t>(static_cast<long double>(t.distinct_bytes_) *
+                                               w.disk.size_percent / 100.0L)
+                       : w.disk.size_bytes;
   return t;
 }
 

@@ -220,10 +220,57 @@ Result<JobSpecW> GetJob(const Ctx& c, size_t index, const toml::table& t) {
   return j;
 }
 
+// Bytes, or a percentage of the distinct data ("40%").
+Status GetShare(const Ctx& c, const std::string& key, const toml::node& n, bool* is_percent,
+                double* percent, uint64_t* bytes) {
+  if (auto s = n.value_exact<std::string>(); s && !s->empty() && s->back() == '%') {
+    const std::string num = s->substr(0, s->size() - 1);
+    char* end = nullptr;
+    const double pct = std::strtod(num.c_str(), &end);
+    if (num.empty() || end != num.c_str() + num.size() || !(pct > 0) || pct > 1000) {
+      return c.Bad(key, &n, "expected a percentage in (0, 1000], e.g. \"40%\"");
+    }
+    *is_percent = true;
+    *percent = pct;
+    return Status::Ok();
+  }
+  auto b = GetBytes(c, key, n, 0);
+  if (!b.ok()) return b.status();
+  *bytes = b.value();
+  return Status::Ok();
+}
+
+// The optional [disk] table.
+Status GetDisk(const Ctx& c, const toml::node& dn, DiskSpec* d) {
+  const toml::table* dt = dn.as_table();
+  if (dt == nullptr) return c.Bad("disk", &dn, "expected a table [disk]");
+  if (Status s = CheckKeys(c, "disk.", *dt, {"size", "bandwidth", "latency_ms"}); !s.ok()) {
+    return s;
+  }
+  const toml::node* n = dt->get("size");
+  if (n == nullptr) return c.Bad("disk.size", dt, "missing (required in [disk])");
+  if (Status s = GetShare(c, "disk.size", *n, &d->size_is_percent, &d->size_percent,
+                          &d->size_bytes);
+      !s.ok()) {
+    return s;
+  }
+  n = dt->get("bandwidth");
+  if (n == nullptr) return c.Bad("disk.bandwidth", dt, "missing (required in [disk])");
+  auto b = GetBytes(c, "disk.bandwidth", *n, 1);
+  if (!b.ok()) return b.status();
+  d->bandwidth = static_cast<double>(b.value());
+  if (const toml::node* l = dt->get("latency_ms")) {
+    auto v = GetNonNeg(c, "disk.latency_ms", *l);
+    if (!v.ok()) return v.status();
+    d->latency_ms = v.value();
+  }
+  return Status::Ok();
+}
+
 Result<Workload> Walk(const Ctx& c, const toml::table& root) {
   if (Status s = CheckKeys(c, "", root,
                           {"seed", "budget", "prefetch", "request_bytes", "read_slots", "weigh_hits",
-                           "storage", "epoch", "job"});
+                           "storage", "disk", "epoch", "job"});
       !s.ok()) {
     return s;
   }
@@ -259,19 +306,10 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
   }
   const toml::node* budget = root.get("budget");
   if (budget == nullptr) return c.Bad("budget", nullptr, "missing (required)");
-  if (auto s = budget->value_exact<std::string>(); s && !s->empty() && s->back() == '%') {
-    const std::string num = s->substr(0, s->size() - 1);
-    char* end = nullptr;
-    const double pct = std::strtod(num.c_str(), &end);
-    if (num.empty() || end != num.c_str() + num.size() || !(pct > 0) || pct > 1000) {
-      return c.Bad("budget", budget, "expected a percentage in (0, 1000], e.g. \"40%\"");
-    }
-    w.budget_is_percent = true;
-    w.budget_percent = pct;
-  } else {
-    auto b = GetBytes(c, "budget", *budget, 0);
-    if (!b.ok()) return b.status();
-    w.budget_bytes = b.value();
+  if (Status s = GetShare(c, "budget", *budget, &w.budget_is_percent, &w.budget_percent,
+                          &w.budget_bytes);
+      !s.ok()) {
+    return s;
   }
 
   const toml::table* st = root.get_as<toml::table>("storage");
@@ -301,6 +339,10 @@ Result<Workload> Walk(const Ctx& c, const toml::table& root) {
     auto v = GetNonNeg(c, "storage.iops", *n);
     if (!v.ok()) return v.status();
     w.storage.iops = v.value();
+  }
+
+  if (const toml::node* dn = root.get("disk")) {
+    if (Status s = GetDisk(c, *dn, &w.disk); !s.ok()) return s;
   }
 
   if (const toml::node* en = root.get("epoch")) {
@@ -383,6 +425,9 @@ Status ValidateWorkload(const Workload& w) {
   }
   if (!(w.storage.bandwidth > 0)) return InvalidArgument("storage.bandwidth: must be > 0");
   if (w.storage.concurrency == 0) return InvalidArgument("storage.concurrency: must be >= 1");
+  if (w.disk.enabled() && !(w.disk.bandwidth > 0)) {
+    return InvalidArgument("disk.bandwidth: must be > 0");
+  }
   return Status::Ok();
 }
 

@@ -155,6 +155,18 @@ std::string RenderTop(const nlohmann::json& now, const nlohmann::json* before, d
       if (line.is_string()) lines.push_back("warning: " + Printable(line.get<std::string>()));
     }
   }
+  if (auto ws = now.find("warm"); ws != now.end() && ws->is_array()) {
+    for (const auto& w : *ws) {
+      if (!w.is_object()) continue;
+      const uint64_t bytes = U(w, "bytes_done"), total = U(w, "bytes_total");
+      lines.push_back("warm: pid " + std::to_string(U(w, "pid")) + " " +
+                      Printable(S(w, "state")) + (Flag(w, "running") ? "" : " (exited)") + "   " +
+                      std::to_string(U(w, "files_done")) + "/" +
+                      std::to_string(U(w, "files_total")) + " files   " + HumanBytes(bytes) +
+                      " of " + HumanBytes(total) + " (" + Percent(bytes, total) + ")   " +
+                      std::to_string(U(w, "errors")) + " errors");
+    }
+  }
   lines.push_back("");
   lines.push_back(Pad("JOB", 24, false) + " " + Pad("STATE", 10, false) + Pad("EPOCH", 7, true) +
                   Pad("BATCH", 8, true) + Pad("HITS", 10, true) + Pad("MISSES", 10, true) +

@@ -1,6 +1,7 @@
 #include "epochfs/tools/warm_main.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,65 +11,80 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "epochfs/common/bytes_text.h"
+#include "epochfs/common/text_file.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/tools/mount_client.h"
+#include "epochfs/tools/warm_list.h"
+#include "epochfs/tools/warm_report.h"
 
 namespace epochfs::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct File {
-  std::string path;
-  uint64_t size;
-};
+using Clock = std::chrono::steady_clock;
 
 void Warn(const std::string& msg) { std::fprintf(stderr, "epochfs warm: %s\n", msg.c_str()); }
 
-// Regular files under `path`; `.epochfs` and `.spill` at the mount root are
-// not data. Errors are reported and counted.
-void Collect(const std::string& root, const std::string& path, std::vector<File>* out,
-             int* errors) {
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(path, ec);
-  if (ec) {
-    Warn(path + ": " + ec.message());
-    ++*errors;
-    return;
-  }
-  if (fs::is_regular_file(st)) {
-    out->push_back({path, static_cast<uint64_t>(fs::file_size(path, ec))});
-    return;
-  }
-  if (!fs::is_directory(st)) return;
-  fs::recursive_directory_iterator it(path, fs::directory_options::none, ec), end;
-  if (ec) {
-    Warn(path + ": " + ec.message());
-    ++*errors;
-    return;
-  }
-  for (; it != end; it.increment(ec)) {
-    if (ec) {
-      Warn(path + ": " + ec.message());
-      ++*errors;
-      break;
+// The walk: the regular files under the entries, each once, their sizes
+// summed into the counts as they are found; `.epochfs` and `.spill` at the
+// mount root are not data. Errors are reported (with the list line they
+// came from) and counted.
+class Walk {
+ public:
+  Walk(const std::string& root, WarmCounts& counts, std::function<void()> tick)
+      : root_(root), counts_(counts), tick_(std::move(tick)) {}
+
+  void Add(const WarmEntry& e) {
+    const std::string from = e.origin.empty() ? "" : e.origin + ": ";
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(e.path, ec);
+    if (ec) return Error(from + e.path + ": " + ec.message());
+    if (fs::is_regular_file(st)) return File(e.path, fs::file_size(e.path, ec));
+    if (!fs::is_directory(st)) {
+      if (!e.origin.empty()) Error(from + e.path + ": not a regular file or a directory");
+      return;
     }
-    const fs::path& p = it->path();
-    if (p.parent_path() == fs::path(root) &&
-        (p.filename() == ".epochfs" || p.filename() == ".spill")) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    std::error_code fe;
-    if (it->is_regular_file(fe) && !it->is_symlink(fe)) {
-      out->push_back({p.string(), static_cast<uint64_t>(it->file_size(fe))});
+    fs::recursive_directory_iterator it(e.path, fs::directory_options::none, ec), end;
+    if (ec) return Error(from + e.path + ": " + ec.message());
+    for (; it != end; it.increment(ec)) {
+      if (ec) return Error(from + e.path + ": " + ec.message());
+      const fs::path& p = it->path();
+      if (p.parent_path() == fs::path(root_) &&
+          (p.filename() == ".epochfs" || p.filename() == ".spill")) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      std::error_code fe;
+      if (it->is_regular_file(fe) && !it->is_symlink(fe)) File(p.string(), it->file_size(fe));
     }
   }
-}
+
+  std::vector<std::string>& files() { return files_; }
+
+ private:
+  void File(const std::string& path, uint64_t size) {
+    if (!seen_.insert(path).second) return;  // listed twice, or under two entries
+    files_.push_back(path);
+    counts_.files_total.fetch_add(1);
+    counts_.bytes_total.fetch_add(size == static_cast<uintmax_t>(-1) ? 0 : size);
+    tick_();
+  }
+  void Error(const std::string& msg) {
+    Warn(msg);
+    counts_.errors.fetch_add(1);
+  }
+
+  std::string root_;
+  WarmCounts& counts_;
+  std::function<void()> tick_;
+  std::vector<std::string> files_;
+  std::set<std::string> seen_;
+};
 
 // Reads the whole file; errno on failure.
 int ReadAll(const std::string& path, std::vector<char>& buf, std::atomic<uint64_t>& bytes) {
@@ -85,12 +101,61 @@ int ReadAll(const std::string& path, std::vector<char>& buf, std::atomic<uint64_
   }
 }
 
-std::string Progress(size_t done, size_t files, uint64_t bytes, uint64_t total, double secs) {
+std::string Progress(const WarmCounts& c, double secs) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "\rwarm: %zu/%zu files, %s of %s, %s/s   ", done, files,
-                HumanBytes(bytes).c_str(), HumanBytes(total).c_str(),
+  const uint64_t bytes = c.bytes_done.load();
+  std::snprintf(buf, sizeof buf, "\rwarm: %llu/%llu files, %s of %s, %s/s   ",
+                static_cast<unsigned long long>(c.files_done.load()),
+                static_cast<unsigned long long>(c.files_total.load()), HumanBytes(bytes).c_str(),
+                HumanBytes(c.bytes_total.load()).c_str(),
                 HumanBytes(secs > 0 ? static_cast<uint64_t>(double(bytes) / secs) : 0).c_str());
   return buf;
+}
+
+// --background: forks; the caller returns once the child has sent its first
+// report (so that `stats` shows the warm when the command returns), saying
+// where to watch it. The child leaves the caller: a new session, and its
+// output to /dev/null unless it goes to a file (`> warm.log 2>&1` keeps it;
+// a terminal or a pipe would hold the caller's reader until the warm ends).
+// Returns, in the child, the pipe end that ReadyToDetach closes.
+int Detach(const std::string& root) {
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    Warn(std::string("pipe: ") + std::strerror(errno));
+    std::exit(1);
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    Warn(std::string("fork: ") + std::strerror(errno));
+    std::exit(1);
+  }
+  if (pid == 0) {
+    ::close(ready[0]);
+    ::setsid();
+    UniqueFd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+    ::dup2(null.get(), STDIN_FILENO);
+    for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      struct stat st;
+      if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) ::dup2(null.get(), fd);
+    }
+    return ready[1];
+  }
+  ::close(ready[1]);
+  char c;
+  const bool ok = ::read(ready[0], &c, 1) == 1;
+  ::close(ready[0]);
+  std::printf("warm: in the background as pid %d; its progress: epochfs top %s, or the \"warm\" "
+              "rows of %s/.epochfs/stats\n",
+              static_cast<int>(pid), root.c_str(), root == "/" ? "" : root.c_str());
+  std::exit(ok ? 0 : 1);
+}
+
+// The child has reported once: the caller may return.
+void ReadyToDetach(int fd) {
+  const char c = 1;
+  if (::write(fd, &c, 1) != 1) Warn("the caller of --background is gone");
+  ::close(fd);
 }
 
 }  // namespace
@@ -98,19 +163,33 @@ std::string Progress(size_t done, size_t files, uint64_t bytes, uint64_t total, 
 int WarmMain(int argc, char** argv) {
   CLI::App app{"epochfs warm: load files of an epochfs mount into its cache (epochfs(8))"};
   std::vector<std::string> paths;
+  std::string from;
   unsigned threads = 4;
-  bool quiet = false;
-  app.add_option("PATH", paths, "files or directories inside the mount")->required();
+  bool quiet = false, background = false;
+  app.add_option("PATH", paths,
+                 "files or directories inside the mount; with --from, the mount (any path in it)");
+  app.add_option("--from", from,
+                 "LIST: paths, one a line, relative to the mount's root (- : standard input)");
   app.add_option("-j,--jobs", threads, "files read at once")->check(CLI::Range(1u, 256u));
   app.add_flag("-q,--quiet", quiet, "no progress line");
+  app.add_flag("--background", background,
+               "detach; the progress is in stats (\"warm\") and epochfs top");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (paths.empty()) {
+    Warn(from.empty() ? "PATH is required (a file or directory inside a mount)"
+                      : "--from needs the mount: epochfs warm --from LIST MOUNTPOINT");
+    return 1;
+  }
+  if (!from.empty() && paths.size() != 1) {
+    Warn("with --from, one PATH: the mount whose root the listed paths are relative to");
+    return 1;
+  }
   std::string root;
-  int errors = 0;
-  std::vector<File> files;
+  std::vector<WarmEntry> entries;
   for (const std::string& p : paths) {
     Result<std::string> r = FindMountRoot(p);
     if (!r.ok()) {
@@ -124,53 +203,89 @@ int WarmMain(int argc, char** argv) {
     root = r.value();
     std::error_code ec;
     const fs::path real = fs::canonical(p, ec);  // what `root` is compared with
-    Collect(root, ec ? p : real.string(), &files, &errors);
+    if (from.empty()) entries.push_back({ec ? p : real.string(), ""});
   }
-  uint64_t total = 0;
-  for (const File& f : files) total += f.size;
+  WarmCounts counts;
+  size_t bad_lines = 0;
+  if (!from.empty()) {
+    Result<std::string> text = from == "-" ? ReadTextFile("/dev/stdin", "list")
+                                           : ReadTextFile(from, "list");
+    if (!text.ok()) {
+      Warn(text.status().message());
+      return 1;
+    }
+    WarmList list = ParseWarmList(text.value(), from == "-" ? "stdin" : from, root);
+    for (const std::string& b : list.bad) Warn(b);
+    bad_lines = list.bad.size();
+    counts.errors.fetch_add(bad_lines);
+    entries = std::move(list.entries);
+  }
   Result<nlohmann::json> before = ReadStats(root);
   if (!before.ok()) {
     Warn(before.status().message());
     return 1;
   }
+  const int ready = background ? Detach(root) : -1;  // from here on, the child
+
+  // The time reported is the whole warm's: the walk, then the reads.
+  const auto t0 = Clock::now();
+  auto secs = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  WarmReporter reporter(root);
+  reporter.Report(counts, "walking");
+  if (ready >= 0) ReadyToDetach(ready);
+  auto last = Clock::now();
+  const auto every = std::chrono::milliseconds(200);
+  Walk walk(root, counts, [&] {
+    if (Clock::now() - last >= every) {
+      last = Clock::now();
+      reporter.Report(counts, "walking");
+    }
+  });
+  for (const WarmEntry& e : entries) walk.Add(e);
+  const std::vector<std::string>& files = walk.files();
+  const double walk_s = secs();
+  const uint64_t total = counts.bytes_total.load();
   const uint64_t budget = before.value().value("budget", uint64_t{0});
   if (total > budget) {
     Warn(HumanBytes(total) + " to warm, the budget is " + HumanBytes(budget) +
          ": only part will stay cached");
   }
+  reporter.Report(counts, "reading");
 
-  const auto t0 = std::chrono::steady_clock::now();
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<uint64_t> bytes{0};
+  std::atomic<size_t> next{0};
   std::mutex err_mu;
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < std::min<size_t>(threads, std::max<size_t>(files.size(), 1)); ++t) {
     workers.emplace_back([&] {
       std::vector<char> buf(1 << 20);
       for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-        if (int e = ReadAll(files[i].path, buf, bytes); e != 0) {
+        if (int e = ReadAll(files[i], buf, counts.bytes_done); e != 0) {
           std::lock_guard lk(err_mu);
-          Warn(files[i].path + ": " + std::strerror(e));
-          ++errors;
+          Warn(files[i] + ": " + std::strerror(e));
+          counts.errors.fetch_add(1);
         }
-        done.fetch_add(1);
+        counts.files_done.fetch_add(1);
       }
     });
   }
   const bool show = !quiet && ::isatty(STDERR_FILENO) == 1;
-  auto secs = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  while (show && done.load() < files.size()) {
-    std::fputs(Progress(done, files.size(), bytes, total, secs()).c_str(), stderr);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  while (counts.files_done.load() < files.size()) {
+    if (Clock::now() - last >= every) {
+      last = Clock::now();
+      if (show) std::fputs(Progress(counts, secs()).c_str(), stderr);
+      reporter.Report(counts, "reading");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (std::thread& w : workers) w.join();
-  if (show) std::fputs((Progress(done, files.size(), bytes, total, secs()) + "\n").c_str(), stderr);
+  if (show) std::fputs((Progress(counts, secs()) + "\n").c_str(), stderr);
+  reporter.Report(counts, "done");
 
   Result<nlohmann::json> after = ReadStats(root);
   const double s = secs();
-  std::printf("warm: %zu files, %s read in %.1f s", files.size(), HumanBytes(bytes).c_str(), s);
+  const uint64_t errors = counts.errors.load();
+  std::printf("warm: %zu files, %s read in %.1f s (walk %.1f s)", files.size(),
+              HumanBytes(counts.bytes_done.load()).c_str(), s, walk_s);
   if (after.ok()) {
     std::printf("; cache used %s -> %s of %s; %s from lower",
                 HumanBytes(before.value().value("used", uint64_t{0})).c_str(),
@@ -181,7 +296,10 @@ int WarmMain(int argc, char** argv) {
                                     before.value().value("bytes_read_lower", uint64_t{0})))
                     .c_str());
   }
-  std::printf("%s\n", errors ? (", " + std::to_string(errors) + " errors").c_str() : "");
+  std::string tail;
+  if (errors != 0) tail += ", " + std::to_string(errors) + " errors";
+  if (bad_lines != 0) tail += " (" + std::to_string(bad_lines) + " bad lines in " + from + ")";
+  std::printf("%s\n", tail.c_str());
   return errors ? 1 : 0;
 }
 

@@ -6,6 +6,12 @@ the dataset's bytes, one miss per file), a second pass by another process is
 all hits with no byte from LOWER, and what warm prints agrees; a dataset
 larger than the budget is warmed with a note; a path outside any mount and a
 file that cannot be read (faultfs EIO) are errors naming the path, exit 1.
+`--from LIST`: the listed files (a directory, an absolute path inside the
+mount, a repeat, no final newline) are read once each, exactly their bytes
+from LOWER; each bad line is named with its line number, the others still
+read, exit 1; stats keeps each finished warm's row. `--background` returns
+once its row is in stats; with one file hung in LOWER (faultfs) the row and
+`top` show the others done of the total, then, released, all done.
 
 top: `--once` prints one frame (no terminal); in a real terminal (tmux) the
 view shows the mount, the budget, a registered job's row, and, after reads,
@@ -28,6 +34,14 @@ import epochfs_test as et  # noqa: E402
 
 KiB = 1024
 FILES = 30
+
+
+def human(n):
+    """As epochfs prints bytes (common/bytes_text.h HumanBytes)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return "%d B" % n if unit == "B" else "%.1f %s" % (n, unit)
+        n /= 1024.0
 
 
 class ToolsTest(et.MountTestCase):
@@ -101,6 +115,100 @@ class ToolsTest(et.MountTestCase):
         self.assertIn("warm: %d files" % (FILES + 1), r.stdout)
         self.assertIn("1 errors", r.stdout)
         self.assertEqual(d.stats()["used"], self.total, "the others were still read")
+        self.assertEqual(d.unmount(), 0)
+
+    def test_warm_from_a_list(self):
+        d = self.mount(self.lower, opts=["cache.memory=64MiB"])
+        listed = ["c0/f00.bin", "c1/f01.bin", "./c1/f04.bin", "c2"]  # c2: a directory
+        want_files = {"c0/f00.bin", "c1/f01.bin", "c1/f04.bin"} | {
+            r for r in self.want if r.startswith("c2/")}
+        lines = listed + ["", "c0/missing.bin", "../outside", "/etc/passwd",
+                          d.path("c0/f03.bin"), "c0/f00.bin"]  # absolute inside; a repeat
+        want_files.add("c0/f03.bin")
+        lst = os.path.join(self.tmp, "list.txt")
+        with open(lst, "w") as f:
+            f.write("\n".join(lines))  # no newline after the last line: still read
+        r = self.tool("warm", "--from", lst, d.mnt)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("%s:6: %s: No such file or directory" % (lst, d.path("c0/missing.bin")),
+                      r.stderr)
+        self.assertIn("%s:7: '../outside': leads out of the mount %s" % (lst, d.mnt), r.stderr)
+        self.assertIn("%s:8: '/etc/passwd': an absolute path outside the mount" % lst, r.stderr)
+        self.assertEqual(r.stderr.count("epochfs warm: "), 3, r.stderr)
+        nbytes = sum(len(self.want[x]) for x in want_files)
+        self.assertIn("warm: %d files, %s read in " % (len(want_files), human(nbytes)), r.stdout)
+        self.assertIn("(walk ", r.stdout)
+        self.assertIn("3 errors (2 bad lines in %s)" % lst, r.stdout)
+        st = d.stats()
+        self.assertEqual(st["bytes_read_lower"], nbytes, st)
+        self.assertEqual((st["misses"], st["hits"]), (len(want_files), 0), st)
+        self.assertEqual(st["used"], nbytes, st)
+        # The list from standard input, all good: exit 0, nothing more from LOWER.
+        r = subprocess.run([et.epochfs_bin(), "warm", "--from", "-", d.path("c0")],
+                           input="c0/f00.bin\nc2/f02.bin\n", capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warm: 2 files", r.stdout)
+        self.assertEqual(d.stats()["bytes_read_lower"], nbytes)
+        # The stats' row of each finished warm (this process's, as root sees all).
+        rows = d.stats()["warm"]
+        self.assertEqual([(w["state"], w["files_done"], w["files_total"], w["bytes_done"],
+                           w["errors"], w["running"]) for w in rows],
+                         [("done", len(want_files), len(want_files), nbytes, 3, False),
+                          ("done", 2, 2, len(self.want["c0/f00.bin"]) +
+                           len(self.want["c2/f02.bin"]), 0, False)])
+        self.assertEqual(d.unmount(), 0)
+
+    def test_warm_in_the_background(self):
+        # faultfs: reads of *HANG* files block while SOURCE/.hang exists, so
+        # the warm is caught half done, whatever the machine's speed.
+        src = self.make_dir("src")
+        shutil.copytree(self.lower, src, dirs_exist_ok=True)
+        hang = b"h" * 7000
+        et.write_file(os.path.join(src, "c0", "zHANG.bin"), hang)
+        flag = os.path.join(src, ".hang")
+        et.write_file(flag, b"")
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
+        d = self.mount(self.mount_faultfs(src), opts=["cache.memory=64MiB"])
+        r = self.tool("warm", "--background", "-j", "2", d.mnt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warm: in the background as pid ", r.stdout)
+        pid = int(r.stdout.split(" as pid ")[1].split(";")[0])
+
+        def release_and_wait():  # runs first: no warm outlives the test
+            if os.path.exists(flag):
+                os.unlink(flag)
+            et.wait_for(lambda: not os.path.exists("/proc/%d" % pid), 30)
+        self.addCleanup(release_and_wait)
+        self.assertIn("epochfs top %s" % d.mnt, r.stdout)
+        rows = d.stats()["warm"]  # there when the command returns
+        self.assertEqual([w["pid"] for w in rows], [pid])
+        total = self.total + len(hang)
+
+        def row():
+            return d.stats()["warm"][0]
+        # Every file but the hung one read (the empty .hang is a file too):
+        # the row says so.
+        files = FILES + 2
+        self.assertTrue(et.wait_for(lambda: row()["files_done"] == files - 1,
+                                    60 * et.TIME_SCALE), row())
+        w = row()
+        self.assertEqual((w["state"], w["running"], w["files_total"], w["bytes_total"],
+                          w["bytes_done"], w["errors"]),
+                         ("reading", True, files, total, self.total, 0), w)
+        top = self.tool("top", "--once", d.mnt)
+        self.assertIn("warm: pid %d reading   %d/%d files   %s of %s" % (
+            pid, files - 1, files, human(self.total), human(total)), top.stdout)
+        os.unlink(flag)  # the hung read answers
+        self.assertTrue(et.wait_for(lambda: not row()["running"], 60 * et.TIME_SCALE), row())
+        w = row()
+        self.assertEqual((w["state"], w["files_done"], w["bytes_done"], w["errors"]),
+                         ("done", files, total, 0), w)
+        st = d.stats()
+        self.assertEqual((st["used"], st["bytes_read_lower"]), (total, total), st)
+        top = self.tool("top", "--once", d.mnt)
+        self.assertIn("warm: pid %d done (exited)   %d/%d files" % (pid, files, files),
+                      top.stdout)
         self.assertEqual(d.unmount(), 0)
 
     def test_top_once_and_a_mount_that_goes_away(self):

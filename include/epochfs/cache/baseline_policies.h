@@ -24,6 +24,15 @@
 // estimate makes it a heuristic (the interleaving of jobs depends on the
 // cache itself).
 //
+// Belady's disk tier (tier_placement(), the simulator's two-tier reference):
+// the same rule over the same oracle, as the future policy's FutureTier runs
+// it over the declared future: a NextUseCache of the disk's bytes (request
+// cost 0: the disk's requests are cheap), a loaded object written when its
+// next use comes sooner than that of something the disk holds, never when it
+// would itself be the first to go; inclusive of RAM, as the daemon's tiers.
+// So RAM holds the soonest next uses, the disk the soonest within its larger
+// size, and what lies beyond is not kept.
+//
 // Thread safety: not thread-safe, like every Policy.
 #pragma once
 

@@ -3,6 +3,8 @@
 //   version                 r   "epochfs X.Y.Z\nprotocol 1\n"
 //   stats                   r   JSON snapshot of the daemon (from a callback)
 //   metrics                 r   the same as Prometheus text (metrics_text.h)
+//   warm                    rw  `epochfs warm` progress reports, one per write(2), by
+//                               anyone (warm_progress.h); read: the caller's rows
 //   jobs/                   mkdir NAME registers a job, rmdir NAME ends it;
 //                           names are per user (common/user_key.h)
 //   jobs/NAME/config        w   TOML: batch_size, epochs, root, loaders, compute_ms
@@ -33,6 +35,7 @@
 #include "epochfs/control/job_registry.h"
 #include "epochfs/control/policy_view.h"
 #include "epochfs/control/spill_control.h"
+#include "epochfs/control/warm_progress.h"
 
 namespace epochfs::control {
 
@@ -70,7 +73,8 @@ class ControlTree : public ControlPlane {
 
  private:
   bool IsJobFile(const std::string& f) const;
-  // The stats JSON as `who` may see it: only their own jobs' rows (root: all).
+  // The stats JSON as `who` may see it: only their own jobs' and warms' rows
+  // (root: all).
   std::string StatsFor(const Caller& who) const;
   // Write and CheckWrite without the log line of a refusal.
   Status WriteFile(const std::string& path, const std::string& content, const Caller& who);
@@ -90,6 +94,7 @@ class ControlTree : public ControlPlane {
   StatsFn stats_;
   SpillControl* spill_;
   const size_t max_schedule_steps_;
+  WarmProgress warm_;  // `epochfs warm` reports (the file `warm`)
 };
 
 }  // namespace epochfs::control

@@ -15,6 +15,12 @@
 //   - A batch's compute starts when all its samples are loaded and the
 //     previous batch's compute ended; stall = time compute waits for data,
 //     from the epoch's start for its first batch.
+//   - The disk tier (Workload::disk; DiskModel, disk_model.h): a miss of an
+//     object the disk holds is read from it (its latency and bandwidth; no
+//     store channel, no read slot, not in bytes_read), the policy hears a
+//     miss (OnMiss, as the daemon's), the placement a read; a load from the
+//     store is offered to the placement (written or not). Prefetch moves held
+//     objects up from the disk the same way.
 //   - Epoch K+1 starts when epoch K's last compute ends (a DataLoader iterator
 //     per epoch); the job ends after its last epoch's last compute.
 //   - Prefetch (Workload::prefetch, the daemon's cache.prefetch): after every
@@ -44,6 +50,7 @@
 
 #include "epochfs/common/policy_kind.h"
 #include "epochfs/common/status.h"
+#include "epochfs/sim/disk_model.h"
 #include "epochfs/sim/trace.h"
 
 namespace epochfs::sim {
@@ -51,6 +58,7 @@ namespace epochfs::sim {
 struct EpochResult {
   uint64_t hits = 0;
   uint64_t misses = 0;  // includes coalesced accesses
+  uint64_t disk_reads = 0;  // misses served from the disk tier
   uint64_t start_ns = 0;
   uint64_t time_ns = 0;  // from the epoch's start to its last compute's end
   uint64_t stall_ns = 0;
@@ -63,6 +71,7 @@ struct JobResult {
   uint64_t misses = 0;      // accesses - hits
   uint64_t coalesced = 0;   // misses that joined a load in flight (a reader's or a prefetch's)
   uint64_t bytes_read = 0;  // bytes this job's loads moved from storage
+  uint64_t disk_reads = 0;  // misses served from the disk tier (not in bytes_read)
   uint64_t stall_ns = 0;
   uint64_t start_ns = 0;
   uint64_t completion_ns = 0;  // absolute time the job's last compute ended
@@ -82,6 +91,7 @@ struct RunResult {
   // evicted unread, and the bytes of every prefetch load.
   uint64_t prefetched = 0, prefetch_hits = 0, prefetch_wasted = 0, prefetch_bytes = 0;
   uint64_t max_resident_bytes = 0;  // peak bytes in the store
+  DiskCounters disk;                // the disk tier (all zero without one)
   uint64_t makespan_ns = 0;         // last completion − first start
   uint64_t total_stall_ns = 0;
   uint64_t events = 0;  // events processed (cost figure)

@@ -7,7 +7,8 @@
 //     1.28M-sample, 10-epoch job never holds more than the orders in use; the
 //     ranks of a distributed run share one shuffle and each takes its shard
 //     (every ranks-th position from its rank on, padded as DistributedSampler);
-//   - the budget in bytes ("40%" resolved against the distinct bytes).
+//   - the budget in bytes ("40%" resolved against the distinct bytes), and
+//     the disk tier's likewise.
 //
 // Random numbers come from splitmix64 and our own bounded draws and normal
 // deviates, so the trace is the same on every platform for a seed.
@@ -66,6 +67,8 @@ class Trace {
   std::vector<uint32_t> Order(size_t job, uint32_t epoch) const;
   uint64_t distinct_bytes() const { return distinct_bytes_; }
   uint64_t budget() const { return budget_; }
+  // The disk tier's bytes (Workload::disk resolved); 0: no disk tier.
+  uint64_t disk_budget() const { return disk_budget_; }
 
  private:
   Workload w_;
@@ -73,6 +76,7 @@ class Trace {
   std::vector<size_t> job_dataset_;
   uint64_t distinct_bytes_ = 0;
   uint64_t budget_ = 0;
+  uint64_t disk_budget_ = 0;
 };
 
 }  // namespace epochfs::sim

@@ -9,6 +9,9 @@
 //   weigh_hits = false        # the daemon's cache.weigh_hits
 //   [storage]                 # bandwidth (bytes/s, all channels together),
 //   bandwidth = "8MiB"        # latency_ms, concurrency, iops (0 = unlimited)
+//   [disk]                    # optional: a second tier (the daemon's disk tier):
+//   size = "150%"             # bytes or % of the distinct data; bandwidth
+//   bandwidth = "2GiB"        # (bytes/s, reads together), latency_ms per read
 //   [[job]]                   # name, dataset, samples, size, batch_size, epochs,
 //   name = "a"                # loaders, compute_ms, start_s, report_compute, ranks
 //
@@ -71,6 +74,18 @@ struct StorageSpec {
   double iops = 0;           // request starts per second, 0 = unlimited
 };
 
+// The second tier on local SSD (the daemon's cache.disk_path): its size, and
+// what a read from it costs (latency_ms, then its bytes at `bandwidth`, reads
+// served in order on the disk's link). No [disk] table: RAM only.
+struct DiskSpec {
+  bool size_is_percent = false;
+  double size_percent = 0;  // of the distinct bytes of all jobs' datasets
+  uint64_t size_bytes = 0;  // 0 (and no percentage): no disk tier
+  double bandwidth = 0;     // bytes per second, > 0 with a disk tier
+  double latency_ms = 0;    // per read, >= 0
+  bool enabled() const { return size_is_percent ? size_percent > 0 : size_bytes > 0; }
+};
+
 // Knobs of the epoch policy (EpochPolicyParams) a workload may set: table [epoch].
 struct EpochKnobs {
   double gain_max = 2.0;
@@ -102,6 +117,7 @@ struct Workload {
   // saves the job reading it (its loaders' share of time waiting for storage).
   bool weigh_hits = false;
   StorageSpec storage;
+  DiskSpec disk;
   EpochKnobs epoch;
   std::vector<JobSpecW> jobs;  // >= 1
 };

@@ -6,7 +6,8 @@
 //   a header (mountpoint, budget, used, pool, shared, objects, policy),
 //   rates since `before` (reads, hits, misses /s; hit ratio of the interval
 //   and of all reads; bytes/s from LOWER; lower errors, timeouts, in flight),
-//   the spill tier and the governor when present, each warning,
+//   the spill tier and the governor when present, each warning, a line per
+//   `epochfs warm` ("warm" rows: pid, state, files and bytes done of total),
 //   then one row per job: name, state, epoch, batch, hits, misses, hit %,
 //   cur and next region bytes.
 // Bytes in stats that are not printable (a warning naming a path) show as '?'.

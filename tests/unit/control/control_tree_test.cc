@@ -3,6 +3,7 @@
 #include "epochfs/control/control_tree.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -81,7 +82,7 @@ class ControlTreeTest : public ::testing::Test {
 
 TEST_F(ControlTreeTest, RootAndJobsDirectory) {
   EXPECT_EQ(tree_.List("").value(),
-            (std::vector<std::string>{"jobs", "metrics", "stats", "version"}));
+            (std::vector<std::string>{"jobs", "metrics", "stats", "version", "warm"}));
   EXPECT_EQ(tree_.Read("stats").value(), R"({"stats":1,"jobs":[{"name":"j"},{"name":"zz"}]})" "\n");
   EXPECT_NE(tree_.Read("version").value().find("protocol 1\n"), std::string::npos);
   VNode jobs = tree_.Stat("jobs").value();
@@ -89,6 +90,32 @@ TEST_F(ControlTreeTest, RootAndJobsDirectory) {
   EXPECT_EQ(jobs.perm, 01777u);
   EXPECT_EQ(tree_.Stat("nope").status().code(), Code::kNotFound);
   EXPECT_TRUE(tree_.List("jobs").value().empty());
+}
+
+TEST_F(ControlTreeTest, TheWarmFileFeedsStats) {
+  // A real process (this one) reports, as `epochfs warm` does (warm_progress.h).
+  const Caller me{kAlice, kAlice, ::getpid()};
+  VNode vn = tree_.Stat("warm").value();
+  EXPECT_TRUE(vn.writable && vn.per_write);
+  EXPECT_EQ(vn.perm, 0666u);
+  EXPECT_TRUE(tree_.CheckWrite("warm", me).ok());
+  const std::string plain = tree_.Read("stats").value();  // no warm row: as it was
+  ASSERT_TRUE(tree_.Write("warm", "4 9 400 900 0 reading\n", me).ok());
+  EXPECT_EQ(tree_.Write("warm", "garbage\n", me).code(), Code::kInvalidArgument);
+  nlohmann::json st = nlohmann::json::parse(tree_.Read("stats").value());  // root: every row
+  EXPECT_EQ(st["stats"], 1);
+  ASSERT_EQ(st["warm"].size(), 1u);
+  EXPECT_EQ(st["warm"][0]["files_done"], 4);
+  EXPECT_EQ(st["warm"][0]["files_total"], 9);
+  EXPECT_EQ(st["warm"][0]["bytes_done"], 400);
+  EXPECT_EQ(st["warm"][0]["bytes_total"], 900);
+  EXPECT_EQ(st["warm"][0]["pid"], ::getpid());
+  EXPECT_EQ(plain, R"({"stats":1,"jobs":[{"name":"j"},{"name":"zz"}]})" "\n");
+  // The writer sees it; another user does not.
+  EXPECT_EQ(nlohmann::json::parse(tree_.Read("stats", me).value())["warm"].size(), 1u);
+  EXPECT_FALSE(nlohmann::json::parse(tree_.Read("stats", kBobCall).value()).contains("warm"));
+  EXPECT_EQ(nlohmann::json::parse(tree_.Read("warm", me).value()).size(), 1u);
+  EXPECT_TRUE(nlohmann::json::parse(tree_.Read("warm", kBobCall).value()).empty());
 }
 
 TEST_F(ControlTreeTest, MkdirRegistersAndShowsTheJobFiles) {

@@ -375,6 +375,35 @@ class PackageTest(unittest.TestCase):
         self.assertIs(epochfs.EpochfsSampler, EpochfsSampler)
 
 
+class MountInfoTest(unittest.TestCase):
+    """epochfs.job.mount_fstype reads /proc/self/mountinfo (a dead mount's test)."""
+
+    def test_exact_mount_point_escapes_and_stacks(self):
+        import epochfs.job as job_mod
+        with tempfile.TemporaryDirectory() as d:
+            info = os.path.join(d, "mountinfo")
+            with open(info, "w") as f:
+                f.write("21 1 0:20 / /mnt/a\\040b rw - fuse.epochfs /data rw\n"
+                        "22 1 0:21 / /mnt/ab rw,relatime shared:3 - tmpfs tmpfs rw\n"
+                        "23 22 0:22 / /mnt/ab rw - fuse.epochfs lower rw\n")
+            self.assertEqual(job_mod.mount_fstype("/mnt/a b", info), "fuse.epochfs")
+            self.assertEqual(job_mod.mount_fstype("/mnt/ab", info), "fuse.epochfs")  # top
+            self.assertIsNone(job_mod.mount_fstype("/mnt/a", info))
+            self.assertIsNone(job_mod.mount_fstype("/mnt/a b", os.path.join(d, "none")))
+
+    def test_gone_only_for_a_dead_mount(self):
+        import errno
+        with tempfile.TemporaryDirectory() as d:
+            job = Job(d, "j")  # a plain directory: never a mount
+            self.assertFalse(job.was_mounted)
+            self.assertIsNone(job.gone())
+            self.assertIsNone(job.gone(errno.EINVAL))
+            self.assertIn("is gone", job.gone(errno.ECONNABORTED))
+            err = job.error(job.path("epoch"), OSError(errno.ENOTCONN, os.strerror(errno.ENOTCONN)))
+            self.assertEqual(err.errno, errno.ENOTCONN)
+            self.assertIn("fusermount3 -u %s" % d, str(err))
+
+
 class JobTest(unittest.TestCase):
     """Job writes the protocol's files (a temp dir stands in for the mount)."""
 
@@ -406,6 +435,12 @@ class JobTest(unittest.TestCase):
         self.assertEqual(self.read(job, "order/1"), "1 0\n")
         job.start_epoch(1)
         self.assertEqual(self.read(job, "epoch"), "1\n")
+        job.begin_epoch(2, [0, 1], [1, 0])  # declares 2 and 3, then starts 2
+        self.assertEqual((self.read(job, "order/2"), self.read(job, "order/3"),
+                          self.read(job, "epoch")), ("0 1\n", "1 0\n", "2\n"))
+        job.begin_epoch(3, [1, 0])  # the last: no next order
+        self.assertEqual(self.read(job, "epoch"), "3\n")
+        self.assertFalse(os.path.exists(job.path("order/4")))
         job.report_position(1, 2)  # one write each, to the file kept open
         job.report_position(1, 3)
         self.assertEqual(self.read(job, "position"), "1 2\n1 3\n")  # a plain file here

@@ -27,6 +27,20 @@ const char* kNow = R"({"version": "0.1.0", "policy": "epoch", "budget": 10737418
   "jobs": [{"name": "resnet", "state": "caching", "epoch": 3, "batch": 12, "hits": 90,
             "misses": 10, "coalesced": 20, "lower_wait_s": 1.25, "cur_bytes": 1048576, "next_bytes": 2097152}]})";
 
+TEST(RenderTop, AWarmShowsFilesAndBytesDoneOfTotal) {
+  nlohmann::json now = nlohmann::json::parse(kBefore);
+  now["warm"] = nlohmann::json::parse(R"([
+    {"pid": 4242, "state": "reading", "running": true, "files_done": 12, "files_total": 30,
+     "bytes_done": 1048576, "bytes_total": 4194304, "errors": 1},
+    {"pid": 7, "state": "done", "running": false, "files_done": 3, "files_total": 3,
+     "bytes_done": 10, "bytes_total": 10, "errors": 0}])");
+  const std::string f = RenderTop(now, nullptr, 0, "/m");
+  EXPECT_TRUE(Has(f, "warm: pid 4242 reading   12/30 files   1.0 MiB of 4.0 MiB (25.0%)   "
+                     "1 errors\n")) << f;
+  EXPECT_TRUE(Has(f, "warm: pid 7 done (exited)   3/3 files")) << f;
+  EXPECT_FALSE(Has(RenderTop(nlohmann::json::parse(kBefore), nullptr, 0, "/m"), "warm:"));
+}
+
 TEST(RenderTop, RatesComeFromTwoSnapshots) {
   const auto before = nlohmann::json::parse(kBefore), now = nlohmann::json::parse(kNow);
   const std::string f = RenderTop(now, &before, 10.0, "/mnt/data");
