@@ -297,6 +297,17 @@ class Env:
         self.daemon = None
         return rc
 
+    def kill_daemon(self):
+        """SIGKILL, as a crash: no unmount, no journal written at exit; then
+        the dead mount is detached (fusermount3 -uz)."""
+        if self.daemon is None:
+            return None
+        self.daemon.kill()
+        rc = self.daemon.wait()
+        self.daemon = None
+        subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+        return rc
+
     def stats(self):
         return read_json(os.path.join(self.mnt, ".epochfs", "stats"))
 
@@ -528,17 +539,22 @@ def loader_main(job, base, cmd_r, rep_w):
                                          "enomem": enomem}) + "\n").encode())
 
 
-def job_main(job, mode, env, result_path, go_r):
-    """One job: registers (epochfs), forks loaders, waits for `go`, trains."""
+def job_main(job, mode, env, result_path, go_r, root=None, before_epoch=None):
+    """One job: registers (epochfs), forks loaders, waits for `go`, trains.
+    root: the directory holding the job's subdir (default: LOWER for
+    'pagecache', the mount for 'epochfs'; mode 'local' reads `root` outside
+    the cgroups). before_epoch(k): called before epoch k is timed."""
     res = {"name": job.name, "errors": [], "epochs": []}
     loaders = []
     try:
         if mode == "pagecache":
             env.enter_blkio()
             env.enter_memcg()
-            base = os.path.join(env.lower, job.subdir)
+            base = os.path.join(root or env.lower, job.subdir)
+        elif mode == "local":
+            base = os.path.join(root, job.subdir)
         else:
-            base = os.path.join(env.mnt, job.subdir)
+            base = os.path.join(root or env.mnt, job.subdir)
         ej = control.Job(env.mnt, job.name)  # the control protocol, as the package speaks it
         for _ in range(job.loaders):
             cr, cw = os.pipe()
@@ -576,6 +592,8 @@ def job_main(job, mode, env, result_path, go_r):
         nb = (job.n + job.batch - 1) // job.batch
         window = job.loaders * job.prefetch
         for k in range(job.epochs):
+            if before_epoch is not None:
+                before_epoch(k)
             te = time.monotonic()
             if mode == "epochfs":  # as EpochfsSampler.__iter__: order/K, order/K+1, epoch K
                 if k == 0:
@@ -644,9 +662,14 @@ def job_main(job, mode, env, result_path, go_r):
         json.dump(res, f)
 
 
-def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
+def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=None,
+             before_epoch=None, stop="unmount"):
     """One run of all jobs. mode: 'pagecache' (read LOWER directly, in the
-    blkio and memory cgroups) or 'epochfs' (a fresh daemon with `opts`)."""
+    blkio and memory cgroups), 'epochfs' (a fresh daemon with `opts`) or
+    'local' (read `root`, a directory with the jobs' subdirs, outside the
+    cgroups). before_epoch(k): called in each job before its epoch k is timed.
+    stop: how an epochfs run ends, 'unmount' or 'kill' (SIGKILL, then a lazy
+    unmount of the dead mount)."""
     env.drop_cold()
     dev0 = env.device_read_bytes()
     if mode == "epochfs":
@@ -666,7 +689,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 os.close(go_w)
-                job_main(job, mode, env, rp, go_r)
+                job_main(job, mode, env, rp, go_r, root, before_epoch)
             except BaseException:
                 traceback.print_exc()
                 code = 1
@@ -698,7 +721,9 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None):
     finally:
         sampler.stop()
     stats = env.stats() if mode == "epochfs" else None
-    rc = env.stop_daemon() if mode == "epochfs" else None
+    rc = None
+    if mode == "epochfs":
+        rc = env.stop_daemon() if stop == "unmount" else env.kill_daemon()
     dev = env.device_read_bytes() - dev0
     for job in jobs:
         if results[job.name]["errors"]:

@@ -191,9 +191,16 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
     return s;
   };
   const bool block = req.length != 0;
-  // Opened, stat'ed and (a whole file, when small) read in one LOWER operation.
-  auto opened = lower_.OpenAndRead(
-      req.rel, block ? 0 : prefetch ? max_object_bytes() : UINT64_MAX, req.as);
+  // Opened, stat'ed and (a whole file, when small) read in one LOWER operation;
+  // a prefetch with a second tier learns the version first and reads only
+  // what the tier does not hold.
+  uint64_t at_open = UINT64_MAX;
+  if (block || (prefetch && tier_ != nullptr)) {
+    at_open = 0;
+  } else if (prefetch) {
+    at_open = max_object_bytes();
+  }
+  auto opened = lower_.OpenAndRead(req.rel, at_open, req.as);
   if (!opened.ok()) return fail(opened.status());
   const UniqueFd fd = std::move(opened.value().fd);
   const struct stat st = opened.value().st;

@@ -83,6 +83,11 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
   // file_no → place in *live; replay in order.
   std::vector<JournalEntry> entries;
   std::unordered_map<uint64_t, size_t> at;
+  // At most this many records (each at least its length, a PUT's fixed part
+  // and its sum): reserved, so that a journal of a million is not rehashed.
+  const size_t most = all.size() / (4 + kPutFixed + 8);
+  entries.reserve(most);
+  at.reserve(most);
   uint64_t dead = 0;
   size_t pos = kHead;
   while (pos + 4 <= all.size()) {
@@ -118,6 +123,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
     if (::ftruncate(fd, static_cast<off_t>(pos)) != 0) return ErrnoStatus(Code::kIoError, errno, path);
   }
   live->clear();
+  live->reserve(at.size());
   for (JournalEntry& e : entries) {
     if (e.file_no != 0) live->push_back(std::move(e));
   }

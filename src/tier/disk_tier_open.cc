@@ -14,7 +14,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <unordered_set>
+#include <vector>
 
 #include "epochfs/common/log.h"
 #include "epochfs/tier/disk_format.h"
@@ -129,20 +129,22 @@ Status DiskTier::Load() {
     if (!fresh.ok()) return fresh.status();
     journal_ = std::move(fresh).value();
   }
+  index_.reserve(live.size());
+  news_.found.reserve(live.size());
   for (JournalEntry& e : live) {
     const cache::ObjectId id = e.key.Id();
     next_file_no_ = std::max(next_file_no_, e.file_no + 1);
-    if (index_.count(id) != 0) continue;  // one copy per key (the first)
-    Entry en;
+    auto [it, added] = index_.try_emplace(id);
+    if (!added) continue;  // one copy per key (the first)
+    Entry& en = it->second;
     en.file_no = e.file_no;
     en.data_len = e.data_len;
-    en.key = e.key;
     en.ready = true;
     used_ += e.data_len;
     on_disk_ += e.data_len;
     ++objects_;
     news_.found.push_back({id, e.data_len, e.key.length != 0 ? store::ObjectIdOf(e.key.rel) : 0});
-    index_.emplace(id, std::move(en));
+    en.key = std::move(e.key);
   }
   if (!index_.empty()) news_flag_.store(true, std::memory_order_release);
   // The size before the first write; "auto" is re-checked as it fills.
@@ -179,11 +181,16 @@ std::vector<JournalEntry> DiskTier::Scan() {
 }
 
 void DiskTier::SweepOrphans() {
-  std::unordered_set<uint64_t> known;
+  // The indexed file numbers, sorted: copied under the lock (no allocation per
+  // entry, so that readers and the mount's first look at the tier wait little
+  // even with a million), sorted outside it.
+  std::vector<uint64_t> known;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, e] : index_) known.insert(e.file_no);
+    known.reserve(index_.size());
+    for (const auto& [id, e] : index_) known.push_back(e.file_no);
   }
+  std::sort(known.begin(), known.end());
   // Files numbered from next_file_no_ on are this run's (written meanwhile).
   uint64_t first_new = 0;
   {
@@ -192,7 +199,10 @@ void DiskTier::SweepOrphans() {
   }
   uint64_t swept = 0;
   EachDataFile(opt_.path + "/data", [&](uint64_t file_no, const std::string& path) {
-    if (file_no != 0 && (known.count(file_no) != 0 || file_no >= first_new)) return;
+    if (file_no != 0 &&
+        (std::binary_search(known.begin(), known.end(), file_no) || file_no >= first_new)) {
+      return;
+    }
     if (::unlink(path.c_str()) == 0) ++swept;
   });
   ::unlink((opt_.path + "/index.new").c_str());
