@@ -462,7 +462,9 @@ Status Mount::Serve() {
   // session's last requests are served before the store closes.
   while (!nested_.empty()) nested_.pop_back();
   if (spill_) spill_->Close();  // writes staged spill data back
-  if (disk_) disk_->Stop();     // queued copies land, the index is compacted
+  // Queued copies land, the index is compacted; a writer stuck on a disk
+  // that does not answer is left to the process's exit, with its tier.
+  if (disk_ && !disk_->Stop()) (void)disk_.release();
   log::Info("unmounted " + args_.mountpoint);
   return s;
 }

@@ -202,11 +202,13 @@ TEST(DiskTier, WritesReadsVerifiesAndSurvivesARestart) {
   news = t->TakeNews();
   EXPECT_NE(std::find(news.lost.begin(), news.lost.end(), a.Id()), news.lost.end());
   EXPECT_NE(std::find(news.lost.begin(), news.lost.end(), b.Id()), news.lost.end());
+  t->Drain();  // removals are the writer's
   EXPECT_EQ(::access(fa.c_str(), F_OK), -1) << "its file is removed";
   EXPECT_EQ(t->state(), DiskTier::State::kOk);
   // Erase removes the copy.
   const std::string fk = t->FileOf(blk.Id());
   t->Erase(blk.Id());
+  t->Drain();
   EXPECT_EQ(::access(fk.c_str(), F_OK), -1);
   EXPECT_EQ(t->stats().objects, 0u);
 }
