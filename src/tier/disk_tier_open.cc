@@ -224,7 +224,14 @@ void DiskTier::Recheck(bool force) {
   const uint64_t diff = want > budget_ ? want - budget_ : budget_ - want;
   if (!force && diff < std::max<uint64_t>(budget_ / 100, 1u << 20)) return;
   budget_ = want;
-  if (state() == State::kFull && want > on_disk_) state_.store(State::kOk);
+  // Below the floor (another user of the filesystem took its room): full,
+  // as after an ENOSPC, until there is room again.
+  if (state() == State::kFull && want > on_disk_) {
+    state_.store(State::kOk);
+  } else if (state() == State::kOk && want < on_disk_) {
+    state_.store(State::kFull);
+    log::Warn("disk tier " + opt_.path + ": its filesystem is below cache.disk_margin; evicting");
+  }
   news_.budget_changed = true;
   news_.budget = budget_;
   news_flag_.store(true, std::memory_order_release);
