@@ -348,6 +348,7 @@ store::TierStats DiskTier::stats() const {
     s.budget = budget_;
     s.bytes = on_disk_;
     s.objects = objects_;
+    s.queued_bytes = queued_bytes_;
   }
   s.index_bytes = ld(journal_bytes_);
   s.writes_bytes = ld(journal_written_);
