@@ -93,7 +93,7 @@ std::string Progress(size_t done, size_t files, uint64_t bytes, uint64_t total, 
   return buf;
 }
 
-uint64_t U(const nlohmann::json& j, const char* key) {
+uint64_t NumberAt(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
 }
@@ -116,14 +116,14 @@ std::string Where(const nlohmann::json& stats) {
     auto e = t->find(name);
     if (e == t->end() || !e->is_object()) return;
     if (!out.empty()) out += ", ";
-    out += std::string(label) + " " + HumanBytes(U(*e, "bytes")) + " (" +
-           std::to_string(U(*e, "objects")) + ")";
+    out += std::string(label) + " " + HumanBytes(NumberAt(*e, "bytes")) + " (" +
+           std::to_string(NumberAt(*e, "objects")) + ")";
   };
   tier("ram", "RAM");
   tier("kernel", "kernel page cache");
   tier("disk", "disk tier");
   if (const nlohmann::json* d = DiskOf(stats)) {
-    out += " of " + HumanBytes(U(*d, "budget"));
+    out += " of " + HumanBytes(NumberAt(*d, "budget"));
     const std::string state = d->value("state", std::string());
     if (!state.empty() && state != "ok") out += " (" + state + ")";
   }
@@ -173,7 +173,7 @@ int WarmMain(int argc, char** argv) {
   // With a disk tier, what RAM cannot hold goes there.
   const nlohmann::json* disk = DiskOf(before.value());
   const uint64_t budget = before.value().value("budget", uint64_t{0}) +
-                          (disk != nullptr ? U(*disk, "budget") : 0);
+                          (disk != nullptr ? NumberAt(*disk, "budget") : 0);
   if (total > budget) {
     Warn(HumanBytes(total) + " to warm, the budget is " + HumanBytes(budget) +
          (disk != nullptr ? " (RAM and disk tier)" : "") + ": only part will stay cached");
@@ -214,7 +214,7 @@ int WarmMain(int argc, char** argv) {
   // is queued to land, so that the figures below say where the bytes are.
   for (int i = 0; i < 600 && after.ok(); ++i) {
     const nlohmann::json* d = DiskOf(after.value());
-    if (d == nullptr || U(*d, "queued_bytes") == 0) break;
+    if (d == nullptr || NumberAt(*d, "queued_bytes") == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     after = ReadStats(root);
   }
