@@ -464,7 +464,10 @@ Status Mount::Serve() {
   if (spill_) spill_->Close();  // writes staged spill data back
   // Queued copies land, the index is compacted; a writer stuck on a disk
   // that does not answer is left to the process's exit, with its tier.
-  if (disk_ && !disk_->Stop()) (void)disk_.release();
+  if (disk_ && !disk_->Stop()) {
+    [[maybe_unused]] static tier::DiskTier* left_behind = nullptr;  // held, not lost
+    left_behind = disk_.release();
+  }
   log::Info("unmounted " + args_.mountpoint);
   return s;
 }

@@ -11,6 +11,16 @@ namespace {
 
 constexpr uint64_t kOpBytes = 64u << 20;  // the largest single read or write
 
+// What a call given up on holds (its batch; an engine that may never stop),
+// kept for the process's life: few (the tier fails at the first), and held
+// from a static, so that a leak checker sees them owned, not lost.
+void KeepForever(std::shared_ptr<void> p) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard lock(mu);
+  kept->push_back(std::move(p));
+}
+
 }  // namespace
 
 // The ops of one call and all they touch. The engine's completions hold it
@@ -48,7 +58,7 @@ Result<std::unique_ptr<DiskIo>> DiskIo::Create(uint32_t queue_depth,
 DiskIo::~DiskIo() {
   // The engine's destructor waits for every op: not for one that may never
   // return. Its thread and ring are left to the process's exit.
-  if (hung()) (void)engine_.release();
+  if (hung()) KeepForever(std::shared_ptr<void>(engine_.release(), [](void*) {}));
 }
 
 void DiskIo::Start(const std::shared_ptr<Batch>& b) {
@@ -77,6 +87,8 @@ bool DiskIo::Run(const std::shared_ptr<Batch>& b) {
     b->cv.wait(lock, done);
   } else if (!b->cv.wait_for(lock, timeout_, done)) {
     hung_.store(true, std::memory_order_relaxed);
+    lock.unlock();
+    KeepForever(b);
     return false;
   }
   return true;

@@ -5,9 +5,9 @@
 // holds the engine's kernel worker, never the caller.
 //
 // A call given up on (NoAnswer) stays in flight: the bytes it reads or writes
-// are kept alive by the batch (`keep`) until the kernel returns, its result is
-// dropped (an fd it opens late is left open), and hung() is true from then
-// on. The tier marks itself failed on the first NoAnswer and calls nothing
+// are kept alive by its batch (`keep`), held for the process's life, its
+// result is dropped (an fd it opens late is left open), and hung() is true
+// from then on. The tier marks itself failed on the first NoAnswer and calls nothing
 // more. At destruction, with a call still in flight, the engine (its thread
 // and ring) is left running rather than waited for: the process is exiting.
 //
