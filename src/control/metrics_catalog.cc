@@ -90,6 +90,7 @@ constexpr Entry kCatalog[] = {
     {"tiers.*.stale", "epochfs_tier_stale_total", C, 1, "Copies of another version than LOWER's, dropped (disk)."},
     {"tiers.*.write_errors", "epochfs_tier_write_errors_total", C, 1, "Writes to the tier that failed, ENOSPC included (disk)."},
     {"tiers.*.index_bytes", "epochfs_tier_index_bytes", G, 1, "Bytes of the tier's on-disk index (disk)."},
+    {"tiers.*.queued_bytes", "epochfs_tier_queued_bytes", G, 1, "Bytes waiting to be written to the tier (disk)."},
     {"tiers.*.files", "epochfs_tier_files", G, 1, "Files in the tier (spill)."},
     {"tiers.*.logical_bytes", "epochfs_tier_logical_bytes", G, 1, "Logical bytes of the tier's files (spill)."},
     {"tiers.*.stored_bytes", "epochfs_tier_stored_bytes", G, 1, "Bytes the tier's files take on its device (spill)."},

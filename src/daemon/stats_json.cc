@@ -107,6 +107,7 @@ std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, cons
                           {"stale", t.stale},
                           {"write_errors", t.write_errors},
                           {"index_bytes", t.index_bytes},
+                          {"queued_bytes", t.queued_bytes},
                           {"state", t.state}};
     if (t.state == "failed") {
       warnings.push_back("the disk tier failed (an I/O error, see the log): reads are served "

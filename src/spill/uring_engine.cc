@@ -1,5 +1,7 @@
 #include "epochfs/spill/uring_engine.h"
 
+#include <fcntl.h>
+
 #include <liburing.h>
 #include <sys/eventfd.h>
 
@@ -137,7 +139,11 @@ void UringEngine::Run(std::vector<iovec> fixed) {
       }
       io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
       const bool use_fixed = fixed_ && op->buf_index >= 0;
-      if (op->write) {
+      if (op->open_path != nullptr) {
+        io_uring_prep_openat(sqe, AT_FDCWD, op->open_path, op->open_flags, op->open_mode);
+      } else if (op->close) {
+        io_uring_prep_close(sqe, op->fd);
+      } else if (op->write) {
         if (use_fixed) io_uring_prep_write_fixed(sqe, op->fd, op->buf, op->len, op->offset, op->buf_index);
         else io_uring_prep_write(sqe, op->fd, op->buf, op->len, op->offset);
       } else {

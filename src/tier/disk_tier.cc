@@ -16,36 +16,12 @@
 namespace epochfs::tier {
 namespace {
 
-constexpr uint32_t kOpBytes = 64u << 20;  // the largest single read or write
-
-// Completion of a batch of ops (RunOps).
-struct Batch {
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t left = 0;
-  std::vector<int>* res = nullptr;
+// An object file's header, data and sums as one call reads or writes them:
+// owned with the call, so kept until the kernel returns past a NoAnswer.
+struct Bufs {
+  std::vector<uint8_t> head, sums;
+  store::ObjectRef obj;
 };
-
-void OpDone(spill::IoOp* op, int res) {
-  auto* b = static_cast<Batch*>(op->ctx);
-  std::lock_guard lock(b->mu);
-  (*b->res)[reinterpret_cast<uintptr_t>(op->ctx2)] = res;
-  if (--b->left == 0) b->cv.notify_all();
-}
-
-// Adds ops covering [buf, buf + len) at `offset`, each at most kOpBytes.
-void AddOps(std::vector<spill::IoOp>* ops, bool write, int fd, uint64_t offset, uint8_t* buf,
-            uint64_t len) {
-  for (uint64_t done = 0; done < len; done += kOpBytes) {
-    spill::IoOp op;
-    op.write = write;
-    op.fd = fd;
-    op.offset = offset + done;
-    op.buf = buf + done;
-    op.len = static_cast<uint32_t>(std::min<uint64_t>(kOpBytes, len - done));
-    ops->push_back(op);
-  }
-}
 
 }  // namespace
 
@@ -56,31 +32,9 @@ size_t DiskTier::EntryBytes(size_t path_len) {
   return node + sizeof(void*) + (path_len > 15 ? path_len + 1 : 0);
 }
 
-bool DiskTier::RunOps(std::vector<spill::IoOp>& ops, std::vector<int>* res) {
-  if (ops.empty()) return true;
-  Batch b;
-  b.left = ops.size();
-  b.res = res;
-  res->assign(ops.size(), 0);
-  std::vector<spill::IoOp*> ptrs;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    ops[i].ctx = &b;
-    ops[i].ctx2 = reinterpret_cast<void*>(static_cast<uintptr_t>(i));
-    ops[i].done = OpDone;
-    ptrs.push_back(&ops[i]);
-  }
-  engine_->Submit(ptrs);
-  std::unique_lock lock(b.mu);
-  b.cv.wait(lock, [&] { return b.left == 0; });
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if ((*res)[i] < 0 || static_cast<uint32_t>((*res)[i]) != ops[i].len) return false;
-  }
-  return true;
-}
-
 store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
                                 const store::Version& v) {
-  if (engine_ == nullptr || state() == State::kFailed) return nullptr;
+  if (io_ == nullptr || state() == State::kFailed) return nullptr;
   Entry e;
   {
     std::lock_guard lock(mu_);
@@ -96,33 +50,45 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
     e = it->second;
   }
   const std::string path = PathOf(e.file_no);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    const int err = errno;
+  const int fd = io_->Open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) {
+    if (fd == DiskIo::kNoAnswer) {
+      Fail(path + ": open: " + NoAnswer());
+      return nullptr;
+    }
     {
       std::lock_guard lock(mu_);
       auto it = index_.find(id);
       if (it != index_.end() && it->second.file_no == e.file_no) DropLocked(id, true);
     }
-    if (err != ENOENT) Fail(path + ": " + std::strerror(err));
+    if (fd != -ENOENT) Fail(path + ": " + std::strerror(-fd));
     return nullptr;
   }
+  auto bufs = std::make_shared<Bufs>();
   const size_t hlen = HeaderBytes(e.key);
-  std::vector<uint8_t> head(hlen), sums(SumsBytes(e.data_len));
+  bufs->head.resize(hlen);
+  bufs->sums.resize(SumsBytes(e.data_len));
   auto obj = std::make_shared<store::Object>();
   obj->data.resize(e.data_len);
-  std::vector<spill::IoOp> ops;
-  AddOps(&ops, false, fd.get(), 0, head.data(), hlen);
-  AddOps(&ops, false, fd.get(), hlen, reinterpret_cast<uint8_t*>(obj->data.data()), e.data_len);
-  AddOps(&ops, false, fd.get(), hlen + e.data_len, sums.data(), sums.size());
-  std::vector<int> res;
-  const bool whole = RunOps(ops, &res);
-  for (int r : res) {
-    if (r < 0) {
-      Fail(path + ": read: " + std::strerror(-r));
-      return nullptr;
-    }
+  bufs->obj = obj;
+  const std::vector<uint8_t>& head = bufs->head;
+  const std::vector<uint8_t>& sums = bufs->sums;
+  const int r = io_->Transfer(
+      false, fd,
+      {{0, bufs->head.data(), hlen},
+       {hlen, reinterpret_cast<uint8_t*>(obj->data.data()), e.data_len},
+       {hlen + e.data_len, bufs->sums.data(), bufs->sums.size()}},
+      bufs);
+  if (r == DiskIo::kNoAnswer) {
+    Fail(path + ": read: " + NoAnswer());
+    return nullptr;
   }
+  io_->Close(fd);
+  if (r < 0 && r != DiskIo::kShort) {
+    Fail(path + ": read: " + std::strerror(-r));
+    return nullptr;
+  }
+  const bool whole = r == 0;
   store::LowerKey found;
   uint64_t found_len = 0;
   size_t found_hlen = 0;
@@ -153,7 +119,7 @@ bool DiskTier::Write(cache::ObjectId id, const store::LowerKey& key, store::Obje
     DropLocked(id, false);
   }
   const uint64_t size = obj->data.size();
-  if (engine_ == nullptr || state() == State::kFailed || used_ + size > budget_ ||
+  if (io_ == nullptr || state() == State::kFailed || used_ + size > budget_ ||
       queued_bytes_ + size > opt_.max_queued_bytes) {
     LostLocked(id);
     return false;
@@ -183,11 +149,11 @@ void DiskTier::DropLocked(cache::ObjectId id, bool lost) {
   if (e.ready) {
     on_disk_ -= e.data_len;
     --objects_;
-    // The DEL first: a crash between the two leaves an orphan file (swept at
-    // the next start), never an index entry without its file's identity.
+    // Its DEL and unlink are the writer's: no disk call under the lock (a
+    // disk that stops answering must not hold the readers).
     if (state() != State::kFailed) {
-      if (Status s = journal_->Del(e.file_no); !s.ok()) log::Warn("disk tier: " + s.message());
-      ::unlink(PathOf(e.file_no).c_str());
+      removals_.push_back(e.file_no);
+      cv_.notify_all();
     }
   }  // being written: the writer finds it gone and removes its file
   index_.erase(it);
@@ -232,7 +198,17 @@ void DiskTier::WriterLoop() {
   SweepOrphans();
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !removals_.empty(); });
+    if (!removals_.empty()) {
+      std::vector<uint64_t> gone = std::exchange(removals_, {});
+      writing_ = true;
+      lock.unlock();
+      for (uint64_t file_no : gone) Remove(file_no);
+      lock.lock();
+      writing_ = false;
+      cv_.notify_all();
+      continue;
+    }
     if (queue_.empty()) break;  // stop_, and every queued write landed
     Job job = std::move(queue_.front());
     queue_.pop_front();
@@ -244,11 +220,26 @@ void DiskTier::WriterLoop() {
     writing_ = false;
     cv_.notify_all();
   }
+  writer_exited_ = true;
+  cv_.notify_all();
+}
+
+void DiskTier::Remove(uint64_t file_no) {
+  if (state() == State::kFailed) return;
+  // The DEL first: a crash between the two leaves an orphan file (swept at
+  // the next start), never an index entry without its file's identity.
+  if (Status s = journal_->Del(file_no); !s.ok()) log::Warn("disk tier: " + s.message());
+  JournalSizes();
+  ::unlink(PathOf(file_no).c_str());
+}
+
+void DiskTier::JournalSizes() {
+  journal_bytes_.store(journal_->bytes(), std::memory_order_relaxed);
+  journal_written_.store(journal_->written(), std::memory_order_relaxed);
 }
 
 void DiskTier::WriteOne(Job& job) {
   const std::string path = PathOf(job.file_no);
-  const std::vector<char>& data = job.obj->data;
   auto still_wanted = [&] {
     auto it = index_.find(job.id);
     return it != index_.end() && it->second.file_no == job.file_no;
@@ -260,45 +251,68 @@ void DiskTier::WriteOne(Job& job) {
       return;
     }
   }
-  std::vector<uint8_t> head = EncodeHeader(job.key, data.size());
-  std::vector<uint8_t> sums = EncodeSums(data.data(), data.size());
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-  int err = fd.valid() ? 0 : errno;
-  if (fd.valid()) {
-    std::vector<spill::IoOp> ops;
-    AddOps(&ops, true, fd.get(), 0, head.data(), head.size());
-    AddOps(&ops, true, fd.get(), head.size(),
-           reinterpret_cast<uint8_t*>(const_cast<char*>(data.data())), data.size());
-    AddOps(&ops, true, fd.get(), head.size() + data.size(), sums.data(), sums.size());
-    std::vector<int> res;
-    if (!RunOps(ops, &res)) {
-      err = EIO;
-      for (int r : res) {
-        if (r < 0) err = -r;
-      }
+  auto bufs = std::make_shared<Bufs>();
+  const std::vector<char>& data = job.obj->data;
+  bufs->head = EncodeHeader(job.key, data.size());
+  bufs->sums = EncodeSums(data.data(), data.size());
+  bufs->obj = job.obj;
+  const uint64_t hlen = bufs->head.size();
+  const uint64_t total = hlen + data.size() + bufs->sums.size();
+  int err = 0;
+  const int fd = io_->Open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd == DiskIo::kNoAnswer) {
+    Fail(path + ": open: " + NoAnswer());
+    return;
+  }
+  if (fd < 0) {
+    err = -fd;
+  } else {
+    const int r = io_->Transfer(
+        true, fd,
+        {{0, bufs->head.data(), hlen},
+         {hlen, reinterpret_cast<uint8_t*>(const_cast<char*>(data.data())), data.size()},
+         {hlen + data.size(), bufs->sums.data(), bufs->sums.size()}},
+        bufs);
+    if (r == DiskIo::kNoAnswer) {
+      Fail(path + ": write: " + NoAnswer());
+      return;
+    }
+    io_->Close(fd);
+    if (r < 0) err = r == DiskIo::kShort ? ENOSPC : -r;
+  }
+  if (err == 0) {
+    {
+      std::lock_guard lock(mu_);
+      if (!still_wanted()) err = -1;  // erased while written: nothing lost
+    }
+    if (err == 0) {
+      Status s = journal_->Put(JournalEntry{job.file_no, data.size(), job.key});
+      JournalSizes();
+      err = s.ok() ? 0 : s.code() == Code::kNoSpace ? ENOSPC : EIO;
     }
   }
-  const uint64_t total = head.size() + data.size() + sums.size();
   std::unique_lock lock(mu_);
   if (err == 0 && still_wanted()) {
     Entry& e = index_[job.id];
-    Status s = journal_->Put(JournalEntry{job.file_no, data.size(), job.key});
-    if (s.ok()) {
-      e.ready = true;
-      on_disk_ += data.size();
-      ++objects_;
-      c_.writes.fetch_add(1, std::memory_order_relaxed);
-      c_.writes_bytes.fetch_add(total, std::memory_order_relaxed);
-      since_check_ += total;
-      if (state() == State::kFull && !opt_.size_auto) state_.store(State::kOk);
-      lock.unlock();
-      Recheck(false);
-      return;
-    }
-    err = s.code() == Code::kNoSpace ? ENOSPC : EIO;
+    e.ready = true;
+    on_disk_ += data.size();
+    ++objects_;
+    c_.writes.fetch_add(1, std::memory_order_relaxed);
+    c_.writes_bytes.fetch_add(total, std::memory_order_relaxed);
+    since_check_ += total;
+    if (state() == State::kFull && !opt_.size_auto) state_.store(State::kOk);
+    lock.unlock();
+    Recheck(false);
+    return;
   }
+  if (err == 0) {  // erased after its PUT: the DEL and the file go
+    removals_.push_back(job.file_no);
+    return;
+  }
+  lock.unlock();
   ::unlink(path.c_str());
-  if (err == 0) return;  // erased while written: nothing lost
+  if (err == -1) return;
+  lock.lock();
   c_.write_errors.fetch_add(1, std::memory_order_relaxed);
   if (still_wanted()) DropLocked(job.id, true);
   if (err == ENOSPC || err == EDQUOT) {
@@ -309,9 +323,15 @@ void DiskTier::WriteOne(Job& job) {
   }
 }
 
+std::string DiskTier::NoAnswer() const {
+  return "no answer within " + std::to_string(io_->timeout().count()) + " ms";
+}
+
 void DiskTier::Drain() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return (queue_.empty() && !writing_) || !writer_.joinable(); });
+  cv_.wait(lock, [&] {
+    return (queue_.empty() && removals_.empty() && !writing_) || !writer_.joinable();
+  });
 }
 
 std::string DiskTier::FileOf(cache::ObjectId id) const {
@@ -328,9 +348,10 @@ store::TierStats DiskTier::stats() const {
     s.budget = budget_;
     s.bytes = on_disk_;
     s.objects = objects_;
-    s.index_bytes = journal_ ? journal_->bytes() : 0;
-    s.writes_bytes = journal_ ? journal_->written() : 0;
+    s.queued_bytes = queued_bytes_;
   }
+  s.index_bytes = ld(journal_bytes_);
+  s.writes_bytes = ld(journal_written_);
   s.hits = ld(c_.hits);
   s.reads_bytes = ld(c_.reads_bytes);
   s.writes = ld(c_.writes);

@@ -147,6 +147,7 @@ Status DiskTier::Load() {
     en.key = std::move(e.key);
   }
   if (!index_.empty()) news_flag_.store(true, std::memory_order_release);
+  JournalSizes();
   // The size before the first write; "auto" is re-checked as it fills.
   budget_ = opt_.size;
   Recheck(true);
@@ -233,7 +234,14 @@ void DiskTier::Recheck(bool force) {
   const uint64_t diff = want > budget_ ? want - budget_ : budget_ - want;
   if (!force && diff < std::max<uint64_t>(budget_ / 100, 1u << 20)) return;
   budget_ = want;
-  if (state() == State::kFull && want > on_disk_) state_.store(State::kOk);
+  // Below the floor (another user of the filesystem took its room): full,
+  // as after an ENOSPC, until there is room again.
+  if (state() == State::kFull && want > on_disk_) {
+    state_.store(State::kOk);
+  } else if (state() == State::kOk && want < on_disk_) {
+    state_.store(State::kFull);
+    log::Warn("disk tier " + opt_.path + ": its filesystem is below cache.disk_margin; evicting");
+  }
   news_.budget_changed = true;
   news_.budget = budget_;
   news_flag_.store(true, std::memory_order_release);
@@ -246,26 +254,37 @@ Status DiskTier::Start() {
       ::pwrite(lock_fd_.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     log::Warn("disk tier " + opt_.path + ": cannot write its lock file");
   }
-  auto engine = spill::UringEngine::Create(opt_.queue_depth, {});
-  if (!engine.ok()) {
-    Fail(engine.status().message());
-    return engine.status();
+  auto io = DiskIo::Create(opt_.queue_depth, opt_.timeout);
+  if (!io.ok()) {
+    Fail(io.status().message());
+    return io.status();
   }
-  engine_ = std::move(engine).value();
+  io_ = std::move(io).value();
   writer_ = std::thread([this] { WriterLoop(); });
   return Status::Ok();
 }
 
-void DiskTier::Stop() {
+bool DiskTier::Stop() {
   if (writer_.joinable()) {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
+    std::unique_lock lock(mu_);
+    stop_ = true;
     cv_.notify_all();
+    auto exited = [&] { return writer_exited_; };
+    if (opt_.timeout.count() == 0) {
+      cv_.wait(lock, exited);
+    } else if (!cv_.wait_for(lock, opt_.timeout + std::chrono::seconds(1), exited)) {
+      lock.unlock();
+      log::Warn("disk tier " + opt_.path + ": its writer does not return (the disk does not "
+                "answer); left behind");
+      return false;
+    }
+    lock.unlock();
     writer_.join();
   }
-  engine_.reset();
+  // A call given up on: the last calls on the tier's files (the journal's
+  // cut, closes) would wait on the disk too.
+  if (io_ != nullptr && io_->hung()) return false;
+  io_.reset();
   std::lock_guard lock(mu_);
   cv_.notify_all();
   if (journal_ && state() != State::kFailed && journal_->dead() > objects_ + 1024) {
@@ -276,8 +295,13 @@ void DiskTier::Stop() {
     auto fresh = Journal::Create(opt_.path + "/index", live);
     if (fresh.ok()) journal_ = std::move(fresh).value();
   }
+  return true;
 }
 
-DiskTier::~DiskTier() { Stop(); }
+DiskTier::~DiskTier() {
+  // Not left behind here: this memory is the writer's. (The journal's cut may
+  // wait on a disk that does not answer.)
+  if (!Stop() && writer_.joinable()) writer_.join();
+}
 
 }  // namespace epochfs::tier

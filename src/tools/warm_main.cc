@@ -158,6 +158,43 @@ void ReadyToDetach(int fd) {
   ::close(fd);
 }
 
+uint64_t NumberAt(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+// The disk tier's entry in the stats, or null (no disk tier).
+const nlohmann::json* DiskOf(const nlohmann::json& stats) {
+  auto t = stats.find("tiers");
+  if (t == stats.end() || !t->is_object()) return nullptr;
+  auto d = t->find("disk");
+  return d != t->end() && d->is_object() ? &*d : nullptr;
+}
+
+// Where the cached bytes are: "RAM X (n files), kernel Y (m), disk tier Z
+// (k) of W".
+std::string Where(const nlohmann::json& stats) {
+  std::string out;
+  auto tier = [&](const char* name, const char* label) {
+    auto t = stats.find("tiers");
+    if (t == stats.end() || !t->is_object()) return;
+    auto e = t->find(name);
+    if (e == t->end() || !e->is_object()) return;
+    if (!out.empty()) out += ", ";
+    out += std::string(label) + " " + HumanBytes(NumberAt(*e, "bytes")) + " (" +
+           std::to_string(NumberAt(*e, "objects")) + ")";
+  };
+  tier("ram", "RAM");
+  tier("kernel", "kernel page cache");
+  tier("disk", "disk tier");
+  if (const nlohmann::json* d = DiskOf(stats)) {
+    out += " of " + HumanBytes(NumberAt(*d, "budget"));
+    const std::string state = d->value("state", std::string());
+    if (!state.empty() && state != "ok") out += " (" + state + ")";
+  }
+  return out;
+}
+
 }  // namespace
 
 int WarmMain(int argc, char** argv) {
@@ -245,10 +282,13 @@ int WarmMain(int argc, char** argv) {
   const std::vector<std::string>& files = walk.files();
   const double walk_s = secs();
   const uint64_t total = counts.bytes_total.load();
-  const uint64_t budget = before.value().value("budget", uint64_t{0});
+  // With a disk tier, what RAM cannot hold goes there.
+  const nlohmann::json* disk = DiskOf(before.value());
+  const uint64_t budget = before.value().value("budget", uint64_t{0}) +
+                          (disk != nullptr ? NumberAt(*disk, "budget") : 0);
   if (total > budget) {
     Warn(HumanBytes(total) + " to warm, the budget is " + HumanBytes(budget) +
-         ": only part will stay cached");
+         (disk != nullptr ? " (RAM and disk tier)" : "") + ": only part will stay cached");
   }
   reporter.Report(counts, "reading");
 
@@ -281,8 +321,16 @@ int WarmMain(int argc, char** argv) {
   if (show) std::fputs((Progress(counts, secs()) + "\n").c_str(), stderr);
   reporter.Report(counts, "done");
 
-  Result<nlohmann::json> after = ReadStats(root);
   const double s = secs();
+  Result<nlohmann::json> after = ReadStats(root);
+  // The disk tier writes in the background: wait (at most a minute) for what
+  // is queued to land, so that the figures below say where the bytes are.
+  for (int i = 0; i < 600 && after.ok(); ++i) {
+    const nlohmann::json* d = DiskOf(after.value());
+    if (d == nullptr || NumberAt(*d, "queued_bytes") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = ReadStats(root);
+  }
   const uint64_t errors = counts.errors.load();
   std::printf("warm: %zu files, %s read in %.1f s (walk %.1f s)", files.size(),
               HumanBytes(counts.bytes_done.load()).c_str(), s, walk_s);
@@ -300,6 +348,7 @@ int WarmMain(int argc, char** argv) {
   if (errors != 0) tail += ", " + std::to_string(errors) + " errors";
   if (bad_lines != 0) tail += " (" + std::to_string(bad_lines) + " bad lines in " + from + ")";
   std::printf("%s\n", tail.c_str());
+  if (after.ok()) std::printf("warm: cached now: %s\n", Where(after.value()).c_str());
   return errors ? 1 : 0;
 }
 

@@ -40,8 +40,12 @@
 // mount: how many requests a client kept in flight;
 // `user.faultfs.counts.PID` gives those of process PID's threads only (a test
 // counts its daemon's calls, not those of another process walking the mount).
-// Everything else is a plain passthrough. Modifying operations are not implemented (ENOSYS /
-// EROFS from the kernel); tests change SOURCE directly instead.
+// Everything else is a plain passthrough. Modifying operations fail (EROFS,
+// or ENOSYS from the kernel); tests change SOURCE directly instead. But while
+// SOURCE/.writable exists, create, write, truncate, mkdir, unlink, rename and
+// fsync pass through too (counted as `write`, failed and hung as above): a
+// directory for a daemon's files (the disk tier's cache directory) on a disk
+// that fails or stops answering on command.
 //
 // Files are opened with direct_io so that every read reaches this process and
 // the kernel page cache of the faultfs mount never hides a fault; while
@@ -90,9 +94,9 @@ bool NameHas(const char* path, const char* what) {
 
 bool IsFaulty(const char* path) { return NameHas(path, "EIO"); }
 
-enum Kind { kStat, kOpen, kRead, kList, kReadlink, kStatfs, kAccess, kKinds };
-const char* const kKindNames[kKinds] = {"stat", "open", "read", "list", "readlink", "statfs",
-                                        "access"};
+enum Kind { kStat, kOpen, kRead, kList, kReadlink, kStatfs, kAccess, kWrite, kKinds };
+const char* const kKindNames[kKinds] = {"stat",   "open",   "read",  "list",
+                                        "readlink", "statfs", "access", "write"};
 std::atomic<uint64_t> g_calls[kKinds];
 std::atomic<uint64_t> g_in_flight{0};      // calls being served now
 std::atomic<uint64_t> g_max_in_flight{0};  // the most at once, ever
@@ -241,7 +245,7 @@ int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*of
 int FaultOpen(const char* path, fuse_file_info* fi) {
   Call call(kOpen);
   if (call.err()) return call.err();
-  if ((fi->flags & O_ACCMODE) != O_RDONLY) return -EROFS;
+  if ((fi->flags & O_ACCMODE) != O_RDONLY && !Exists("/.writable")) return -EROFS;
   if (NameHas(path, "HANG")) {
     while (Exists("/.hang_open")) usleep(20000);
   }
@@ -282,6 +286,66 @@ int FaultAccess(const char* path, int mask) {
   Call call(kAccess);
   if (call.err()) return call.err();
   return access(Real(path).c_str(), mask) == -1 ? -errno : 0;
+}
+
+// The modifying calls, while SOURCE/.writable exists (see the top).
+int Writable() { return Exists("/.writable") ? 0 : -EROFS; }
+
+int FaultCreate(const char* path, mode_t mode, fuse_file_info* fi) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  int fd = open(Real(path).c_str(), fi->flags, mode);
+  if (fd == -1) return -errno;
+  fi->fh = static_cast<uint64_t>(fd);
+  fi->direct_io = 1;
+  return 0;
+}
+
+int FaultWrite(const char* /*path*/, const char* buf, size_t size, off_t offset,
+               fuse_file_info* fi) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  ssize_t n = pwrite(static_cast<int>(fi->fh), buf, size, offset);
+  return n == -1 ? -errno : static_cast<int>(n);
+}
+
+int FaultTruncate(const char* path, off_t size, fuse_file_info* fi) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  int rc = fi ? ftruncate(static_cast<int>(fi->fh), size) : truncate(Real(path).c_str(), size);
+  return rc == -1 ? -errno : 0;
+}
+
+int FaultMkdir(const char* path, mode_t mode) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  return mkdir(Real(path).c_str(), mode) == -1 ? -errno : 0;
+}
+
+int FaultUnlink(const char* path) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  return unlink(Real(path).c_str()) == -1 ? -errno : 0;
+}
+
+int FaultRename(const char* from, const char* to, unsigned int flags) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  if (flags != 0) return -EINVAL;
+  return rename(Real(from).c_str(), Real(to).c_str()) == -1 ? -errno : 0;
+}
+
+int FaultFsync(const char* /*path*/, int /*datasync*/, fuse_file_info* fi) {
+  Call call(kWrite);
+  if (call.err()) return call.err();
+  if (int e = Writable()) return e;
+  return fsync(static_cast<int>(fi->fh)) == -1 ? -errno : 0;
 }
 
 // The counts, as described at the top; not a call of the store's.
@@ -343,6 +407,13 @@ int main(int argc, char* argv[]) {
   ops.statfs = FaultStatfs;
   ops.access = FaultAccess;
   ops.getxattr = FaultGetxattr;
+  ops.create = FaultCreate;
+  ops.write = FaultWrite;
+  ops.truncate = FaultTruncate;
+  ops.mkdir = FaultMkdir;
+  ops.unlink = FaultUnlink;
+  ops.rename = FaultRename;
+  ops.fsync = FaultFsync;
 
   // Drop SOURCE from argv; libfuse parses the rest (MOUNTPOINT, -f, -o ...).
   std::vector<char*> args;

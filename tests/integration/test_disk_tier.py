@@ -11,6 +11,7 @@ same directory is refused; a missing directory fails the mount naming it.
 
 import glob
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +76,30 @@ class DiskTierTest(et.MountTestCase):
         self.assertEqual(os.stat(os.path.join(self.disk, "data")).st_mode & 0o777, 0o700)
         for f in self.data_files()[:5] + [os.path.join(self.disk, "index")]:
             self.assertEqual(os.stat(f).st_mode & 0o777, 0o600, f)
+        self.assertEqual(d.unmount(), 0)
+
+    def test_warm_fills_the_disk_tier_and_says_where_the_bytes_went(self):
+        d = self.mount(self.lower, opts=self.opts())
+        r = subprocess.run([et.epochfs_bin(), "warm", "-q", d.mnt], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 10 MiB fit RAM (2 MiB) and the disk tier (64 MiB): no warning.
+        self.assertNotIn("only part will stay cached", r.stderr)
+        # warm waited for the tier's queued writes: every file is on disk.
+        st = d.stats()
+        disk = st["tiers"]["disk"]
+        self.assertEqual(disk["objects"], FILES)
+        self.assertEqual(disk["queued_bytes"], 0)
+        m = re.search(r"warm: cached now: RAM (.+) \((\d+)\), kernel page cache (.+) \((\d+)\), "
+                      r"disk tier (.+) \((\d+)\) of (.+)\n", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        self.assertEqual(int(m.group(2)), st["tiers"]["ram"]["objects"])
+        self.assertGreater(int(m.group(2)), 0)
+        self.assertEqual((m.group(5), int(m.group(6)), m.group(7)), ("10.0 MiB", FILES, "64.0 MiB"))
+        # The epoch after it costs LOWER nothing.
+        lower0 = st["bytes_read_lower"]
+        self.assertEqual(self.read_all(d), 0)
+        self.assertEqual(d.stats()["bytes_read_lower"], lower0)
         self.assertEqual(d.unmount(), 0)
 
     def test_flipped_bytes_are_never_served(self):

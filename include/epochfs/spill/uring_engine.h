@@ -36,6 +36,14 @@ namespace epochfs::spill {
 
 struct IoOp {
   bool write = false;
+  // Instead of a read or a write: an openat(2) of open_path (relative to the
+  // working directory; the result is the fd), or a close(2) of fd. So that a
+  // caller never blocks in open or close (a filesystem that stops answering
+  // holds the engine's worker, not the caller).
+  const char* open_path = nullptr;
+  int open_flags = 0;
+  uint32_t open_mode = 0;
+  bool close = false;
   int fd = -1;
   uint64_t offset = 0;
   uint8_t* buf = nullptr;

@@ -54,6 +54,7 @@ struct TierStats {
   uint64_t stale = 0;           // copies of another version than LOWER's, dropped
   uint64_t write_errors = 0;    // writes that failed (ENOSPC included)
   uint64_t index_bytes = 0;     // the on-disk index (journal) now
+  uint64_t queued_bytes = 0;    // data waiting to be written (writes land in the background)
   std::string state;            // "ok", "full" (not admitting), "failed" (not used)
 };
 

@@ -25,7 +25,8 @@
 // budget shrinks below what is held, so the placement evicts; later writes
 // are admitted again once one succeeds); an I/O error marks the tier
 // "failed": from then on it serves nothing and writes nothing, and the cache
-// front reads from RAM or LOWER; stats show the state.
+// front reads from RAM or LOWER; stats show the state. So does a disk call
+// not answered within `timeout` (a disk that stops answering).
 //
 // Size: cache.disk_size bytes, or "auto": the filesystem's free space plus
 // what the tier holds, less cache.disk_margin (default 10 % of the
@@ -36,11 +37,14 @@
 // Lifecycle: Open (checks, lock, index; no threads: before the daemon forks),
 // Start (the io_uring engine and the writer thread), Stop (writes queued so
 // far land, the index is compacted when mostly dead), the destructor Stops.
-// Thread safety: every public method is thread-safe; mu_ guards the index,
-// the journal and the news, and is never held across an io_uring wait.
+// Thread safety: every public method is thread-safe; mu_ guards the index
+// and the news, and is never held across a disk call: readers make their own
+// (bounded, disk_io.h), the writer thread makes the rest (writes, the
+// journal, removals). A reader never waits for the writer.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -54,8 +58,8 @@
 
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
-#include "epochfs/spill/uring_engine.h"
 #include "epochfs/store/second_tier.h"
+#include "epochfs/tier/disk_io.h"
 #include "epochfs/tier/disk_journal.h"
 
 namespace epochfs::tier {
@@ -73,6 +77,9 @@ struct DiskTierOptions {
   // area's bound less what it holds), subtracted from "auto". May be empty.
   std::function<uint64_t()> reserved;
   uint32_t queue_depth = 16;
+  // The bound on each disk call (lower.timeout; 0: none): a call not answered
+  // within it marks the tier failed (disk_io.h).
+  std::chrono::milliseconds timeout{0};
   uint64_t max_queued_bytes = 256ull << 20;  // writes waiting; more are skipped
 };
 
@@ -86,7 +93,13 @@ class DiskTier final : public store::SecondTier {
   DiskTier& operator=(const DiskTier&) = delete;
 
   Status Start();
-  void Stop();
+  // Queued writes land (or fail) and the writer returns; false when the disk
+  // does not answer (a call was given up on, or the writer did not return
+  // within lower.timeout and a second): then the tier must not be destroyed,
+  // its last calls (a close, the journal's cut) would wait on the disk too;
+  // the daemon, exiting, leaks it. The destructor Stops and, if that fails,
+  // waits for the writer and the disk after all.
+  bool Stop();
 
   store::ObjectRef Read(cache::ObjectId id, const store::LowerKey& key,
                         const store::Version& v) override;
@@ -123,6 +136,9 @@ class DiskTier final : public store::SecondTier {
   void SweepOrphans();                  // files the index does not name
   void WriterLoop();
   void WriteOne(Job& job);
+  void Remove(uint64_t file_no);  // its DEL, then its file (the writer's)
+  void JournalSizes();            // the journal's sizes for stats (the writer's)
+  std::string NoAnswer() const;   // why a call given up on failed the tier
   std::string PathOf(uint64_t file_no) const;
   // REQUIRES: mu_ held. Drops `id` from the index (and its file); `lost`:
   // the placement must hear of it.
@@ -131,25 +147,28 @@ class DiskTier final : public store::SecondTier {
   void Fail(const std::string& why);
   void Full();
   void Recheck(bool force);
-  // Runs `ops` on the engine and waits for every one; the results in res.
-  bool RunOps(std::vector<spill::IoOp>& ops, std::vector<int>* res);
 
   const DiskTierOptions opt_;
   UniqueFd lock_fd_;
-  std::unique_ptr<spill::UringEngine> engine_;
+  std::unique_ptr<DiskIo> io_;
   std::thread writer_;
   std::atomic<State> state_{State::kOk};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // the writer's queue and Drain
   std::unordered_map<cache::ObjectId, Entry> index_;  // guarded by mu_
-  std::unique_ptr<Journal> journal_;                  // guarded by mu_
+  // The writer's after Start (Load's before, Stop's after): never called
+  // under mu_. Its sizes for stats in journal_bytes_, journal_written_.
+  std::unique_ptr<Journal> journal_;
+  std::atomic<uint64_t> journal_bytes_{0}, journal_written_{0};
   uint64_t next_file_no_ = 1;
   uint64_t used_ = 0;     // data bytes indexed (written and queued)
   uint64_t on_disk_ = 0;  // of used_, written
   uint64_t objects_ = 0;  // written (ready)
   uint64_t budget_ = 0;
   std::deque<Job> queue_;
+  std::vector<uint64_t> removals_;  // files to DEL and remove (the writer's)
+  bool writer_exited_ = false;
   uint64_t queued_bytes_ = 0;
   bool writing_ = false;
   bool stop_ = false;

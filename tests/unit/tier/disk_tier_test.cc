@@ -2,8 +2,9 @@
 // torn tail cut), and DiskTier itself on a real directory: copies written and
 // read back verified, a flipped byte never served (counted, dropped, news), a
 // stale version never served, the index replayed after a restart and rebuilt
-// by a scan without it, orphans swept, a second opener refused, and the RAM
-// its index costs per cached object.
+// by a scan without it, orphans swept, a second opener refused, a copy that
+// never answers failing the tier within its bound, and the RAM its index
+// costs per cached object.
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -202,11 +204,13 @@ TEST(DiskTier, WritesReadsVerifiesAndSurvivesARestart) {
   news = t->TakeNews();
   EXPECT_NE(std::find(news.lost.begin(), news.lost.end(), a.Id()), news.lost.end());
   EXPECT_NE(std::find(news.lost.begin(), news.lost.end(), b.Id()), news.lost.end());
+  t->Drain();  // removals are the writer's
   EXPECT_EQ(::access(fa.c_str(), F_OK), -1) << "its file is removed";
   EXPECT_EQ(t->state(), DiskTier::State::kOk);
   // Erase removes the copy.
   const std::string fk = t->FileOf(blk.Id());
   t->Erase(blk.Id());
+  t->Drain();
   EXPECT_EQ(::access(fk.c_str(), F_OK), -1);
   EXPECT_EQ(t->stats().objects, 0u);
 }
@@ -280,6 +284,47 @@ TEST(DiskTier, WritesBeyondTheBudgetAreRefusedAsLost) {
 
 // The RAM the index costs per cached object, measured: the heap grows by
 // about EntryBytes(path) per object (docs/disk_tier.md states the figure).
+// A disk that stops answering, without a hung filesystem: a copy's file
+// replaced by a FIFO whose writer (the test) writes nothing, so that its read
+// can never be answered in time.
+TEST(DiskTier, ACopyThatNeverAnswersFailsTheTierWithinTheBound) {
+  TempDir dir("epochfs-tier-test");
+  ASSERT_FALSE(dir.path().empty());
+  DiskTierOptions o;
+  o.path = dir.path();
+  o.size = 64 << 20;
+  o.timeout = std::chrono::milliseconds(100);
+  auto opened = DiskTier::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  std::unique_ptr<DiskTier> t = std::move(opened).value();
+  ASSERT_TRUE(t->Start().ok());
+  const store::LowerKey a = Key("a", 5000), b = Key("b", 6000);
+  ASSERT_TRUE(t->Write(a.Id(), a, Obj(a, 5000, 1)));
+  ASSERT_TRUE(t->Write(b.Id(), b, Obj(b, 6000, 2)));
+  t->Drain();
+  const std::string fa = t->FileOf(a.Id());
+  ASSERT_FALSE(fa.empty());
+  ASSERT_EQ(::unlink(fa.c_str()), 0);
+  ASSERT_EQ(::mkfifo(fa.c_str(), 0600), 0);
+  const int w = ::open(fa.c_str(), O_RDWR | O_CLOEXEC);  // a writer that writes nothing
+  ASSERT_GE(w, 0);
+  EXPECT_EQ(t->Read(a.Id(), a, V(a)), nullptr);
+  EXPECT_EQ(t->state(), DiskTier::State::kFailed);
+  EXPECT_EQ(t->stats().state, "failed");
+  EXPECT_EQ(t->stats().budget, 0u);
+  // Failed, the tier calls its disk no more: b's sound copy is not served.
+  EXPECT_EQ(t->Read(b.Id(), b, V(b)), nullptr);
+  EXPECT_EQ(t->stats().hits, 0u);
+  EXPECT_FALSE(t->Write(Key("c", 10).Id(), Key("c", 10), Obj(Key("c", 10), 10, 3)));
+  // A call was given up on: Stop says so (its files are left as they are).
+  EXPECT_FALSE(t->Stop());
+  // The disk answers at last; the tier can go.
+  std::vector<char> junk(8000, 'x');
+  ASSERT_EQ(::write(w, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  t.reset();
+  ::close(w);
+}
+
 TEST(DiskTier, IndexBytesPerObject) {
   TempDir dir("epochfs-tier-test");
   ASSERT_FALSE(dir.path().empty());
