@@ -75,6 +75,24 @@ class FiguresTest(unittest.TestCase):
                 if claim is not None:
                     self.assertIn(claim[0], claims, "%s's claim is not a README row" % f.name)
 
+    def test_each_readme_headline_figure_is_its_tables(self):
+        # A README figure is always the one its table gives: rebuilding the
+        # rows from the tables as they stand changes nothing.
+        with open(self.fig.README) as f:
+            readme = f.read()
+        b = readme.find("<!-- figures headline begin -->")
+        e = readme.find("<!-- figures headline end -->")
+        rows = {row.split(" | ")[0][2:]: row.split(" | ")[1]
+                for row in readme[b:e].splitlines() if row.startswith("| ")}
+        summaries = self.fig.table_summaries()
+        for f in self.fig.FIGURES:
+            if f.headline is not None and self.fig.region(self.doc, f.name) is not None:
+                self.assertIn(f.name, summaries, "%s: its table gives no headline" % f.name)
+        for name, (claim, figure) in summaries.items():
+            self.assertEqual(rows.get(claim), figure,
+                             "%s: the README's row differs from its table "
+                             "(scripts/bench/figures --headline)" % name)
+
     def test_rewriting_a_region_keeps_the_rest(self):
         text = "a\n<!-- figure sim-grid begin -->\nold\n<!-- figure sim-grid end -->\nb\n"
         out = self.fig.replace_region(text, "sim-grid", "\nnew\n")
