@@ -327,12 +327,15 @@ bool DeclaredFuture::UseOf(const Job& j, uint32_t sample, bool spread, uint64_t*
     *pos = next_base + n / 2;
     return true;
   }
-  if (PosIn(*j.next_order, sample) != kNotInOrder) {
+  if (const uint32_t at = PosIn(*j.next_order, sample); at != kNotInOrder) {
     // Not its declared place: which samples of the next epoch are held does
     // not change how many hit, and a place spread uniformly spreads the hits
     // over the epoch's batches (the misses then overlap compute instead of
-    // piling up at the epoch's end while storage idled at its start).
-    *pos = next_base + (spread ? Spread(sample, e + 1, j.len_next) : PosIn(*j.next_order, sample));
+    // piling up at the epoch's end while storage idled at its start). Except
+    // the epoch's first batch of each loader (LeadOf): nothing is loaded
+    // ahead of those, so a miss there is waited for whatever the rest holds.
+    const bool spread_it = spread && at >= LeadOf(j);
+    *pos = next_base + (spread_it ? Spread(sample, e + 1, j.len_next) : at);
     return true;
   }
   if (!more2) return false;
@@ -503,6 +506,14 @@ int64_t DeclaredFuture::SampleOf(const Job& j, const Access& a) const {
     if (it->second.index == j.index) return it->second.sample;
   }
   return -1;
+}
+
+// The reads an epoch starts with before any load can overlap compute: the
+// first batch of each loader (its loaders start together, with nothing
+// loaded ahead, and the compute waits for the first of them).
+uint64_t DeclaredFuture::LeadOf(const Job& j) const {
+  return uint64_t{std::max<uint32_t>(1, j.spec.loaders)} *
+         std::max<uint32_t>(1, j.spec.batch_size);
 }
 
 // Loaders read out of order within loaders x 2 batches of the position

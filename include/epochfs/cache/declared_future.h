@@ -5,7 +5,9 @@
 // answers cache::Future's questions from them:
 //   - a sample not yet read in the current epoch is next read at its place in
 //     the current order; one already read, at its place in the next epoch's
-//     order; past the declared orders (the next order not declared yet, or a
+//     order (NextUse spreads that place uniformly over the epoch, except for
+//     the epoch's first batch of each loader; DeclaredUse gives the declared
+//     place); past the declared orders (the next order not declared yet, or a
 //     sample the next order leaves out while more epochs follow) at the middle
 //     of the first undeclared epoch: an estimate, refined when it is declared;
 //   - a job's position is its reads so far (positions count every epoch's
@@ -162,6 +164,7 @@ class DeclaredFuture final : public Future {
   uint64_t OwnBytesLeft(const Job& j) const;
   int64_t SampleOf(const Job& j, const Access& a) const;
   uint64_t WindowOf(const Job& j) const;
+  uint64_t LeadOf(const Job& j) const;
   void Weigh(Job& j, const Access& a);
   void ImplyBefore(Job& j, size_t limit, std::vector<ObjectId>* out);
 
