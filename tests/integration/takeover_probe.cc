@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -281,6 +282,8 @@ int New(const char* socket_path, bool synthetic_init) {
     fuse_session_process_buf(se, &rb);
   }
   std::fprintf(stderr, "served %lu reads\n", g_reads);
+  std::free(rb.mem);  // the session's buffer and the session: nothing left to a leak checker
+  fuse_session_destroy(se);
   return 0;
 }
 
