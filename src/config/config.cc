@@ -244,6 +244,10 @@ const KeyDesc kKeys[] = {
      }},
     {"cache.disk_margin", OptKind::kString, R"(bytes ("20GiB", integer) or a percentage ("10%"))",
      [](Config* c, const Raw& v) { return SetAmount(v, &c->cache.disk_margin); }},
+    {"cache.disk_timeout", OptKind::kFloat, "seconds >= 0 (0: no bound)",
+     [](Config* c, const Raw& v) {
+       return SetDouble(v, 0.0, 86400.0 * 365, &c->cache.disk_timeout);
+     }},
     {"warmup.batches", OptKind::kInteger, "integer >= 0",
      [](Config* c, const Raw& v) { return SetU32(v, 0, kMaxU32, &c->warmup.batches); }},
     {"policy.gain_max", OptKind::kFloat, "number 1.0..100",

@@ -14,9 +14,9 @@ Result<std::unique_ptr<tier::DiskTier>> OpenDiskTierOf(const Config& cfg, SpillA
   o.margin_is_percent = cfg.cache.disk_margin.is_percent;
   o.margin = cfg.cache.disk_margin.bytes;
   o.margin_percent = cfg.cache.disk_margin.percent;
-  // A disk call is bounded as LOWER's are: past lower.timeout the disk is
+  // Each disk call is bounded by cache.disk_timeout: past it the disk is
   // taken for one that stopped answering and the tier fails.
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.lower.timeout * 1000.0));
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.cache.disk_timeout * 1000.0));
   // A spill area on the same filesystem keeps its own bound: what it may
   // still take is not the tier's.
   struct stat a, b;

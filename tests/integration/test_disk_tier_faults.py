@@ -10,7 +10,8 @@ fails a read.
   command (.fail_all): the tier is `failed`, every read byte-exact from RAM or
   LOWER, a warning in stats, the metric, `epochfs top` and the log.
 - A disk that stops answering (.hang_all): reads go on from LOWER within the
-  bound (lower.timeout), the tier is `failed`, the daemon unmounts.
+  tier's own bound (cache.disk_timeout, far below lower.timeout), the tier is
+  `failed`, the daemon unmounts.
 - A cache directory that is not writable at start: one line naming it.
 - Readers side by side across block boundaries of a big file served from the
   tier: byte-exact.
@@ -164,7 +165,7 @@ class DiskTierFaultsTest(et.MountTestCase):
         src, cache = self.writable_faultfs()
         d = self.mount(self.lower, opts=[
             "cache.memory=2MiB", "cache.disk_path=" + cache, "cache.disk_size=64MiB",
-            "fuse.kernel_cache=false", "lower.timeout=2"])
+            "fuse.kernel_cache=false", "cache.disk_timeout=2", "lower.timeout=600"])
         self.assertEqual(self.read_all(d), 0)
         self.wait_idle(d, FILES)
         lower0 = d.stats()["bytes_read_lower"]

@@ -89,6 +89,11 @@ struct Config {
     // cache.disk_margin: kept free on the disk tier's filesystem ("auto"):
     // bytes, or a percentage of the filesystem's size.
     MemoryAmount disk_margin = MemoryAmount::Percent(10.0);
+    // cache.disk_timeout: seconds each call on the disk tier's directory may
+    // take, its start (the lock, the index) included, before the tier is
+    // taken for a disk that stopped answering and fails (0: no bound). Its
+    // own bound, not lower.timeout's: a local SSD answers in milliseconds.
+    double disk_timeout = 5.0;
     bool operator==(const Cache&) const = default;
   } cache;
   struct Warmup {

@@ -1,8 +1,8 @@
 // DiskIo: the disk tier's calls on its directory (open, read, write, close),
 // each run on an io_uring engine (spill/uring_engine.h) and waited for at
-// most `timeout` (the bound lower.timeout puts on LOWER's calls): a disk that
-// stops answering (a dead SSD, a hung filesystem under the cache directory)
-// holds the engine's kernel worker, never the caller.
+// most `timeout` (cache.disk_timeout, as lower.timeout bounds LOWER's
+// calls): a disk that stops answering (a dead SSD, a hung filesystem under
+// the cache directory) holds the engine's kernel worker, never the caller.
 //
 // A call given up on (NoAnswer) stays in flight: the bytes it reads or writes
 // are kept alive by its batch (`keep`), held for the process's life, its

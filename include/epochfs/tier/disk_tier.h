@@ -77,8 +77,8 @@ struct DiskTierOptions {
   // area's bound less what it holds), subtracted from "auto". May be empty.
   std::function<uint64_t()> reserved;
   uint32_t queue_depth = 16;
-  // The bound on each disk call (lower.timeout; 0: none): a call not answered
-  // within it marks the tier failed (disk_io.h).
+  // The bound on each disk call, and on Open (cache.disk_timeout; 0: none):
+  // a call not answered within it marks the tier failed (disk_io.h).
   std::chrono::milliseconds timeout{0};
   uint64_t max_queued_bytes = 256ull << 20;  // writes waiting; more are skipped
 };
@@ -95,7 +95,7 @@ class DiskTier final : public store::SecondTier {
   Status Start();
   // Queued writes land (or fail) and the writer returns; false when the disk
   // does not answer (a call was given up on, or the writer did not return
-  // within lower.timeout and a second): then the tier must not be destroyed,
+  // within the bound and a second): then the tier must not be destroyed,
   // its last calls (a close, the journal's cut) would wait on the disk too;
   // the daemon, exiting, leaks it. The destructor Stops and, if that fails,
   // waits for the writer and the disk after all.

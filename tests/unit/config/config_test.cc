@@ -553,7 +553,7 @@ TEST(Override, IsConfigKey) {
 
 TEST(Override, KeysAreDottedUniqueAndGroupedBySection) {
   std::vector<std::string> keys = ConfigKeys();
-  ASSERT_EQ(keys.size(), 56u);
+  ASSERT_EQ(keys.size(), 57u);
   EXPECT_EQ(keys.front(), "cache.memory");
   std::set<std::string> unique(keys.begin(), keys.end());
   EXPECT_EQ(unique.size(), keys.size());
