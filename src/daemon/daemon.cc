@@ -197,7 +197,6 @@ Status Mount::Build() {
                                          cfg().limits.spill_entries_per_user);
     if (Status s = spill_->Check(); !s.ok()) return s;
   }
-  if (Status s = OpenDiskTier(); !s.ok()) return s;
   sink_ = std::make_unique<PolicyJobSink>(*lower_, *cache_);
   MakePrefetcher();
   control::JobRegistryOptions registry_opts;
@@ -279,13 +278,27 @@ Status Mount::MakeCache() {
   return Status::Ok();
 }
 
-// The disk tier: checked, locked and its index read now (a bad directory or
-// one in use fails the mount), started after daemonizing (Start).
+// The disk tier, after daemonizing (its start runs on a thread of its own,
+// which may be left behind on a disk that does not answer): checked, locked
+// and its index read (a bad directory or one in use fails the mount). A start
+// not answered within cache.disk_timeout leaves the mount RAM-only, the tier
+// shown failed (epochfs(8)): a cache that does not answer is no reason to
+// keep the dataset from being read.
 Status Mount::OpenDiskTier() {
   if (cfg().cache.disk_path.empty()) return Status::Ok();
   auto disk = OpenDiskTierOf(cfg(), spill_.get());
-  if (!disk.ok()) return disk.status();
-  disk_ = std::move(disk).value();
+  if (disk.ok()) {
+    disk_ = std::move(disk).value();
+  } else if (disk.status().code() == Code::kTimedOut) {
+    disk_ = FailedDiskTierOf(cfg(), disk.status().message());
+  } else {
+    return disk.status();
+  }
+  if (Status s = disk_->Start(); !s.ok()) {
+    log::Warn("disk tier " + cfg().cache.disk_path + " off: " + s.message());
+    return Status::Ok();
+  }
+  cache_->SetSecondTier(disk_.get());
   return Status::Ok();
 }
 
@@ -367,19 +380,14 @@ Status Mount::Start() {
     if (Status s = Background::Start(&bg_); !s.ok()) return s;
     if (Status s = io_.Detach(); !s.ok()) return Failed(s);
   }
+  // In the foreground the caller prints the error (one line).
+  if (Status s = OpenDiskTier(); !s.ok()) return background_ ? Failed(s) : s;
   log::Info("mounted " + args_.lower + " at " + args_.mountpoint + " (budget " +
             std::to_string(budget_) + " bytes, policy " + cache_->policy_name() +
             "); log lines go to " + io_.LogTargets());
   if (spill_) {
     if (Status s = spill_->Open(); !s.ok()) return Failed(s);
     (spill_fs_ ? *spill_fs_ : *filesystem_).SetSpillStore(spill_->store());
-  }
-  if (disk_) {
-    if (Status s = disk_->Start(); s.ok()) {
-      cache_->SetSecondTier(disk_.get());
-    } else {
-      log::Warn("disk tier " + cfg().cache.disk_path + " off: " + s.message());
-    }
   }
   if (Status s = io_.StartHttp([this] { return Stats(); }); !s.ok()) return Failed(s);
   need_watch_ = std::make_unique<NeedWatch>(*cache_);

@@ -6,7 +6,9 @@
 
 namespace epochfs {
 
-Result<std::unique_ptr<tier::DiskTier>> OpenDiskTierOf(const Config& cfg, SpillArea* spill) {
+namespace {
+
+tier::DiskTierOptions OptionsOf(const Config& cfg, SpillArea* spill) {
   tier::DiskTierOptions o;
   o.path = cfg.cache.disk_path;
   o.size = cfg.cache.disk_size;
@@ -17,6 +19,7 @@ Result<std::unique_ptr<tier::DiskTier>> OpenDiskTierOf(const Config& cfg, SpillA
   // Each disk call is bounded by cache.disk_timeout: past it the disk is
   // taken for one that stopped answering and the tier fails.
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.cache.disk_timeout * 1000.0));
+  o.start_timeout = o.timeout;  // its start too: a disk hung at start keeps no mount
   // A spill area on the same filesystem keeps its own bound: what it may
   // still take is not the tier's.
   struct stat a, b;
@@ -28,7 +31,17 @@ Result<std::unique_ptr<tier::DiskTier>> OpenDiskTierOf(const Config& cfg, SpillA
       return bound > held ? bound - held : 0;
     };
   }
-  return tier::DiskTier::Open(o);
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<tier::DiskTier>> OpenDiskTierOf(const Config& cfg, SpillArea* spill) {
+  return tier::DiskTier::Open(OptionsOf(cfg, spill));
+}
+
+std::unique_ptr<tier::DiskTier> FailedDiskTierOf(const Config& cfg, const std::string& why) {
+  return tier::DiskTier::FailedAtStart(OptionsOf(cfg, nullptr), why);
 }
 
 }  // namespace epochfs

@@ -110,8 +110,8 @@ std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, cons
                           {"queued_bytes", t.queued_bytes},
                           {"state", t.state}};
     if (t.state == "failed") {
-      warnings.push_back("the disk tier failed (an I/O error, see the log): reads are served "
-                         "from RAM and LOWER");
+      warnings.push_back("the disk tier failed (an I/O error or no answer, see the log): reads "
+                         "are served from RAM and LOWER");
     } else if (t.state == "full") {
       warnings.push_back("the disk tier's filesystem is full: it admits less and evicts");
     }

@@ -58,24 +58,30 @@ Status WriteAll(int fd, const std::vector<uint8_t>& bytes, const std::string& wh
 }  // namespace
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
-                                               std::vector<JournalEntry>* live) {
-  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    return ErrnoStatus(errno == ENOENT ? Code::kNotFound : Code::kIoError, errno, path);
+                                               std::vector<JournalEntry>* live,
+                                               CallWatch* watch) {
+  UniqueFd owned;
+  std::vector<uint8_t> all;
+  {
+    CallWatch::Scope call(watch);  // the reads; the replay below is CPU work
+    int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+      return ErrnoStatus(errno == ENOENT ? Code::kNotFound : Code::kIoError, errno, path);
+    }
+    owned.reset(fd);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return ErrnoStatus(Code::kIoError, errno, path);
+    all.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < all.size()) {
+      ssize_t n = ::pread(fd, all.data() + got, all.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoStatus(Code::kIoError, errno, path);
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    all.resize(got);
   }
-  UniqueFd owned(fd);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus(Code::kIoError, errno, path);
-  std::vector<uint8_t> all(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < all.size()) {
-    ssize_t n = ::pread(fd, all.data() + got, all.size() - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(Code::kIoError, errno, path);
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  all.resize(got);
   const std::vector<uint8_t> head = Head();
   if (all.size() < kHead || std::memcmp(all.data(), head.data(), kHead) != 0) {
     return Corruption(path + ": not a disk tier index");
@@ -120,7 +126,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
   }
   if (pos != all.size()) {
     // A torn or foreign tail: cut it, so that appends follow the last good record.
-    if (::ftruncate(fd, static_cast<off_t>(pos)) != 0) return ErrnoStatus(Code::kIoError, errno, path);
+    CallWatch::Scope call(watch);
+    if (::ftruncate(owned.get(), static_cast<off_t>(pos)) != 0) {
+      return ErrnoStatus(Code::kIoError, errno, path);
+    }
   }
   live->clear();
   live->reserve(at.size());
@@ -133,16 +142,18 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
 }
 
 Result<std::unique_ptr<Journal>> Journal::Create(const std::string& path,
-                                                 const std::vector<JournalEntry>& live) {
+                                                 const std::vector<JournalEntry>& live,
+                                                 CallWatch* watch) {
   const std::string tmp = path + ".new";
-  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return ErrnoStatus(Code::kIoError, errno, tmp);
-  UniqueFd owned(fd);
   std::vector<uint8_t> out = Head();
   for (const JournalEntry& e : live) {
     const std::vector<uint8_t> r = Record(PutBody(e));
     out.insert(out.end(), r.begin(), r.end());
   }
+  CallWatch::Scope call(watch);  // the writes
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoStatus(Code::kIoError, errno, tmp);
+  UniqueFd owned(fd);
   if (Status s = WriteAll(fd, out, tmp); !s.ok()) {
     ::unlink(tmp.c_str());
     return s;

@@ -1,6 +1,6 @@
-// DiskTier (disk_tier.h): opening the directory (checks, lock, index), the
-// scan that rebuilds a lost index, the sweep of orphans, the size, Start and
-// Stop.
+// DiskTier (disk_tier.h): opening the directory (checks, lock, index; bounded
+// per call), the scan that rebuilds a lost index, the sweep of orphans, the
+// size, Start and Stop.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "epochfs/common/log.h"
@@ -48,22 +51,44 @@ uint64_t FileNoOf(const char* name) {
   return v;
 }
 
-// Calls fn(file_no, path) for every data file.
+// Calls fn(file_no, path) for every data file; `watch` (may be null) marks
+// the directory's calls.
 template <typename Fn>
-void EachDataFile(const std::string& data_dir, Fn&& fn) {
+void EachDataFile(const std::string& data_dir, CallWatch* watch, Fn&& fn) {
   for (unsigned sub = 0; sub < 256; ++sub) {
     char b[8];
     std::snprintf(b, sizeof b, "%02x", sub);
     const std::string dir = data_dir + "/" + b;
-    DIR* d = ::opendir(dir.c_str());
+    DIR* d = nullptr;
+    {
+      CallWatch::Scope call(watch);
+      d = ::opendir(dir.c_str());
+    }
     if (d == nullptr) continue;
-    while (dirent* ent = ::readdir(d)) {
+    while (true) {
+      dirent* ent = nullptr;
+      {
+        CallWatch::Scope call(watch);
+        ent = ::readdir(d);
+      }
+      if (ent == nullptr) break;
       if (ent->d_name[0] == '.') continue;
       fn(FileNoOf(ent->d_name), dir + "/" + ent->d_name);
     }
     ::closedir(d);
   }
 }
+
+// What Open's thread and its caller share: the watch, the result, and
+// whether the caller gave up (then the thread disposes of the result).
+struct Opening {
+  CallWatch watch;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;
+  Result<std::unique_ptr<DiskTier>> result = Status(Code::kInternal, "not opened");
+};
 
 }  // namespace
 
@@ -74,45 +99,92 @@ std::string DiskTier::PathOf(uint64_t file_no) const {
 }
 
 Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options) {
+  if (options.start_timeout.count() == 0) return OpenNow(options, nullptr);
+  auto o = std::make_shared<Opening>();
+  std::thread([o, options] {
+    auto r = OpenNow(options, &o->watch);
+    std::unique_lock lock(o->mu);
+    if (o->abandoned) {  // nobody waits: what it opened is closed here
+      lock.unlock();
+      return;
+    }
+    o->result = std::move(r);
+    o->done = true;
+    o->cv.notify_all();
+  }).detach();
+  const uint64_t bound = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options.start_timeout).count());
+  using std::chrono::milliseconds;
+  const milliseconds step =
+      std::min(options.start_timeout / 4 + milliseconds(1), milliseconds(100));
+  std::unique_lock lock(o->mu);
+  while (!o->done) {
+    o->cv.wait_for(lock, step);
+    if (!o->done && o->watch.Lasted(CallWatch::NowNs()) >= bound) {
+      o->abandoned = true;
+      return Status(Code::kTimedOut,
+                    "cache.disk_path " + options.path + ": its start found no answer within " +
+                        std::to_string(options.start_timeout.count()) + " ms");
+    }
+  }
+  return std::move(o->result);
+}
+
+std::unique_ptr<DiskTier> DiskTier::FailedAtStart(const DiskTierOptions& options,
+                                                  const std::string& why) {
+  std::unique_ptr<DiskTier> t(new DiskTier(options));
+  t->Fail(why);
+  return t;
+}
+
+Result<std::unique_ptr<DiskTier>> DiskTier::OpenNow(const DiskTierOptions& options,
+                                                    CallWatch* watch) {
   const std::string& dir = options.path;
   const std::string what = "cache.disk_path " + dir;
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus(Code::kNotFound, errno, what);
-  if (!S_ISDIR(st.st_mode)) return NotDirectory(what + ": not a directory");
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return ErrnoStatus(Code::kPermissionDenied, errno, what + ": not writable");
+  {
+    CallWatch::Scope call(watch);
+    if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus(Code::kNotFound, errno, what);
+    if (!S_ISDIR(st.st_mode)) return NotDirectory(what + ": not a directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      return ErrnoStatus(Code::kPermissionDenied, errno, what + ": not writable");
+    }
   }
   std::unique_ptr<DiskTier> t(new DiskTier(options));
+  t->watch_ = watch;
   const std::string lock = dir + "/lock";
-  t->lock_fd_.reset(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  t->lock_fd_.reset(CallWatch::Run(watch, [&] {
+    return ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }));
   if (!t->lock_fd_.valid()) return ErrnoStatus(Code::kPermissionDenied, errno, what + ": lock");
-  if (::flock(t->lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+  if (CallWatch::Run(watch, [&] { return ::flock(t->lock_fd_.get(), LOCK_EX | LOCK_NB); }) != 0) {
     if (errno != EWOULDBLOCK) return ErrnoStatus(Code::kIoError, errno, what + ": lock");
     char pid[32] = {0};
-    [[maybe_unused]] ssize_t n = ::pread(t->lock_fd_.get(), pid, sizeof pid - 1, 0);
+    [[maybe_unused]] ssize_t n =
+        CallWatch::Run(watch, [&] { return ::pread(t->lock_fd_.get(), pid, sizeof pid - 1, 0); });
     std::string p(pid);
     while (!p.empty() && (p.back() == '\n' || p.back() == ' ')) p.pop_back();
     return Status(Code::kBusy, what + ": in use by another epochfs daemon" +
                                    (p.empty() ? "" : " (pid " + p + ")"));
   }
   const std::string data = dir + "/data";
-  if (::mkdir(data.c_str(), 0700) != 0 && errno != EEXIST) {
-    return ErrnoStatus(Code::kPermissionDenied, errno, what + ": data");
-  }
+  auto make_dir = [&](const std::string& d) {
+    return CallWatch::Run(watch, [&] { return ::mkdir(d.c_str(), 0700) == 0 || errno == EEXIST; });
+  };
+  if (!make_dir(data)) return ErrnoStatus(Code::kPermissionDenied, errno, what + ": data");
   for (unsigned sub = 0; sub < 256; ++sub) {
     const std::string d = data + "/" + Sub(sub);
-    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus(Code::kPermissionDenied, errno, what + ": " + d);
-    }
+    if (!make_dir(d)) return ErrnoStatus(Code::kPermissionDenied, errno, what + ": " + d);
   }
   if (Status s = t->Load(); !s.ok()) return Status(s.code(), what + ": " + s.message());
+  t->watch_ = nullptr;
   return t;
 }
 
 Status DiskTier::Load() {
   const std::string path = opt_.path + "/index";
   std::vector<JournalEntry> live;
-  auto j = Journal::Open(path, &live);
+  auto j = Journal::Open(path, &live, watch_);
   if (!j.ok() && j.status().code() != Code::kNotFound && j.status().code() != Code::kCorruption) {
     return j.status();
   }
@@ -125,7 +197,7 @@ Status DiskTier::Load() {
     rewrite = journal_->dead() > live.size() + 1024;  // mostly dead: compact
   }
   if (rewrite) {
-    auto fresh = Journal::Create(path, live);
+    auto fresh = Journal::Create(path, live, watch_);
     if (!fresh.ok()) return fresh.status();
     journal_ = std::move(fresh).value();
   }
@@ -159,7 +231,8 @@ Status DiskTier::Load() {
 
 std::vector<JournalEntry> DiskTier::Scan() {
   std::vector<JournalEntry> live;
-  EachDataFile(opt_.path + "/data", [&](uint64_t file_no, const std::string& path) {
+  EachDataFile(opt_.path + "/data", watch_, [&](uint64_t file_no, const std::string& path) {
+    CallWatch::Scope call(watch_);
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     struct stat st;
     std::vector<uint8_t> head(kHeaderFixed + 4096 + 8);
@@ -199,7 +272,7 @@ void DiskTier::SweepOrphans() {
     first_new = next_file_no_;
   }
   uint64_t swept = 0;
-  EachDataFile(opt_.path + "/data", [&](uint64_t file_no, const std::string& path) {
+  EachDataFile(opt_.path + "/data", nullptr, [&](uint64_t file_no, const std::string& path) {
     if (file_no != 0 &&
         (std::binary_search(known.begin(), known.end(), file_no) || file_no >= first_new)) {
       return;
@@ -220,7 +293,10 @@ void DiskTier::Recheck(bool force) {
     last_check_ns_ = now;
   }
   struct statvfs vfs;
-  if (::statvfs(opt_.path.c_str(), &vfs) != 0) return;
+  {
+    CallWatch::Scope call(watch_);  // Open's only
+    if (::statvfs(opt_.path.c_str(), &vfs) != 0) return;
+  }
   const uint64_t total = uint64_t{vfs.f_blocks} * vfs.f_frsize;
   const uint64_t free = uint64_t{vfs.f_bavail} * vfs.f_frsize;
   const uint64_t margin = opt_.margin_is_percent
@@ -248,6 +324,7 @@ void DiskTier::Recheck(bool force) {
 }
 
 Status DiskTier::Start() {
+  if (!lock_fd_.valid()) return Status::Ok();  // FailedAtStart's: nothing to start
   // The pid in the lock file names the holder to a second daemon.
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(lock_fd_.get(), 0) != 0 ||

@@ -12,6 +12,10 @@ fails a read.
 - A disk that stops answering (.hang_all): reads go on from LOWER within the
   tier's own bound (cache.disk_timeout, far below lower.timeout), the tier is
   `failed`, the daemon unmounts.
+- A disk that does not answer at start (.hang_all before the mount): the
+  mount comes up within cache.disk_timeout, RAM-only, the tier `failed` with
+  a warning; reads exact from LOWER; once the disk answers, what the start
+  opened is closed and the tier stays failed until the next mount.
 - A cache directory that is not writable at start: one line naming it.
 - Readers side by side across block boundaries of a big file served from the
   tier: byte-exact.
@@ -195,6 +199,46 @@ class DiskTierFaultsTest(et.MountTestCase):
         self.assertFalse(et.is_mounted(d.mnt))
         os.unlink(os.path.join(src, ".hang_all"))
         self.assertEqual(d.wait_exit(), 0)
+
+    def test_a_disk_that_hangs_at_start_leaves_the_mount_ram_only(self):
+        src, cache = self.writable_faultfs()
+        et.write_file(os.path.join(src, ".hang_all"), b"")
+        # Without a bound on its start the mount would wait for the disk, and
+        # this would fail (the mount never answers).
+        d = self.mount(self.lower, opts=[
+            "cache.memory=2MiB", "cache.disk_path=" + cache, "cache.disk_size=64MiB",
+            "fuse.kernel_cache=false", "cache.disk_timeout=2", "lower.timeout=600"])
+        st = d.stats()
+        self.assertEqual(st["tiers"]["disk"]["state"], "failed", st["tiers"])
+        self.assertEqual(st["tiers"]["disk"]["budget"], 0)
+        self.assertTrue(any(w.startswith("the disk tier failed") for w in st["warnings"]),
+                        st["warnings"])
+        self.assertIn("cache.disk_path %s: its start found no answer within 2000 ms" % cache,
+                      d.stderr_text())
+        self.assertEqual(self.read_all(d), 0)
+        self.assertEqual(self.read_all(d), 0)
+        st = d.stats()
+        self.assertGreaterEqual(st["bytes_read_lower"], (2 * FILES - 8) * SIZE)
+        self.assertEqual(st["tiers"]["disk"]["hits"], 0)
+        self.assertEqual(st["tiers"]["disk"]["writes"], 0)
+        # The disk answers again: the start left behind finishes, and closes
+        # what it opened (its lock); the tier stays failed until the next mount.
+        os.unlink(os.path.join(src, ".hang_all"))
+        self.assertTrue(et.wait_for(lambda: "disk tier " + cache + ": 0 objects" in d.stderr_text(),
+                                    30 * et.TIME_SCALE), d.stderr_text())
+        self.assertEqual(self.read_all(d), 0)
+        st = d.stats()
+        self.assertEqual(st["tiers"]["disk"]["state"], "failed")
+        self.assertEqual(st["tiers"]["disk"]["writes"], 0)
+        self.assertEqual(d.unmount(), 0)
+        # The lock was released: the next mount opens the tier, and it works.
+        d = self.mount(self.lower, opts=[
+            "cache.memory=2MiB", "cache.disk_path=" + cache, "cache.disk_size=64MiB",
+            "fuse.kernel_cache=false", "cache.disk_timeout=2"])
+        self.assertEqual(self.read_all(d), 0)
+        self.wait_idle(d, FILES)
+        self.assertEqual(self.disk(d)["state"], "ok")
+        self.assertEqual(d.unmount(), 0)
 
     def test_not_writable_directory_fails_naming_it(self):
         ro = self.mount_tmpfs("ro", "ro,size=1m")

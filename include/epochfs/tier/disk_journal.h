@@ -27,6 +27,7 @@
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/store/second_tier.h"
+#include "epochfs/tier/call_watch.h"
 
 namespace epochfs::tier {
 
@@ -41,11 +42,14 @@ class Journal {
   // Opens (or creates) the journal at `path` and replays it into *live (in
   // file order). NotFound when there is no journal, Corruption when its
   // header is not one (the caller rebuilds from a scan and Rewrites).
+  // `watch` (may be null) marks its disk calls (call_watch.h).
   static Result<std::unique_ptr<Journal>> Open(const std::string& path,
-                                               std::vector<JournalEntry>* live);
+                                               std::vector<JournalEntry>* live,
+                                               CallWatch* watch = nullptr);
   // A fresh journal holding `live`, replacing whatever is at `path`.
   static Result<std::unique_ptr<Journal>> Create(const std::string& path,
-                                                 const std::vector<JournalEntry>& live);
+                                                 const std::vector<JournalEntry>& live,
+                                                 CallWatch* watch = nullptr);
   Status Put(const JournalEntry& e);
   Status Del(uint64_t file_no);
   uint64_t bytes() const { return bytes_; }

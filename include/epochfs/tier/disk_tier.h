@@ -34,9 +34,13 @@
 // take (`reserved`), re-checked every 64 MiB written and every second of
 // writing. A new size reaches the placement as news (SecondTier::TakeNews).
 //
-// Lifecycle: Open (checks, lock, index; no threads: before the daemon forks),
-// Start (the io_uring engine and the writer thread), Stop (writes queued so
-// far land, the index is compacted when mostly dead), the destructor Stops.
+// Lifecycle: Open (checks, lock, index), Start (the io_uring engine and the
+// writer thread), Stop (writes queued so far land, the index is compacted
+// when mostly dead), the destructor Stops. Open is bounded too: its work runs
+// on a thread of its own, each of its disk calls watched (call_watch.h); one
+// not answered within `start_timeout` gives it up (TimedOut; the thread is
+// left to finish, and then closes what it opened), and the caller may go on
+// with FailedAtStart's tier instead: no tier, state "failed", stats alike.
 // Thread safety: every public method is thread-safe; mu_ guards the index
 // and the news, and is never held across a disk call: readers make their own
 // (bounded, disk_io.h), the writer thread makes the rest (writes, the
@@ -59,6 +63,7 @@
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/store/second_tier.h"
+#include "epochfs/tier/call_watch.h"
 #include "epochfs/tier/disk_io.h"
 #include "epochfs/tier/disk_journal.h"
 
@@ -77,9 +82,12 @@ struct DiskTierOptions {
   // area's bound less what it holds), subtracted from "auto". May be empty.
   std::function<uint64_t()> reserved;
   uint32_t queue_depth = 16;
-  // The bound on each disk call, and on Open (cache.disk_timeout; 0: none):
-  // a call not answered within it marks the tier failed (disk_io.h).
+  // The bound on each disk call (cache.disk_timeout; 0: none): a call not
+  // answered within it marks the tier failed (disk_io.h).
   std::chrono::milliseconds timeout{0};
+  // The bound on each disk call of Open (the daemon: cache.disk_timeout too;
+  // 0: none): one not answered within it gives Open up (TimedOut).
+  std::chrono::milliseconds start_timeout{0};
   uint64_t max_queued_bytes = 256ull << 20;  // writes waiting; more are skipped
 };
 
@@ -88,6 +96,10 @@ class DiskTier final : public store::SecondTier {
   enum class State : uint8_t { kOk, kFull, kFailed };
 
   static Result<std::unique_ptr<DiskTier>> Open(const DiskTierOptions& options);
+  // A tier that failed before it held anything (its start did not answer):
+  // serves and writes nothing, state "failed"; Start and Stop do nothing.
+  static std::unique_ptr<DiskTier> FailedAtStart(const DiskTierOptions& options,
+                                                 const std::string& why);
   ~DiskTier() override;
   DiskTier(const DiskTier&) = delete;
   DiskTier& operator=(const DiskTier&) = delete;
@@ -131,6 +143,10 @@ class DiskTier final : public store::SecondTier {
     store::ObjectRef obj;
   };
 
+  // Open's work, on the caller's thread; `watch` (may be null) marks its
+  // disk calls.
+  static Result<std::unique_ptr<DiskTier>> OpenNow(const DiskTierOptions& options,
+                                                   CallWatch* watch);
   Status Load();                        // the index: journal, else a scan
   std::vector<JournalEntry> Scan();     // rebuilds from the object files
   void SweepOrphans();                  // files the index does not name
@@ -149,6 +165,7 @@ class DiskTier final : public store::SecondTier {
   void Recheck(bool force);
 
   const DiskTierOptions opt_;
+  CallWatch* watch_ = nullptr;  // Open's (OpenNow); null after
   UniqueFd lock_fd_;
   std::unique_ptr<DiskIo> io_;
   std::thread writer_;
