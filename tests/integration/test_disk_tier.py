@@ -5,7 +5,8 @@ A dataset larger than the RAM budget, read twice: the second epoch comes from
 the disk tier, byte-exact, and LOWER is not read again. Bytes flipped in the
 tier's files are never served (counted as checksum errors, read again from
 LOWER). A SIGKILLed daemon, remounted, serves from the disk tier warm. A LOWER
-file changed while nothing was mounted is served fresh. A second daemon on the
+file changed while nothing was mounted is served fresh; so is one changed
+while mounted under consistency = "open" (the old disk copy dropped). A second daemon on the
 same directory is refused; a missing directory fails the mount naming it.
 """
 
@@ -165,6 +166,40 @@ class DiskTierTest(et.MountTestCase):
         self.assertEqual(st["tiers"]["disk"]["stale"], 2)
         self.assertEqual(st["tiers"]["disk"]["hits"], FILES - 2)
         self.assertEqual(st["bytes_read_lower"], 2 * SIZE + 4096)
+        self.assertEqual(d.unmount(), 0)
+
+    def test_open_consistency_never_serves_the_old_disk_copy(self):
+        # consistency = "open": an open whose bytes are on disk, not in RAM,
+        # is checked against LOWER's file as it is now, not as it was when
+        # the copy was written.
+        d = self.mount(self.lower, opts=self.opts() + ["cache.consistency=open"])
+        self.assertEqual(self.read_all(d), 0)
+        self.wait_written(d)
+        # The first file read is long gone from RAM (2 MiB hold at most 8 of
+        # the 40): its bytes are on disk only. Same size, other bytes and
+        # another mtime (1 ns later), while mounted.
+        changed = sorted(self.want)[0]
+        old = self.want[changed]
+        self.want[changed] = et.det_bytes(SIZE, 97)
+        self.assertNotEqual(old, self.want[changed])
+        path = os.path.join(self.lower, changed)
+        st = os.stat(path)
+        et.write_file(path, self.want[changed])
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        st0 = d.stats()
+        self.assertEqual(st0["tiers"]["disk"]["stale"], 0)
+        self.assertEqual(et.read_file(d.path(changed)), self.want[changed])
+        st1 = d.stats()
+        # The stale copy was dropped (counted), the bytes came from LOWER.
+        self.assertEqual(st1["tiers"]["disk"]["stale"], 1)
+        self.assertEqual(st1["tiers"]["disk"]["hits"], st0["tiers"]["disk"]["hits"])
+        self.assertEqual(st1["bytes_read_lower"] - st0["bytes_read_lower"], SIZE)
+        # Unchanged files still come from the disk; every file is exact.
+        self.assertEqual(self.read_all(d), 0)
+        st2 = d.stats()
+        self.assertGreaterEqual(st2["tiers"]["disk"]["hits"] - st1["tiers"]["disk"]["hits"],
+                                FILES - 9)
+        self.assertEqual(st2["tiers"]["disk"]["stale"], 1)
         self.assertEqual(d.unmount(), 0)
 
     def test_second_daemon_on_the_directory_is_refused(self):
