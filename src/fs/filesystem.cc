@@ -42,7 +42,8 @@ Router::Router(const FsParts& p, const struct stat& root_st)
               p.role == Role::kControl ? NodeKind::kVirtual
               : p.role == Role::kSpill ? NodeKind::kSpill
                                        : NodeKind::kLower,
-              /*renumber_changed=*/p.config->cache.consistency == Consistency::kOpen),
+              /*renumber_changed=*/p.config->cache.consistency == Consistency::kOpen,
+              p.lower->versions()),
       own_known_(p.known ? nullptr
                          : std::make_unique<store::KnownLower>(*p.lower,
                                                                KnownLowerOptionsOf(*p.config))),

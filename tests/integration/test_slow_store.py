@@ -181,6 +181,33 @@ class SlowStoreTest(et.MountTestCase):
             self.assertEqual(set(fixture), {"stat"}, fixture)
             self.assertGreaterEqual(daemon.get("lookup", 0), 3, daemon)
 
+    def test_under_open_a_lower_that_renumbers_costs_no_reload(self):
+        # The fixture (libfuse's high-level API without use_ino) numbers a
+        # file's inode anew after the kernel forgot it, as sshfs does: the
+        # file is unchanged, and a hot open under "open" serves its cached
+        # bytes (one stat, no open or read of LOWER). Before, the inode
+        # number was part of a file's version: each such open threw the
+        # cached copy away and loaded the file again.
+        d = self.mount(self.faultmnt, opts=["cache.consistency=open", "fuse.one_copy=false"])
+        rel = "a/f3.bin"
+        self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])  # cold
+        pid = d.proc.pid
+        before, misses = fixture_counts(self.faultmnt, pid), d.stats()["misses"]
+        inos = set()
+        for _ in range(4):
+            inos.add(os.stat(os.path.join(self.faultmnt, rel)).st_ino)
+            # The kernel forgets the inodes nothing holds (FORGET): the
+            # fixture's node of the file goes, and with it its number.
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("2")
+            self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])
+        after = fixture_counts(self.faultmnt, pid)
+        self.assertGreater(len(inos), 1, "the fixture kept the file's inode number")
+        self.assertEqual((after["open"] - before["open"], after["read"] - before["read"]),
+                         (0, 0), "LOWER opened or read for an unchanged file")
+        self.assertEqual(d.stats()["misses"], misses, d.stats())
+        self.assertTrue(d.alive(), d.stderr_text())
+
     def test_a_cold_load_reads_a_small_file_in_one_call(self):
         # A file of one read piece is opened, stat'ed and read whole, and
         # its end is found by that read (one byte asked past it), not by a
