@@ -12,17 +12,6 @@
 #include "block_reader.h"
 
 namespace epochfs::fs {
-namespace {
-
-// How long a GETATTR of the root waits for LOWER before the root's last
-// known attributes answer: min(lower.timeout, 2 s) (no timeout: 2 s).
-std::chrono::milliseconds RootGrace(const Config& cfg) {
-  const double s = cfg.lower.timeout > 0 ? std::min(cfg.lower.timeout, 2.0) : 2.0;
-  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
-}
-
-}  // namespace
-
 DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover& handover,
                    DescriptorPool& descriptors)
     : ctx_(ctx),
@@ -30,7 +19,7 @@ DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover&
       handover_(handover),
       lower_budget_(ctx.cfg.limits.lower_files_per_user, UINT64_MAX, &descriptors),
       passes_(kMaxPasses, kMaxPassHeldBytes, [this](fuse_ino_t ino) { handover_.Drop(ino); }),
-      root_(ctx.known, RootGrace(ctx.cfg)) {}
+      root_(ctx.known, LastKnownGrace(ctx.cfg)) {}
 
 Result<NodeView> DataView::LookupChild(const NodeView& parent, const char* name) {
   std::string path = Join(parent.path, name);
