@@ -12,17 +12,6 @@
 #include "block_reader.h"
 
 namespace epochfs::fs {
-namespace {
-
-// How long a GETATTR of the root waits for LOWER before the root's last
-// known attributes answer: min(lower.timeout, 2 s) (no timeout: 2 s).
-std::chrono::milliseconds RootGrace(const Config& cfg) {
-  const double s = cfg.lower.timeout > 0 ? std::min(cfg.lower.timeout, 2.0) : 2.0;
-  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
-}
-
-}  // namespace
-
 DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover& handover,
                    DescriptorPool& descriptors)
     : ctx_(ctx),
@@ -30,7 +19,7 @@ DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover&
       handover_(handover),
       lower_budget_(ctx.cfg.limits.lower_files_per_user, UINT64_MAX, &descriptors),
       passes_(kMaxPasses, kMaxPassHeldBytes, [this](fuse_ino_t ino) { handover_.Drop(ino); }),
-      root_(ctx.known, RootGrace(ctx.cfg)) {}
+      root_(ctx.known, LastKnownGrace(ctx.cfg)) {}
 
 Result<NodeView> DataView::LookupChild(const NodeView& parent, const char* name) {
   std::string path = Join(parent.path, name);
@@ -89,23 +78,23 @@ void DataView::Open(fuse_req_t req, fuse_ino_t ino, const NodeView& v, fuse_file
 DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const NodeView& v) {
   struct stat st = v.st;
   const cache::ObjectId id = store::ObjectIdOf(v.path);
+  const store::VersionRule& versions = ctx_.lower.versions();
   // The lookup's stat made the node: `st` is of the version LOWER held then.
   if (ctx_.timeouts.open_mode && !ctx_.inodes.TakeChecked(ino)) {
     auto fresh = ctx_.lower.Stat(v.path);
     if (!fresh.ok()) return {nullptr, ToErrno(fresh.status())};
-    const bool changed = store::VersionOf(fresh.value()) != store::VersionOf(st) ||
-                         fresh.value().st_ino != st.st_ino;
+    const store::Version now = versions.Of(fresh.value());
     // The inode is the version it was looked up at, its size and pages
     // that version's (InodeTable, renumber_changed): another version is
     // never served under it. The open is stale: the VFS looks the name up
     // again and retries once (LOOKUP_REVAL), which gets the new version's
     // inode. Without OPEN this is a READ of the inode (its pages are
     // dropped, PassFor); the next open's LOOKUP gets the new inode.
-    if (changed) {
+    if (now != versions.Of(st)) {
       // The cached bytes, unless they are the new version already (a later
       // open's, whose pages the kernel may hold).
       const store::ObjectRef cached = ctx_.cache.ram().Find(id);
-      if (cached && cached->version != store::VersionOf(fresh.value())) ctx_.cache.Invalidate(id);
+      if (cached && cached->version != now) ctx_.cache.Invalidate(id);
       return {nullptr, ESTALE};
     }
     st = fresh.value();
@@ -135,13 +124,13 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
       lower_budget_.Close(fctx->uid, 0);
       return {nullptr, ToErrno(now.status())};
     }
-    if (store::VersionOf(now.value()) != store::VersionOf(st)) {
+    if (versions.Of(now.value()) != versions.Of(st)) {
       lower_budget_.Close(fctx->uid, 0);
       ctx_.known.Forget(v.path);
       return {nullptr, ESTALE};  // see below
     }
   } else {
-    store::GetRequest g{id, v.path, store::VersionOf(st), who.job, who.sample};
+    store::GetRequest g{id, v.path, versions.Of(st), who.job, who.sample};
     file->kind = OpenFile::Kind::kObject;
     file->path = v.path;
     file->job = who.job;
@@ -161,7 +150,7 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
     // serves the new bytes. A file that keeps changing gets ESTALE.
     // The name's remembered attributes are forgotten, so that the lookup
     // finds the new ones.
-    if (file->object->version != store::VersionOf(st)) {
+    if (file->object->version != versions.Of(st)) {
       ctx_.known.Forget(v.path);
       return {nullptr, ESTALE};
     }
@@ -184,7 +173,7 @@ DataView::LowerOpen DataView::OpenBlocks(fuse_ino_t ino, const std::string& rel,
   file->file_id = id;
   file->job = who.job;
   file->sample = who.sample;
-  file->version = store::VersionOf(st);
+  file->version = ctx_.lower.versions().Of(st);
   file->block_size = EffectiveBlockSize(ctx_.cfg.cache.block_size, ctx_.cache.max_object_bytes());
   // Block 0 now: a file changed since the kernel took its attributes is
   // Stale here (ESTALE: the kernel looks it up again, as for a whole

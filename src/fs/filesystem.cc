@@ -29,6 +29,7 @@ store::KnownLowerOptions KnownLowerOptionsOf(const Config& cfg) {
   store::KnownLowerOptions o;
   o.remember = cfg.cache.consistency == Consistency::kImmutable && cfg.cache.metadata_entries != 0;
   o.max_entries = cfg.cache.metadata_entries;
+  o.recheck_grace = LastKnownGrace(cfg);
   if (cfg.fuse.allow_other) {
     o.max_age = std::chrono::milliseconds(
         static_cast<int64_t>(cfg.fuse.permission_timeout * 1000));
@@ -42,7 +43,8 @@ Router::Router(const FsParts& p, const struct stat& root_st)
               p.role == Role::kControl ? NodeKind::kVirtual
               : p.role == Role::kSpill ? NodeKind::kSpill
                                        : NodeKind::kLower,
-              /*renumber_changed=*/p.config->cache.consistency == Consistency::kOpen),
+              /*renumber_changed=*/p.config->cache.consistency == Consistency::kOpen,
+              p.lower->versions()),
       own_known_(p.known ? nullptr
                          : std::make_unique<store::KnownLower>(*p.lower,
                                                                KnownLowerOptionsOf(*p.config))),

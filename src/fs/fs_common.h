@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -34,6 +35,14 @@
 namespace epochfs::fs {
 
 // How long the kernel may keep the names and attributes of dataset entries.
+// How long a call that has an answer in hand (the last known attributes: of
+// the root, or of a path KnownLower re-checks) waits for LOWER before that
+// answer stands: min(lower.timeout, 2 s) (no timeout: 2 s).
+inline std::chrono::milliseconds LastKnownGrace(const Config& cfg) {
+  const double s = cfg.lower.timeout > 0 ? std::min(cfg.lower.timeout, 2.0) : 2.0;
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
 struct Timeouts {
   // Consistency "open": every open of a dataset file looks its name up
   // (entry timeout 0 for files) and that lookup checks LOWER, and a changed

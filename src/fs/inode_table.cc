@@ -11,9 +11,14 @@ namespace epochfs::fs {
 namespace {
 
 uint64_t VersionHash(const store::Version& v) {
-  const uint64_t key[3] = {v.size, static_cast<uint64_t>(v.mtime_ns), v.ino};
+  const uint64_t key[4] = {v.size, static_cast<uint64_t>(v.mtime_ns),
+                           static_cast<uint64_t>(v.ctime_ns), v.ino};
   const uint64_t h = Checksum(key, sizeof(key));
   return h == 0 ? 1 : h;  // 0 is "none"
+}
+
+struct timespec TimeOf(int64_t ns) {
+  return {static_cast<time_t>(ns / 1'000'000'000LL), static_cast<long>(ns % 1'000'000'000LL)};
 }
 
 }  // namespace
@@ -36,8 +41,11 @@ bool InodeTable::KeyEq::operator()(const Key& a, fuse_ino_t b) const {
   return a.kind == k.kind && a.path == k.path;
 }
 
-InodeTable::InodeTable(const struct stat& root_st, NodeKind root_kind, bool renumber_changed)
-    : renumber_changed_(renumber_changed), by_key_(16, KeyHash{this}, KeyEq{this}) {
+InodeTable::InodeTable(const struct stat& root_st, NodeKind root_kind, bool renumber_changed,
+                       store::VersionRule versions)
+    : renumber_changed_(renumber_changed),
+      versions_(versions),
+      by_key_(16, KeyHash{this}, KeyEq{this}) {
   Node root;
   root.nlookup = 1;
   root.kind = root_kind;
@@ -46,17 +54,13 @@ InodeTable::InodeTable(const struct stat& root_st, NodeKind root_kind, bool renu
   by_key_.insert(FUSE_ROOT_ID);
 }
 
-void InodeTable::SetLowerAttr(Node& n, const struct stat& st) {
-  n.size = static_cast<uint64_t>(st.st_size);
-  n.mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
-  n.lower_ino = static_cast<uint64_t>(st.st_ino);
+void InodeTable::SetLowerAttr(Node& n, const struct stat& st) const {
+  n.version = versions_.Of(st);
   n.mode = st.st_mode;
 }
 
-bool InodeTable::Changed(const Node& n, const struct stat& st) {
-  const int64_t mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
-  return n.size != static_cast<uint64_t>(st.st_size) || n.mtime_ns != mtime_ns ||
-         n.lower_ino != static_cast<uint64_t>(st.st_ino);
+bool InodeTable::Changed(const Node& n, const struct stat& st) const {
+  return n.version != versions_.Of(st);
 }
 
 NodeView InodeTable::ViewOf(fuse_ino_t ino) const {
@@ -69,10 +73,10 @@ NodeView InodeTable::ViewOf(fuse_ino_t ino) const {
   v.detached = n.detached;
   if (n.kind == NodeKind::kLower) {
     v.st.st_mode = n.mode;
-    v.st.st_size = static_cast<off_t>(n.size);
-    v.st.st_mtim.tv_sec = n.mtime_ns / 1'000'000'000LL;
-    v.st.st_mtim.tv_nsec = n.mtime_ns % 1'000'000'000LL;
-    v.st.st_ino = n.lower_ino;
+    v.st.st_size = static_cast<off_t>(n.version.size);
+    v.st.st_mtim = TimeOf(n.version.mtime_ns);
+    v.st.st_ctim = TimeOf(n.version.ctime_ns);
+    v.st.st_ino = n.version.ino;
   }
   return v;
 }
@@ -139,10 +143,10 @@ void InodeTable::SetAttr(fuse_ino_t ino, struct stat& st) {
   const Node& n = At(ino);
   // A renumbered table's file node is one version for good (Ref).
   if (renumber_changed_ && S_ISREG(n.mode) && Changed(n, st)) {
-    st.st_size = static_cast<off_t>(n.size);
-    st.st_mtim.tv_sec = n.mtime_ns / 1'000'000'000LL;
-    st.st_mtim.tv_nsec = n.mtime_ns % 1'000'000'000LL;
-    st.st_blocks = static_cast<blkcnt_t>((n.size + 511) / 512);
+    st.st_size = static_cast<off_t>(n.version.size);
+    st.st_mtim = TimeOf(n.version.mtime_ns);
+    st.st_ctim = TimeOf(n.version.ctime_ns);
+    st.st_blocks = static_cast<blkcnt_t>((n.version.size + 511) / 512);
     return;
   }
   SetLowerAttr(At(ino), st);

@@ -12,14 +12,15 @@
 // with the next generation (the pair never repeats within a mount).
 //
 // With `renumber_changed` (consistency "open"), a lower regular file whose
-// version (size, mtime, lower inode number) changed since its node was made
+// version (store/version.h: `versions`, LOWER's rule) changed since its node was made
 // gets a new node at its next Ref, and the old one is detached: the kernel,
 // told a new inode number by the LOOKUP that revalidates the name, opens the
 // new inode, so no open after the change can read pages of the version before
 // or be cut at its size (the old inode keeps both for the files already open
 // on it). A node is one version for good: its size and mtime are what SetAttr
 // shows the kernel, whatever LOWER holds now. Without it the node keeps its
-// number and takes the new attributes.
+// number and takes the new attributes. A file LOWER only numbered anew (a
+// FUSE LOWER without stable inode numbers) is the same version: same node.
 //
 // Under consistency "open" the LOOKUP that starts every open by name stats
 // the lower file: that stat is the open's check of LOWER, and the OPEN that
@@ -31,8 +32,9 @@
 //
 // Memory: a mount of a million-file dataset knows a million inodes, so a node
 // keeps only what the data path needs: its path, lookups, and of a lower
-// file the fields an open checks (mode, size, mtime, inode number); about
-// 90 bytes plus the path and ~40 bytes of index (docs/benchmarks.md, "Scale").
+// file the fields an open checks (mode and version: size, mtime, ctime,
+// inode number); about 100 bytes plus the path and ~40 bytes of index
+// (docs/benchmarks.md, "Scale").
 // Thread safety: thread-safe (one shared_mutex; readers share it).
 #pragma once
 
@@ -59,9 +61,10 @@ struct NodeView {
   uint64_t generation = 1;
   NodeKind kind = NodeKind::kLower;
   std::string path;  // lower path, control path (virtual) or spill path
-  // Lower nodes: from Ref, the lstat it was given; from Get, only st_mode,
-  // st_size, st_mtim and st_ino (the lower file's) of the last one (what an
-  // open needs; attributes for the kernel come from a fresh lstat).
+  // Lower nodes: from Ref, the lstat it was given; from Get, only st_mode
+  // and what the version holds of the last one: st_size, st_mtim, st_ctim
+  // and st_ino (the lower file's, or 0: store/version.h), what an open needs
+  // (attributes for the kernel come from a fresh lstat).
   // Virtual and spill nodes: empty (their callers make their attributes).
   struct stat st {};
   bool detached = false;  // spill: removed; `path` no longer names it
@@ -74,8 +77,10 @@ class InodeTable {
  public:
   // The root is lower "" with attributes `root_st`, or virtual "" when
   // `root_kind` is kVirtual.
+  // `versions`: how LOWER's files' versions are read (Lower::versions()).
   explicit InodeTable(const struct stat& root_st, NodeKind root_kind = NodeKind::kLower,
-                      bool renumber_changed = false);
+                      bool renumber_changed = false,
+                      store::VersionRule versions = store::VersionRule());
 
   // Finds or creates the node for (kind, path) and adds one lookup (a new
   // node for a changed lower file with `renumber_changed`, above).
@@ -89,7 +94,7 @@ class InodeTable {
   // Replaces a lower node's cached attributes with `st`, a fresh lstat of its
   // path. With `renumber_changed`, a regular file's node keeps its version:
   // when `st` is another version's, the node is left alone and `st` is made
-  // to show the node's size and mtime (the attributes of the inode the kernel
+  // to show the node's size, mtime and ctime (the attributes of the inode the kernel
   // asked about; its pages are of that version).
   void SetAttr(fuse_ino_t ino, struct stat& st);
   // Records that `ino` was opened with bytes of version `v`; returns true when
@@ -120,9 +125,7 @@ class InodeTable {
   struct Node {
     std::string path;
     uint64_t nlookup = 0;  // 0: a free slot
-    uint64_t size = 0;     // lower: st_size, st_mtim, st_ino (the lower file's), st_mode
-    int64_t mtime_ns = 0;
-    uint64_t lower_ino = 0;
+    store::Version version;  // lower: the version of its lstat (VersionRule), and st_mode
     uint64_t served = 0;  // a hash of the version last served (MarkServed), 0: none
     uint32_t mode = 0;
     uint32_t generation = 1;
@@ -156,11 +159,12 @@ class InodeTable {
     return ino >= FUSE_ROOT_ID && ino - FUSE_ROOT_ID < nodes_.size() && At(ino).nlookup != 0;
   }
   NodeView ViewOf(fuse_ino_t ino) const;
-  static void SetLowerAttr(Node& n, const struct stat& st);
-  static bool Changed(const Node& n, const struct stat& st);  // another version of a lower file
+  void SetLowerAttr(Node& n, const struct stat& st) const;
+  bool Changed(const Node& n, const struct stat& st) const;  // another version of a lower file
   void Unindex(fuse_ino_t ino);  // REQUIRES: mu_ held exclusively, node indexed
 
   const bool renumber_changed_;
+  const store::VersionRule versions_;
   mutable std::shared_mutex mu_;
   std::vector<Node> nodes_;                 // guarded by mu_; node ino at [ino - 1]
   std::vector<fuse_ino_t> free_;            // guarded by mu_; forgotten numbers

@@ -215,11 +215,11 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   if (prefetch && !block && static_cast<uint64_t>(st.st_size) > max_object_bytes()) {
     return InvalidArgument(req.rel + ": larger than the largest cached object");
   }
-  if (block && VersionOf(st) != req.version) {
+  if (block && lower_.versions().Of(st) != req.version) {
     return Stale(req.rel + ": changed on LOWER while open (its blocks would mix versions)");
   }
   if (prefetch) {  // the version LOWER has now
-    if (ObjectRef t = TierRead(req, VersionOf(st))) {
+    if (ObjectRef t = TierRead(req, lower_.versions().Of(st))) {
       *from_tier = true;
       return t;
     }
@@ -237,7 +237,7 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
     // Written to during the read (its mtime moved): those bytes may mix.
     auto after = lower_.FStat(fd.get());
     if (!after.ok()) return fail(after.status());
-    if (VersionOf(after.value()) != req.version) {
+    if (lower_.versions().Of(after.value()) != req.version) {
       return Stale(req.rel + ": changed on LOWER while a block of it was read");
     }
   }
@@ -247,7 +247,7 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   }
   auto obj = std::make_shared<Object>();
   obj->id = req.id;
-  obj->version = VersionOf(st);
+  obj->version = lower_.versions().Of(st);
   obj->data = std::move(data).value();
   obj->checksum = Checksum(obj->data.data(), obj->data.size());
   c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);

@@ -45,9 +45,9 @@ ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
 // A refill (GetRequest::heard) that LOWER answered under another version than
 // the one handed over (`req.version`): when its bytes are those handed over
 // (their checksum and size), they are that version for the kernel's pages,
-// and go back under it. LOWER gives an unchanged file another version when it
-// numbers its inodes anew (a FUSE file system without use_ino, which forgets
-// a node the kernel forgot), or when an identical copy was renamed over it.
+// and go back under it. LOWER gives unchanged bytes another version when an
+// identical copy was renamed over the file, or its mode or times were set
+// (version.h: its ctime moved).
 // Otherwise `loaded` as it is. Copies the bytes: a rare path.
 ObjectRef CacheFront::AsHandedOver(const GetRequest& req, ObjectRef loaded) const {
   const ObjectRef stub = ram_.Find(req.id);

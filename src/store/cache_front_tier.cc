@@ -47,7 +47,7 @@ ObjectRef CacheFront::Lookup(const LowerKey& key) {
     return hit;
   }
   if (tier_ == nullptr) return nullptr;
-  return tier_->Read(id, key, Version{key.size, key.mtime_ns, 0});
+  return tier_->Read(id, key, Version{key.size, key.mtime_ns, 0, 0});
 }
 
 void CacheFront::TierLocked(const GetRequest& req, const cache::Access& a, const ObjectRef& ref,

@@ -105,7 +105,8 @@ Result<struct stat> KnownLower::Stat(const std::string& rel, LowerCall kind,
   }
   Result<struct stat> fresh = Status::Ok();
   if (known) {
-    WorkerOnlyScope on_a_worker;  // the last known attributes answer a call given up on
+    // The last known attributes answer a call given up on.
+    WorkerOnlyScope on_a_worker(opt_.recheck_grace);
     fresh = lower_.Stat(rel, kind);
   } else {
     fresh = lower_.Stat(rel, kind);
@@ -163,18 +164,25 @@ Result<std::vector<std::optional<struct stat>>> KnownLower::StatEntries(
   };
   std::vector<std::optional<struct stat>> out;
   out.reserve(names.size());
+  bool all_known = true;
   {
     std::shared_lock lk(mu_);
     for (const std::string& name : names) {
       auto it = attrs_.find(ObjectIdOf(path_of(name)));
-      if (it == attrs_.end() || !Young(it->second, now)) break;
-      out.emplace_back(Unpack(it->second));
+      if (it == attrs_.end()) {
+        all_known = false;
+        break;
+      }
+      if (Young(it->second, now)) out.emplace_back(Unpack(it->second));
     }
   }
   if (forever && out.size() == names.size()) {
     answered_.fetch_add(1, std::memory_order_relaxed);
     return out;
   }
+  if (lower_.health().down()) return Status(Code::kTimedOut, rel + ": LOWER is down");
+  std::optional<WorkerOnlyScope> recheck;  // remembered: what the kernel is told may wait
+  if (all_known) recheck.emplace(opt_.recheck_grace);
   auto got = lower_.StatEntries(rel, names);
   if (!got.ok()) return got;
   for (size_t i = 0; i < names.size(); ++i) {

@@ -167,6 +167,7 @@ Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOpt
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return LowerStatus(errno, root);
   std::unique_ptr<Lower> l(new Lower(root, UniqueFd(fd)));
+  l->versions_ = VersionRule::ForFileSystemOf(fd);
   if (gate.timeout.count() > 0) {
     l->gate_ = std::make_unique<LowerGate>(gate);
     l->gate_->OnTimeout([health = l->health_](const Status& s, const std::string& what) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,7 @@ constexpr auto kWatchTick = std::chrono::milliseconds(50);
 thread_local const std::function<bool()>* tls_cancel = nullptr;
 thread_local AnswerScope* tls_answer = nullptr;
 thread_local bool tls_prefetch = false;  // PrefetchScope
+thread_local std::chrono::milliseconds tls_bound{0};  // WorkerOnlyScope's; 0: none
 
 }  // namespace
 
@@ -86,11 +88,13 @@ struct LowerGate::Core {
   // The status of an operation given up on after the timeout, and the log
   // line to write (after unlocking) if it is the first of a burst.
   // REQUIRES: mu held.
-  Status TimedOutLocked(const std::string& what, std::string* log_line) {
+  Status TimedOutLocked(const std::string& what, std::chrono::milliseconds after,
+                        std::string* log_line) {
     ++c.timeouts;
-    const double secs = std::chrono::duration<double>(opt.timeout).count();
+    char secs[32];  // "60", "2", "0.1"
+    std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(after).count());
     if (Clock::now() - last_log >= std::chrono::seconds(10)) {
-      *log_line = "lower: " + what + " did not finish within " + std::to_string(secs) +
+      *log_line = "lower: " + what + " did not finish within " + secs +
                   " s (is LOWER hung?); " + std::to_string(stuck + inline_stuck) + " calls stuck";
       if (unlogged != 0) *log_line += ", " + std::to_string(unlogged) + " more timeouts since the last line";
       last_log = Clock::now();
@@ -98,8 +102,7 @@ struct LowerGate::Core {
     } else {
       ++unlogged;
     }
-    return Status(Code::kTimedOut, what + ": no answer from LOWER within " +
-                                       std::to_string(static_cast<int>(secs)) + " s");
+    return Status(Code::kTimedOut, what + ": no answer from LOWER within " + secs + " s");
   }
 
   // The watchdog of inline operations: answers, for their callers, those past
@@ -132,7 +135,7 @@ struct LowerGate::Core {
           ++core->c.interrupts;
           k.status = Status(Code::kInterrupted, k.what + ": interrupted");
         } else {
-          k.status = core->TimedOutLocked(k.what, &log_line);
+          k.status = core->TimedOutLocked(k.what, core->opt.timeout, &log_line);
           if (core->on_timeout) timed_out.emplace_back(k.status, k.what);
         }
         k.answer(k.status);  // under mu: the caller cannot answer meanwhile
@@ -273,7 +276,9 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
   }
   auto t = std::make_shared<Task>();
   t->op = std::move(op);
-  const Clock::time_point deadline = Clock::now() + c.opt.timeout;
+  const std::chrono::milliseconds bound =
+      tls_bound.count() > 0 ? std::min(tls_bound, c.opt.timeout) : c.opt.timeout;
+  const Clock::time_point deadline = Clock::now() + bound;
   std::string log_line;
   Status out = Status::Ok();
   {
@@ -306,7 +311,7 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
         out = Status(Code::kInterrupted, what + ": interrupted");
         break;
       }
-      out = c.TimedOutLocked(what, &log_line);
+      out = c.TimedOutLocked(what, bound, &log_line);
       break;
     }
   }
@@ -344,8 +349,15 @@ PrefetchScope::PrefetchScope() : saved_(tls_prefetch) { tls_prefetch = true; }
 
 PrefetchScope::~PrefetchScope() { tls_prefetch = saved_; }
 
-WorkerOnlyScope::WorkerOnlyScope() : saved_(tls_answer) { tls_answer = nullptr; }
+WorkerOnlyScope::WorkerOnlyScope(std::chrono::milliseconds bound)
+    : saved_(tls_answer), saved_bound_(tls_bound) {
+  tls_answer = nullptr;
+  if (bound.count() > 0) tls_bound = bound;
+}
 
-WorkerOnlyScope::~WorkerOnlyScope() { tls_answer = saved_; }
+WorkerOnlyScope::~WorkerOnlyScope() {
+  tls_answer = saved_;
+  tls_bound = saved_bound_;
+}
 
 }  // namespace epochfs::store

@@ -39,9 +39,4 @@ cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length
   return SeededHash(key.data(), key.size(), IdSeed());
 }
 
-Version VersionOf(const struct stat& st) {
-  return {static_cast<uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,
-          static_cast<uint64_t>(st.st_ino)};
-}
-
 }  // namespace epochfs::store

@@ -280,6 +280,36 @@ class OpenVersionsTest(et.MountTestCase):
                 os.close(new)
         self.assertTrue(d.alive(), d.stderr_text())
 
+    # Cause: a file's version was its size, mtime and inode number. A copy
+    # of the same size renamed over it with its mtime kept (`cp -p`,
+    # `touch -r`) is another version by its ctime (set by the rename and by
+    # the mtime's change), which LOWER reports. Through a FUSE LOWER whose
+    # inode numbers follow its names (the fixture without use_ino), the
+    # version looked unchanged: the old bytes were served.
+    def check_same_size_and_mtime_replaced(self, through_fixture):
+        a, b = et.det_bytes(150 * KiB, 13), et.det_bytes(150 * KiB, 14)
+        self.put(a)
+        mtime = os.stat(self.p).st_mtime_ns
+        lower = self.mount_faultfs(self.lower) if through_fixture else self.lower
+        d = self.mount(lower, opts=["cache.consistency=open", "cache.policy=lru"])
+        self.assert_version(et.read_file_raw(d.path("sample.bin")), a, "the first open")
+        self.assert_version(et.read_file_raw(d.path("sample.bin")), a, "a hot open")
+        hits = d.stats()["hits"]
+        tmp = self.p + ".tmp"
+        et.write_file(tmp, b)
+        os.utime(tmp, ns=(mtime, mtime))
+        os.rename(tmp, self.p)
+        self.assertEqual((os.stat(self.p).st_size, os.stat(self.p).st_mtime_ns), (len(a), mtime))
+        self.assert_version(et.read_file_raw(d.path("sample.bin")), b, "an open after")
+        self.assertGreater(hits, 0)
+        self.assertTrue(d.alive(), d.stderr_text())
+
+    def test_a_replacement_of_the_same_size_and_mtime_is_a_new_version(self):
+        self.check_same_size_and_mtime_replaced(False)
+
+    def test_the_same_through_a_fuse_lower_without_inode_numbers(self):
+        self.check_same_size_and_mtime_replaced(True)
+
     # Cause (without OPEN): a pass is the READs of one inode; the kernel
     # forgot the old version's inode, and its number went to the new
     # version's node. A READ of the new inode past offset 0 joined the old

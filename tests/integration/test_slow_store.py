@@ -15,7 +15,12 @@ to cache.prefetch loads in flight on workers of its own, and never more:
 the fixture counts the most calls it served at once (max_in_flight).
 
 Under consistency "open" a hot open costs LOWER the one stat the mode
-promises (its lookup's), nothing more, counted both ways too."""
+promises (its lookup's), nothing more, counted both ways too; and a LOWER
+that numbers an unchanged file anew costs it no reload.
+
+On an allow_other mount, attributes past fuse.permission_timeout are
+re-checked: while LOWER hangs or fails, stale listings, lookups and stats
+answer from what the daemon knows, after at most one grace of 2 s."""
 import errno
 import os
 import time
@@ -181,6 +186,33 @@ class SlowStoreTest(et.MountTestCase):
             self.assertEqual(set(fixture), {"stat"}, fixture)
             self.assertGreaterEqual(daemon.get("lookup", 0), 3, daemon)
 
+    def test_under_open_a_lower_that_renumbers_costs_no_reload(self):
+        # The fixture (libfuse's high-level API without use_ino) numbers a
+        # file's inode anew after the kernel forgot it, as sshfs does: the
+        # file is unchanged, and a hot open under "open" serves its cached
+        # bytes (one stat, no open or read of LOWER). Before, the inode
+        # number was part of a file's version: each such open threw the
+        # cached copy away and loaded the file again.
+        d = self.mount(self.faultmnt, opts=["cache.consistency=open", "fuse.one_copy=false"])
+        rel = "a/f3.bin"
+        self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])  # cold
+        pid = d.proc.pid
+        before, misses = fixture_counts(self.faultmnt, pid), d.stats()["misses"]
+        inos = set()
+        for _ in range(4):
+            inos.add(os.stat(os.path.join(self.faultmnt, rel)).st_ino)
+            # The kernel forgets the inodes nothing holds (FORGET): the
+            # fixture's node of the file goes, and with it its number.
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("2")
+            self.assertEqual(et.read_file_raw(d.path(rel)), self.files[rel])
+        after = fixture_counts(self.faultmnt, pid)
+        self.assertGreater(len(inos), 1, "the fixture kept the file's inode number")
+        self.assertEqual((after["open"] - before["open"], after["read"] - before["read"]),
+                         (0, 0), "LOWER opened or read for an unchanged file")
+        self.assertEqual(d.stats()["misses"], misses, d.stats())
+        self.assertTrue(d.alive(), d.stderr_text())
+
     def test_a_cold_load_reads_a_small_file_in_one_call(self):
         # A file of one read piece is opened, stat'ed and read whole, and
         # its end is found by that read (one byte asked past it), not by a
@@ -261,6 +293,63 @@ class SlowStoreTest(et.MountTestCase):
         self.assertTrue(d.stats()["lower_down"])
         self.assertGreater(d.stats()["known_last_known"], 0)
         self.assertTrue(d.alive())
+
+    def ls_l(self, d):
+        """Lists every directory and stats each entry (ls -l, scandir + stat)."""
+        for top in ("", "a", "b", "b/c"):
+            for e in os.scandir(d.path(top) if top else d.mnt):
+                e.stat(follow_symlinks=False)
+
+    def check_stale_listings_answer(self, flag, readdirplus):
+        # allow_other: past fuse.permission_timeout (1 s) each path is
+        # re-checked on LOWER. While LOWER hangs (lower.timeout 60 s here),
+        # the first re-check waits the grace of an answer in hand (2 s), not
+        # lower.timeout, and LOWER is down from it: every later lookup,
+        # listing and readdirplus answers from what the daemon knows, with
+        # no LOWER call. Before, the first re-check waited the whole
+        # lower.timeout (60 s), and every new one until LOWER was known down.
+        d = self.mount(self.faultmnt, opts=["allow_other", "fuse.permission_timeout=1",
+                                            "lower.timeout=60",
+                                            "fuse.readdirplus=" + readdirplus])
+        self.walk(d)
+        self.ls_l(d)
+        time.sleep(1.5)  # every path's attributes are past the bound
+        et.write_file(os.path.join(self.src, flag), b"")
+        try:
+            self.stale_listings_while_down(d, flag)
+        finally:
+            if os.path.exists(os.path.join(self.src, flag)):
+                os.unlink(os.path.join(self.src, flag))
+        self.assertEqual(et.read_file_raw(d.path("cold.bin")), self.cold)
+        self.assertFalse(d.stats()["lower_down"])
+        self.assertTrue(d.alive(), d.stderr_text())
+
+    def stale_listings_while_down(self, d, flag):
+        def listings():
+            self.walk(d)
+            self.ls_l(d)
+        # A bound for liveness: far below lower.timeout, far above the grace.
+        self.assertEqual(run_with_bound(listings, 20), 0, "stale listings while LOWER %s" % flag)
+        st = d.stats()
+        self.assertTrue(st["lower_down"], st)
+        self.assertIn("LOWER is down", d.stderr_text())
+        for _ in range(2):
+            time.sleep(1.2)  # past the kernel's timeouts again
+            before = d.stats()
+            self.assertEqual(run_with_bound(listings, 20), 0)
+            after = d.stats()
+            self.assertEqual(after["lower_calls_by_kind"], before["lower_calls_by_kind"],
+                             "LOWER asked while it is known down")
+            self.assertEqual(after["lower_timeouts"], before["lower_timeouts"])
+            self.assertGreater(after["known_last_known"], before["known_last_known"])
+
+    def test_stale_listings_answer_while_lower_hangs(self):
+        for readdirplus in ("auto", "always"):
+            with self.subTest(readdirplus=readdirplus):
+                self.check_stale_listings_answer(".hang_all", readdirplus)
+
+    def test_stale_listings_answer_while_lower_fails(self):
+        self.check_stale_listings_answer(".fail_all", "always")
 
 
 class InFlightTest(et.MountTestCase):

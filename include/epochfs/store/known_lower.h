@@ -12,10 +12,17 @@
 //     memory, no LOWER call;
 //   - remembered but older (an allow_other mount re-checks each file's owner
 //     and mode once per fuse.permission_timeout: docs/security.md): a stat
-//     of LOWER, on a gate worker, never inline; if it times out or fails with
-//     an I/O error, or LOWER is already known to be down (lower_health.h:
-//     then without asking), the last known attributes answer;
+//     of LOWER, on a gate worker, never inline, given up on after
+//     `recheck_grace` (not lower.timeout: an answer is in hand); if it times
+//     out or fails with an I/O error, or LOWER is already known to be down
+//     (lower_health.h: then without asking), the last known attributes
+//     answer. A re-check given up on is a timeout of LOWER's: LOWER is down
+//     from it (logged), so the next calls answer at once;
 //   - not remembered: a stat of LOWER, as without KnownLower.
+// A listing's attributes (StatEntries, for a readdirplus reply) are optional:
+// while LOWER is down none are asked for (the entries go without, and the
+// kernel looks up the names it needs, answered as above), and a re-check of
+// remembered ones is given up on after `recheck_grace` likewise.
 // A path LOWER says does not exist is forgotten, never remembered as missing
 // (a file added to LOWER is found at its next lookup). Under "open", or with
 // `remember` false, every call goes to LOWER.
@@ -51,6 +58,9 @@ struct KnownLowerOptions {
   // How long LOWER's answer stands; max(): for ever.
   std::chrono::milliseconds max_age = std::chrono::milliseconds::max();
   uint64_t max_entries = 2'000'000;      // cache.metadata_entries
+  // How long a re-check of remembered attributes waits for LOWER before the
+  // last known ones answer; 0: lower.timeout.
+  std::chrono::milliseconds recheck_grace = std::chrono::milliseconds(0);
 };
 
 struct KnownLowerCounters {
@@ -76,6 +86,7 @@ class KnownLower {
   Result<std::vector<DirEntry>> List(const std::string& rel) const;
   // Lower::StatEntries, answered from memory when every name is remembered
   // (and young enough); else from LOWER, and the answers are remembered.
+  // TimedOut without a LOWER call while LOWER is down (above).
   Result<std::vector<std::optional<struct stat>>> StatEntries(
       const std::string& rel, const std::vector<std::string>& names) const;
 

@@ -31,6 +31,7 @@
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/store/lower_gate.h"
 #include "epochfs/store/lower_health.h"
+#include "epochfs/store/version.h"
 
 namespace epochfs::store {
 
@@ -105,6 +106,9 @@ class Lower {
   LowerGateCounters gate_counters() const;
   // Calls by kind, and whether LOWER is answering (lower_health.h).
   const LowerHealth& health() const { return *health_; }
+  // How a file's version is read from its attributes on this LOWER
+  // (version.h: its inode numbers count only where they are stable).
+  const VersionRule& versions() const { return versions_; }
 
  private:
   Lower(std::string path, UniqueFd fd)
@@ -121,6 +125,7 @@ class Lower {
   // Shared with the operations and the gate's watchdog, which may outlive this Lower.
   std::shared_ptr<LowerHealth> health_ = std::make_shared<LowerHealth>();
   std::unique_ptr<LowerGate> gate_;
+  VersionRule versions_;
 };
 
 }  // namespace epochfs::store

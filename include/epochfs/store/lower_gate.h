@@ -166,16 +166,19 @@ class PrefetchScope {
 // LowerGate never run inline, whatever AnswerScope is around: the caller has
 // an answer of its own for a call given up on (the last known attributes,
 // known_lower.h) and must neither be answered by the watchdog nor be held in
-// a hung call.
+// a hung call. With a `bound` shorter than the gate's timeout, they are given
+// up on after `bound` instead, as after the timeout (TimedOut, counted and
+// logged as one): the caller's answer need not wait lower.timeout.
 class WorkerOnlyScope {
  public:
-  WorkerOnlyScope();
+  explicit WorkerOnlyScope(std::chrono::milliseconds bound = std::chrono::milliseconds(0));
   ~WorkerOnlyScope();
   WorkerOnlyScope(const WorkerOnlyScope&) = delete;
   WorkerOnlyScope& operator=(const WorkerOnlyScope&) = delete;
 
  private:
   AnswerScope* saved_;
+  std::chrono::milliseconds saved_bound_;
 };
 
 }  // namespace epochfs::store

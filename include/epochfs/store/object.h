@@ -6,7 +6,6 @@
 // a reply is still being built from.
 #pragma once
 
-#include <sys/stat.h>
 
 #include <cstdint>
 #include <memory>
@@ -14,22 +13,13 @@
 #include <vector>
 
 #include "epochfs/cache/policy.h"
+#include "epochfs/store/version.h"
 
 namespace epochfs::store {
 
-// What a cached object's bytes are a copy of: the lower file's size, mtime
-// and inode number (a file replaced by another of the same size and mtime is
-// still another version).
-struct Version {
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  uint64_t ino = 0;
-  bool operator==(const Version&) const = default;
-};
-
 struct Object {
   cache::ObjectId id = 0;
-  Version version;
+  Version version;  // what the bytes are a copy of (version.h)
   uint64_t checksum = 0;  // XXH3-64 of data (of the bytes handed over)
   std::vector<char> data;
   // Handed over (fuse.one_copy, CacheFront::HandOver): the kernel's page
@@ -55,7 +45,5 @@ cache::ObjectId ObjectIdOf(std::string_view rel);
 // sizes (the block size follows the budget) never share an id. Seeded as
 // ObjectIdOf, and never the id of a file's whole object (the key holds a NUL).
 cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length);
-// The version of a lower file.
-Version VersionOf(const struct stat& st);
 
 }  // namespace epochfs::store

@@ -72,10 +72,12 @@ TEST(InodeTable, AForgottenNumberComesBackWithTheNextGeneration) {
 TEST(InodeTable, MarkServedSaysWhetherTheVersionIsTheOneServedLast) {
   InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755));
   NodeView a = t.Ref(NodeKind::kLower, "a", Lstat(1, 1, 10));
-  const store::Version v1{1, 1'000'000'007, 10}, v2{1, 1'000'000'007, 11};
+  const store::Version v1{1, 1'000'000'007, 5, 10}, v2{1, 1'000'000'007, 5, 11},
+      v3{1, 1'000'000'007, 6, 10};
   EXPECT_FALSE(t.MarkServed(a.ino, v1));
   EXPECT_TRUE(t.MarkServed(a.ino, v1));
   EXPECT_FALSE(t.MarkServed(a.ino, v2)) << "another inode number is another version";
+  EXPECT_FALSE(t.MarkServed(a.ino, v3)) << "another ctime is another version";
   EXPECT_FALSE(t.MarkServed(999, v1)) << "no such node";
 }
 
@@ -99,7 +101,10 @@ TEST(InodeTable, RenumberingGivesAChangedFileANewNode) {
   same.st_mode = S_IFREG | 0640;
   t.SetAttr(a.ino, same);
   EXPECT_EQ(t.Get(a.ino)->st.st_mode, S_IFREG | 0640u) << "the same version takes a new mode";
-  for (const struct stat& changed : {Lstat(10, 100, 78), Lstat(11, 100, 77), Lstat(10, 101, 77)}) {
+  struct stat new_ctime = Lstat(10, 100, 77);
+  new_ctime.st_ctim.tv_sec = 5;  // renamed over it with its size and mtime kept
+  for (const struct stat& changed :
+       {Lstat(10, 100, 78), Lstat(11, 100, 77), Lstat(10, 101, 77), new_ctime}) {
     const fuse_ino_t before = t.Peek(NodeKind::kLower, "a");
     NodeView b = t.Ref(NodeKind::kLower, "a", changed);
     EXPECT_NE(b.ino, before);
@@ -119,6 +124,25 @@ TEST(InodeTable, RenumberingGivesAChangedFileANewNode) {
   NodeView p = plain.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77));
   EXPECT_EQ(plain.Ref(NodeKind::kLower, "a", Lstat(12, 100, 78)).ino, p.ino);
   EXPECT_EQ(plain.Get(p.ino)->st.st_size, 12);
+}
+
+// A LOWER without stable inode numbers (a FUSE LOWER that numbers a node
+// anew after the kernel forgot it): an unchanged file under a new number
+// keeps its node, and GETATTR shows it as it is; a changed one is renumbered.
+TEST(InodeTable, AFileLowerOnlyNumberedAnewKeepsItsNode) {
+  InodeTable t(Lstat(0, 0, 2, S_IFDIR | 0755), NodeKind::kLower, /*renumber_changed=*/true,
+               store::VersionRule(/*stable_inodes=*/false));
+  NodeView a = t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 77));
+  EXPECT_EQ(t.Ref(NodeKind::kLower, "a", Lstat(10, 100, 78)).ino, a.ino);
+  struct stat renumbered = Lstat(10, 100, 79);
+  renumbered.st_mode = S_IFREG | 0600;
+  t.SetAttr(a.ino, renumbered);
+  EXPECT_EQ(t.Get(a.ino)->st.st_mode, S_IFREG | 0600u) << "the same version's attributes";
+  struct stat replaced = Lstat(10, 100, 79);
+  replaced.st_ctim.tv_sec = 3;
+  NodeView b = t.Ref(NodeKind::kLower, "a", replaced);
+  EXPECT_NE(b.ino, a.ino);
+  EXPECT_EQ(t.Get(b.ino)->st.st_ctim.tv_sec, 3) << "an open checks the ctime too";
 }
 
 // Under "open" a lookup's stat is the check of the open it starts: each

@@ -77,7 +77,7 @@ struct Session {
     data = std::make_unique<DataView>(*ctx, attributor, *handover, descriptors);
     struct stat st {};
     ::stat((root + "/a.bin").c_str(), &st);
-    auto obj = cache->Get({store::ObjectIdOf("a.bin"), "a.bin", store::VersionOf(st)});
+    auto obj = cache->Get({store::ObjectIdOf("a.bin"), "a.bin", lower->versions().Of(st)});
     EXPECT_TRUE(obj.ok());
     file = std::make_shared<OpenFile>();
     file->kind = OpenFile::Kind::kObject;

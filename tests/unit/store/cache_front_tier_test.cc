@@ -102,7 +102,7 @@ struct TierFront {
     }).ok());
     struct stat st;
     EXPECT_EQ(::stat((root + "/a.bin").c_str(), &st), 0);
-    const Version v = VersionOf(st);
+    const Version v = VersionRule().Of(st);
     tier.Put(LowerKey{"a.bin", 0, 0, v.size, v.mtime_ns}, a);
     cache->SetSecondTier(&tier);
   }

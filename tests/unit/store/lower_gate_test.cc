@@ -58,6 +58,29 @@ TEST(LowerGate, AHungCallTimesOut) {
   EXPECT_TRUE(again.ok()) << again.ToString();
 }
 
+// A caller with an answer of its own (the last known attributes) gives up
+// after its bound, not the gate's timeout: TimedOut, counted as a timeout;
+// outside the scope the gate's timeout holds again.
+TEST(LowerGate, AWorkerOnlyScopesBoundIsShorterThanTheTimeout) {
+  auto latch = std::make_shared<Latch>();
+  LowerGate g({milliseconds(600'000), 1, 4});
+  g.Start();
+  Status s;
+  {
+    WorkerOnlyScope bounded(milliseconds(100));
+    s = g.Run([latch] { latch->Wait(); }, "stat a");
+  }
+  EXPECT_EQ(s.code(), Code::kTimedOut) << s.ToString();
+  EXPECT_NE(s.message().find("within 0.1 s"), std::string::npos) << s.ToString();
+  EXPECT_EQ(g.counters().timeouts, 1u);
+  {
+    WorkerOnlyScope unbounded;  // no bound: the gate's timeout
+    WorkerOnlyScope longer(milliseconds(900'000));  // longer: the gate's timeout
+    EXPECT_TRUE(g.Run([] {}, "b").ok());
+  }
+  latch->Open();
+}
+
 // Runs `op` through `g` and gives up on it once it has started (an interrupt
 // that comes only then): the call is then stuck on its worker, whatever the
 // machine's load.

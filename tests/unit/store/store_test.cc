@@ -151,7 +151,7 @@ struct Front {
   GetRequest Req(const std::string& rel, cache::ObjectId id) {
     struct stat st;
     EXPECT_EQ(::stat((dir.path() + "/" + rel).c_str(), &st), 0);
-    return {id, rel, VersionOf(st)};
+    return {id, rel, lower->versions().Of(st)};
   }
 };
 
@@ -277,7 +277,7 @@ TEST(CacheFrontPrefetch, AFileReplacedAfterItsPrefetchIsNotServedStale) {
   const struct timespec times[2] = {old_st.st_atim, old_st.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);  // same size, same mtime
   GetRequest req = f.ReqOf(f.b_id);
-  ASSERT_NE(req.version, VersionOf(old_st)) << "the inode number tells them apart";
+  ASSERT_NE(req.version, f.lower->versions().Of(old_st)) << "the inode number and ctime tell them apart";
   auto got = f.cache->Get(req);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(std::string(got.value()->data.begin(), got.value()->data.end()), fresh);
@@ -645,10 +645,13 @@ TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
   EXPECT_EQ(f.cache->counters().invalidations, c.invalidations);
 }
 
-// Bytes on lower that are not those handed over, under the same version
-// (size, mtime, inode): never put back in the stub's place; the stub is
-// dropped (an invalidation) and the read is a miss of the new bytes.
-TEST(CacheFront, ARefillOfOtherBytesInvalidates) {
+// Bytes on LOWER rewritten in place with the size and mtime put back: another
+// version all the same (its ctime moved; the version had only size, mtime
+// and inode before). A read of the version handed over gets the new bytes
+// under their own version, for its caller to refuse (an open: ESTALE), never
+// under the old one; the next open, of the new version, drops the stub (an
+// invalidation) and is a miss of the new bytes.
+TEST(CacheFront, AFileRewrittenInPlaceWithItsMtimePutBackIsAnotherVersion) {
   Front f(1 << 20);
   f.dir.Write("h", 4000, 4);
   GetRequest req = f.Req("h", 9);
@@ -660,17 +663,24 @@ TEST(CacheFront, ARefillOfOtherBytesInvalidates) {
   std::string other = f.dir.Write("h", 4000, 5);  // rewritten in place
   const struct timespec times[2] = {st.st_atim, st.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, (f.dir.path() + "/h").c_str(), times, 0), 0);
-  ASSERT_EQ(f.Req("h", 9).version, req.version);
+  const GetRequest fresh = f.Req("h", 9);
+  ASSERT_EQ(fresh.version.size, req.version.size);
+  ASSERT_EQ(fresh.version.mtime_ns, req.version.mtime_ns);
+  ASSERT_NE(fresh.version, req.version) << "the ctime tells them apart";
   auto r2 = f.cache->Get(req);
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), other);
+  EXPECT_EQ(r2.value()->version, fresh.version) << "never the new bytes under the old version";
+  auto r3 = f.cache->Get(fresh);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(std::string(r3.value()->data.begin(), r3.value()->data.end()), other);
   CacheCounters c = f.cache->counters();
-  EXPECT_EQ(c.misses, 2u);
   EXPECT_EQ(c.refills, 0u);
   EXPECT_EQ(c.invalidations, 1u);
   ObjectRef now = f.cache->ram().Find(9);
   ASSERT_TRUE(now);
   EXPECT_FALSE(now->handed_over);
+  EXPECT_EQ(now->version, fresh.version);
   EXPECT_EQ(f.cache->ram().used(), 4000u);
 }
 

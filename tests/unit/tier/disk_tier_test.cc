@@ -44,7 +44,7 @@ store::ObjectRef Obj(const store::LowerKey& k, uint64_t size, char seed) {
   return o;
 }
 
-store::Version V(const store::LowerKey& k) { return store::Version{k.size, k.mtime_ns, 42}; }
+store::Version V(const store::LowerKey& k) { return store::Version{k.size, k.mtime_ns, 0, 42}; }
 
 std::unique_ptr<DiskTier> OpenTier(const std::string& dir, uint64_t size = 64 << 20) {
   DiskTierOptions o;
