@@ -24,27 +24,22 @@ Result<std::vector<BlockSlice>> RefillRead(store::CacheFront& cache, OpenFile& f
   const uint64_t file_size = stub->handed_size;
   const BlockSpan span = BlocksCovering(off, size, file_size, b);
   const uint64_t end = off + std::min<uint64_t>(size, file_size - std::min(off, file_size));
+  std::lock_guard lock(f.refill_mu);
   for (uint64_t i = span.first; i < span.first + span.count; ++i) {
     store::ObjectRef block;
-    bool first = false;
-    {
-      std::lock_guard lock(f.mu);
-      if (f.refill && f.refill_index == i) {
-        block = f.refill;
-      } else {
-        first = !f.refilled;  // this open's first refill: counted once
-        f.refilled = true;
-      }
+    for (const OpenFile::Refilled& kept : f.refill) {
+      if (kept.block && kept.index == i) block = kept.block;
     }
     if (!block) {
       store::GetRequest g{stub->id, f.path, stub->version, f.job, f.sample};
       g.heard = true;
-      Result<store::ObjectRef> got = cache.RefillBlock(g, stub, i, first);
+      // This open's first refill is counted once, in `refills`.
+      Result<store::ObjectRef> got = cache.RefillBlock(g, stub, i, !f.refilled);
       if (!got.ok()) return got.status();
       block = got.value();
-      std::lock_guard lock(f.mu);
-      f.refill = block;
-      f.refill_index = i;
+      f.refilled = true;
+      f.refill[1] = std::move(f.refill[0]);
+      f.refill[0] = {block, i};
     }
     const uint64_t start = i * b;
     const uint64_t from = std::max(off, start);

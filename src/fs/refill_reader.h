@@ -7,11 +7,12 @@
 // kernel keeps the rest of its pages. A smaller file is refilled whole
 // (KernelHandover::ObjectFor).
 //
-// An open keeps the block it refilled last (OpenFile::refill), so the
-// kernel's several READs of one block read it from LOWER once: an open holds
-// at most one block beside its stub.
-// Internal to src/fs. Thread safety: readers of one open may race; the kept
-// block is guarded by OpenFile::mu.
+// An open keeps the two blocks it refilled last (OpenFile::refill), and its
+// refills take turns (OpenFile::refill_mu), so the kernel's several READs of
+// one block, concurrent or a little out of order around a block's end, read
+// it from LOWER once: an open holds at most two blocks beside its stub.
+// Internal to src/fs. Thread safety: readers of one open may race; its
+// refills run one at a time.
 #pragma once
 
 #include <cstddef>

@@ -7,11 +7,14 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/store/lower.h"
@@ -111,6 +114,34 @@ TEST(RefillRead, ReadsOnlyTheBlocksAskedForEachOncePerOpen) {
   // The stub stays handed over: the RAM tier holds no bytes of it.
   EXPECT_EQ(h.cache->ram().Find(7), h.stub);
   EXPECT_EQ(h.cache->ram().handed_bytes(), 10000u);
+}
+
+// The kernel's READs of lost pages come several at once (read-ahead), and a
+// little out of order around a block's end: each block is read once.
+TEST(RefillRead, ConcurrentAndOutOfOrderReadsOfOneOpenReadEachBlockOnce) {
+  Handed h;
+  std::vector<std::thread> readers;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 8; ++t) {
+    readers.emplace_back([&h, &bad, t] {
+      const uint64_t off = 8192 + 100 * static_cast<uint64_t>(t);
+      auto r = RefillRead(*h.cache, h.f, h.stub, 100, off);
+      if (!r.ok() || Joined(r.value()) != h.want.substr(off, 100)) ++bad;
+    });
+  }
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(h.cache->counters().refill_bytes, 1808u) << "block 2, once";
+  // Blocks 1, then 2 again and 1 again: the open keeps the last two.
+  ASSERT_TRUE(RefillRead(*h.cache, h.f, h.stub, 10, 4096).ok());
+  ASSERT_TRUE(RefillRead(*h.cache, h.f, h.stub, 10, 9000).ok());
+  ASSERT_TRUE(RefillRead(*h.cache, h.f, h.stub, 10, 5000).ok());
+  EXPECT_EQ(h.cache->counters().refill_bytes, 1808u + 4096);
+  ASSERT_TRUE(RefillRead(*h.cache, h.f, h.stub, 10, 0).ok());  // block 0: 2 goes
+  ASSERT_TRUE(RefillRead(*h.cache, h.f, h.stub, 10, 9000).ok());
+  store::CacheCounters c = h.cache->counters();
+  EXPECT_EQ(c.refill_bytes, 2 * 1808u + 2 * 4096);
+  EXPECT_EQ(c.refills, 1u);
 }
 
 TEST(RefillRead, ABlockOfOtherBytesIsStaleTheOthersAreServed) {
