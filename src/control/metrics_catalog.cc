@@ -41,6 +41,7 @@ constexpr Entry kCatalog[] = {
     {"prefetch_wasted", "epochfs_prefetch_wasted_total", C, 1, "Prefetched objects evicted or dropped unread."},
     {"handovers", "epochfs_handovers_total", C, 1, "Objects handed over to the kernel's page cache (fuse.one_copy)."},
     {"refills", "epochfs_refills_total", C, 1, "Handed-over objects read again from LOWER."},
+    {"refill_bytes", "epochfs_refill_bytes_total", C, 1, "Bytes read from LOWER by refills."},
     {"lower_timeouts", "epochfs_lower_timeouts_total", C, 1, "LOWER calls given up on after lower.timeout."},
     {"lower_interrupts", "epochfs_lower_interrupts_total", C, 1, "LOWER calls abandoned because the reader was interrupted."},
     {"lower_stuck", "epochfs_lower_stuck", G, 1, "LOWER workers inside a call given up on, now."},

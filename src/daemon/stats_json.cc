@@ -54,6 +54,7 @@ std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, cons
   j["prefetch_wasted"] = c.prefetch_wasted;
   j["handovers"] = c.handovers;
   j["refills"] = c.refills;
+  j["refill_bytes"] = c.refill_bytes;
   const store::LowerGateCounters g = lower.gate_counters();
   j["lower_timeouts"] = g.timeouts;
   j["lower_interrupts"] = g.interrupts;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "block_reader.h"
+#include "refill_reader.h"
 
 namespace epochfs::fs {
 DataView::DataView(const FsContext& ctx, Attributor& attributor, KernelHandover& handover,
@@ -249,6 +250,12 @@ void DataView::Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFi
         if (handover_.KeptByKernel(ino, f, static_cast<uint64_t>(off), n)) passes_.End(ino, f);
         return;
       }
+      store::ObjectRef held;
+      {
+        std::lock_guard lock(f->mu);
+        held = f->object;
+      }
+      if (RefillsInBlocks(held)) return ReadRefill(req, ino, *f, held, size, off);
       auto [o, refilled] = handover_.ObjectFor(ino, *f);
       if (!o.ok()) return (void)reply::Err(req, ToErrno(o.status()));
       const std::vector<char>& data = o.value()->data;
@@ -287,6 +294,30 @@ void DataView::Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFi
     default:  // control and spill files are not the dataset's (Filesystem routes them)
       return (void)reply::Err(req, EBADF);
   }
+}
+
+// A mount with OPEN: pages the kernel lost of a file it was handed in
+// several blocks, read back in the blocks that hold them. Bytes LOWER no
+// longer holds (Stale) are never mixed with the kernel's pages of the old
+// ones: those are dropped, as ObjectFor does.
+void DataView::ReadRefill(fuse_req_t req, fuse_ino_t ino, OpenFile& f,
+                          const store::ObjectRef& stub, size_t size, off_t off) {
+  auto got = RefillRead(ctx_.cache, f, stub, size, static_cast<uint64_t>(off));
+  if (!got.ok()) {
+    if (got.status().code() == Code::kStale) handover_.Drop(ino);
+    return (void)reply::Err(req, ToErrno(got.status()));
+  }
+  if (got.value().empty()) return (void)reply::Buf(req, nullptr, 0);
+  std::vector<iovec> iov;
+  iov.reserve(got.value().size());
+  uint64_t n = 0;
+  for (const BlockSlice& piece : got.value()) {
+    iov.push_back({const_cast<char*>(piece.data), piece.len});
+    n += piece.len;
+  }
+  reply::Iov(req, iov.data(), static_cast<int>(iov.size()));
+  // After the reply: a drop of the kernel's pages must follow their fill.
+  handover_.RefilledBlocks(ino, stub, static_cast<uint64_t>(off), n);
 }
 
 void DataView::Release(fuse_ino_t ino, OpenFile& f) {

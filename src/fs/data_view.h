@@ -47,6 +47,10 @@ class DataView {
   // READ of open dataset file `f` (kObject, kBlocks, kStream).
   void Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFile>& f, size_t size,
             off_t off);
+  // READ of open file `f` whose object is handed-over `stub`, refilled in
+  // blocks (refill_reader.h; a mount with OPEN).
+  void ReadRefill(fuse_req_t req, fuse_ino_t ino, OpenFile& f, const store::ObjectRef& stub,
+                  size_t size, off_t off);
   // READ without OPEN (Role::kDataset): by inode, through a pass.
   void ReadWithoutOpen(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off);
   // The release of open dataset file `f` of `ino`.

@@ -100,7 +100,9 @@ void KernelHandover::LeftByOpen(fuse_ino_t ino, OpenFile& f) {
 // The open's own object, unless the open found the kernel holding the file (a
 // handed-over stub, ServedStub) and the kernel has lost pages since. Get then
 // reads the file again from LOWER (a refill; the open was the policy's
-// access); the rest of this open reads the refilled bytes. Bytes other than
+// access); the rest of this open reads the refilled bytes. (A stub with a
+// checksum per block is refilled by blocks instead: refill_reader.h, which
+// the DataView asks first.) Bytes other than
 // those handed over (another checksum or size) are never mixed with the
 // kernel's pages of the old ones: those are dropped and the read fails with
 // Stale (ESTALE), as a file changed under an open does.
@@ -140,7 +142,21 @@ void KernelHandover::SentToKernel(const store::ObjectRef& o, uint64_t off, size_
   } else if (!coverage_.Add(o->id, off, n, o->data.size())) {
     return;
   }
-  ctx_.cache.HandOver(o);
+  // A checksum per block: pages the kernel loses later are read back a
+  // block at a time (refill_reader.h); none when blocks are off.
+  const uint64_t block = ctx_.cfg.cache.block_size == 0
+                             ? 0
+                             : EffectiveBlockSize(ctx_.cfg.cache.block_size,
+                                                  ctx_.cache.max_object_bytes());
+  ctx_.cache.HandOver(o, block);
+}
+
+// The refilled bytes went to the kernel after the stub left the RAM tier (an
+// eviction in between dropped the inode's pages before these came): they
+// leave too.
+void KernelHandover::RefilledBlocks(fuse_ino_t ino, const store::ObjectRef& stub, uint64_t off,
+                                    uint64_t n) {
+  if (!Resident(stub)) kernel_cache_.Drop(ino, off, n);
 }
 
 // One copy for blocks (no OPEN): a resident block whose every byte the kernel

@@ -10,7 +10,8 @@
 // the store hands the object over (CacheFront::HandOver): the RAM tier keeps
 // a stub, the kernel the bytes. An open that finds the kernel holding its
 // file keeps its pages (ServedStub); a READ that still comes (the kernel
-// lost pages) refills the object from LOWER (ObjectFor), and bytes of
+// lost pages) refills the object from LOWER (ObjectFor; a file of several
+// blocks only in the blocks asked for, refill_reader.h), and bytes of
 // another version are never mixed with the kernel's: those fail with ESTALE.
 //
 // Owns the invalidator and the coverage; the inode table is the Filesystem's
@@ -83,6 +84,9 @@ class KernelHandover {
   std::pair<Result<store::ObjectRef>, bool> ObjectFor(fuse_ino_t ino, OpenFile& f);
   // A mount with OPEN: the `n` bytes at `off` of `o` were sent to the kernel.
   void SentToKernel(const store::ObjectRef& o, uint64_t off, size_t n, bool refilled);
+  // A mount with OPEN: the kernel was sent `n` bytes at `off` of handed-over
+  // `stub`, read back from LOWER in blocks (refill_reader.h).
+  void RefilledBlocks(fuse_ino_t ino, const store::ObjectRef& stub, uint64_t off, uint64_t n);
   // A mount with OPEN: open file `f` of `ino` is released.
   void LeftByOpen(fuse_ino_t ino, OpenFile& f);
 

@@ -49,6 +49,18 @@ struct OpenFile {
   // not the file), of at most kMaxPatchBytes (kernel_handover.h): the object
   // goes back to the kernel after that READ.
   bool patch = false;
+  // kObject, a handed-over stub of a file in several blocks: the two blocks
+  // last read back from LOWER for pages the kernel lost (refill_reader.h;
+  // the newer first), and whether this open has refilled any (counted once
+  // in `refills`). Guarded by refill_mu, which a refill holds while it reads
+  // LOWER: the kernel's concurrent READs of one block read it once.
+  std::mutex refill_mu;
+  struct Refilled {
+    store::ObjectRef block;
+    uint64_t index = 0;
+  };
+  Refilled refill[2];
+  bool refilled = false;
   uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };

@@ -320,6 +320,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     if (resident->version == ref->version && resident->checksum == ref->checksum &&
         ram_.Replace(resident, ref)) {
       c_.refills.fetch_add(1, std::memory_order_relaxed);
+      if (loaded) c_.refill_bytes.fetch_add(ref->data.size(), std::memory_order_relaxed);
       if (!req.heard) {  // read from LOWER again: a refill, not a hit
         a.served = cache::Access::Served::kRefill;
         ApplyLocked(policy_->OnHit(a), nullptr);
@@ -464,7 +465,8 @@ CacheCounters CacheFront::counters() const {
           ld(c_.refused),   ld(c_.lower_errors), ld(c_.invalidations),
           ld(c_.streamed_opens), ld(c_.streamed_bytes), ld(c_.prefetched),
           ld(c_.prefetch_bytes), ld(c_.prefetch_hits), ld(c_.prefetch_wasted),
-          ld(c_.handovers), ld(c_.refills), ld(c_.tier_hits), ld(c_.tier_skipped)};
+          ld(c_.handovers), ld(c_.refills), ld(c_.refill_bytes), ld(c_.tier_hits),
+          ld(c_.tier_skipped)};
 }
 
 }  // namespace epochfs::store

@@ -1,22 +1,31 @@
 // CacheFront (cache_front.h): one copy's part. An object served whole is
 // handed over to the kernel's page cache (fuse.one_copy): the RAM store keeps
-// a stub of it (its id, version, checksum and size, no bytes), and an open
-// the kernel serves from its pages is a hit on the stub.
+// a stub of it (its id, version, checksum and size, no bytes; of a large one
+// a checksum per block too), and an open the kernel serves from its pages is
+// a hit on the stub. Pages the kernel loses of a large one are read back a
+// block at a time (RefillBlock), the rest of it staying the kernel's.
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <memory>
 
+#include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 #include "epochfs/store/cache_front.h"
 
 namespace epochfs::store {
 
-bool CacheFront::HandOver(const ObjectRef& served) {
-  if (!served || served->handed_over) return false;
+bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
+  if (!served || served->handed_over || ram_.Find(served->id) != served) return false;
   auto stub = std::make_shared<Object>();
   stub->id = served->id;
   stub->version = served->version;
   stub->checksum = served->checksum;
   stub->handed_over = true;
   stub->handed_size = served->data.size();
+  // Outside the lock: hashing 16 MiB takes about a millisecond.
+  stub->block_sums = BlockSums(served->data.data(), served->data.size(), block);
+  if (!stub->block_sums.empty()) stub->sum_block = block;
   std::lock_guard lock(policy_mu_);
   if (!ram_.Replace(served, std::move(stub))) return false;
   c_.handovers.fetch_add(1, std::memory_order_relaxed);
@@ -58,6 +67,52 @@ ObjectRef CacheFront::AsHandedOver(const GetRequest& req, ObjectRef loaded) cons
   auto same = std::make_shared<Object>(*loaded);
   same->version = req.version;
   return same;
+}
+
+// Read through Lower as a block load is (Fetch), without the second tier
+// (which holds whole objects) and outside the RAM tier and the policy.
+// Compared by bytes, not by version: LOWER may number an unchanged file anew
+// (AsHandedOver); the size and the block's checksum are those handed over.
+Result<ObjectRef> CacheFront::RefillBlock(const GetRequest& req, const ObjectRef& stub,
+                                          uint64_t index, bool first) {
+  if (!stub || !stub->handed_over || stub->sum_block == 0 || index >= stub->block_sums.size()) {
+    return InvalidArgument(req.rel + ": no block " + std::to_string(index) + " to refill");
+  }
+  const uint64_t off = index * stub->sum_block;
+  const uint64_t len = std::min(stub->sum_block, stub->handed_size - off);
+  const uint64_t start = NowNs();
+  auto fail = [this, start](Status s) -> Result<ObjectRef> {
+    c_.lower_errors.fetch_add(1, std::memory_order_relaxed);
+    load_time_.Observe(NowNs() - start);
+    return s;
+  };
+  auto opened = lower_.OpenAndRead(req.rel, 0, req.as);
+  if (!opened.ok()) return fail(opened.status());
+  const struct stat& st = opened.value().st;
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != stub->handed_size) {
+    return Stale(req.rel + ": changed on LOWER since it was handed over (its size)");
+  }
+  auto data = lower_.ReadAt(opened.value().fd.get(), len, off);
+  if (!data.ok()) return fail(data.status());
+  c_.bytes_read_lower.fetch_add(data.value().size(), std::memory_order_relaxed);
+  load_time_.Observe(NowNs() - start);
+  if (data.value().size() != len ||
+      Checksum(data.value().data(), data.value().size()) != stub->block_sums[index]) {
+    return Stale(req.rel + ": block " + std::to_string(index) +
+                 " changed on LOWER since it was handed over");
+  }
+  if (first) c_.refills.fetch_add(1, std::memory_order_relaxed);
+  c_.refill_bytes.fetch_add(len, std::memory_order_relaxed);
+  if (log::Enabled(log::Level::kDebug)) {
+    log::Debug("refill " + req.rel + ": block " + std::to_string(index) + ", " +
+               std::to_string(len) + " bytes from lower");
+  }
+  auto block = std::make_shared<Object>();
+  block->id = stub->id;
+  block->version = stub->version;
+  block->checksum = stub->block_sums[index];
+  block->data = std::move(data).value();
+  return ObjectRef(std::move(block));
 }
 
 }  // namespace epochfs::store

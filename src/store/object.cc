@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -37,6 +38,16 @@ cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length
     for (int i = 0; i < 8; ++i) key.push_back(static_cast<char>(v >> (8 * i)));
   }
   return SeededHash(key.data(), key.size(), IdSeed());
+}
+
+std::vector<uint64_t> BlockSums(const char* data, uint64_t size, uint64_t block) {
+  std::vector<uint64_t> sums;
+  if (block == 0 || size <= block) return sums;
+  sums.reserve((size + block - 1) / block);
+  for (uint64_t off = 0; off < size; off += block) {
+    sums.push_back(Checksum(data + off, static_cast<size_t>(std::min(block, size - off))));
+  }
+  return sums;
 }
 
 }  // namespace epochfs::store

@@ -10,6 +10,7 @@ page-cache residency (fincore(1) through the mount):
     hot pass is one hit per open, served from the kernel's pages;
   - pages the kernel lost are read again from LOWER at their READ (a refill,
     not another access for the policy), byte-exact under concurrent readers;
+    of a file of several blocks, only the blocks that hold them;
   - the kernel's pages of dataset files stay within the budget: an evicted
     file's leave, and so do those of a file in blocks at its release;
   - a file changed on LOWER is read new under cache.consistency = "open";
@@ -240,6 +241,87 @@ class OneCopyTest(et.MountTestCase):
         self.assertEqual((st["hits"], st["misses"], st["refills"], st["invalidations"]),
                          (3, 1, 3, 0), st)
         self.assertEqual(st["bytes_read_lower"], 4 * size, st)
+
+    def lose_and_read_again(self, d, name, data, lost_off, lost_len, read_from=0):
+        """Opens `name` (the kernel holds it whole), drops the kernel's pages
+        of [lost_off, lost_off + lost_len) and reads the file again from
+        `read_from` to its end through the same open, READs as asked (no
+        read-ahead)."""
+        fd = os.open(d.path(name), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            os.posix_fadvise(fd, lost_off, lost_len, os.POSIX_FADV_DONTNEED)
+            return os.pread(fd, len(data) - read_from, read_from)
+        finally:
+            os.close(fd)
+
+    def test_a_refill_reads_only_the_blocks_the_kernel_lost(self):
+        # A file of 8 blocks of 1 MiB, handed over whole; the kernel loses
+        # 1.5 MiB inside blocks 3 and 4. Its next read reads those two blocks
+        # from LOWER (2 MiB), not the file (8 MiB), and the kernel keeps the
+        # rest: the stub stays handed over, nothing goes back into RAM.
+        block = MiB
+        size = 8 * block
+        lower, want = self.dataset([size], seed=91)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB", "cache.block_size=%d" % block])
+        (name, data), = want.items()
+        self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 1, size)
+        before = d.stats()
+        self.assertEqual(before["bytes_read_lower"], size, before)
+        got = self.lose_and_read_again(d, name, data, 3 * block + 100 * KiB, 3 * block // 2)
+        self.assertEqual(got, data)
+        after = d.stats()
+        self.assert_stats_sane(after)
+        read = after["bytes_read_lower"] - before["bytes_read_lower"]
+        # Blocks 3 and 4; a page the kernel reclaimed on its own meanwhile
+        # may add a block, never the file.
+        self.assertGreaterEqual(read, 2 * block, after)
+        self.assertLessEqual(read, 4 * block,
+                             "a refill read %d bytes from LOWER for 1.5 MiB the kernel lost "
+                             "of a %d-byte file" % (read, size))
+        self.assertEqual(read % block, 0, after)
+        self.assertEqual(after["refill_bytes"] - before["refill_bytes"], read, after)
+        self.assertEqual(after["refills"] - before["refills"], 1, after)
+        # The open was one hit, the refill no access of its own.
+        self.assertEqual((after["hits"] - before["hits"], after["misses"] - before["misses"]),
+                         (1, 0), after)
+        self.assertEqual(after["handovers"], before["handovers"], after)
+        self.assertEqual(after["tiers"]["ram"], {"objects": 0, "bytes": 0}, after)
+        self.wait_kernel_tier(d, 1, size)
+        self.assertEqual(et.read_file(d.path(name)), data)
+
+    def test_a_block_refill_of_other_bytes_fails_with_estale(self):
+        # One block changed on LOWER under the same size and mtime: the
+        # refill of pages the kernel lost in it finds other bytes than those
+        # handed over (its block checksum) and fails, the kernel's pages of
+        # the file dropped; the file read afresh is the new one.
+        block = MiB
+        size = 4 * block
+        lower, want = self.dataset([size], seed=92)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB", "cache.block_size=%d" % block,
+                                        "cache.consistency=open"])
+        (name, data), = want.items()
+        self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 1, size)
+        path = os.path.join(lower, name)
+        st = os.stat(path)
+        new = bytearray(data)
+        new[2 * block:3 * block] = et.det_bytes(block, 93)
+        with open(path, "r+b") as f:
+            f.seek(2 * block)
+            f.write(new[2 * block:3 * block])
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        # Pages lost in an unchanged block are refilled: its bytes are those
+        # handed over.
+        self.assertEqual(self.lose_and_read_again(d, name, data, block, block), data)
+        # (Read from the lost range: a read from 0 would end short there.)
+        with self.assertRaises(OSError) as cm:
+            self.lose_and_read_again(d, name, data, 2 * block, block, read_from=2 * block)
+        self.assertEqual(cm.exception.errno, errno.ESTALE)
+        self.assertTrue(et.wait_for(lambda: et.cached_bytes(d.path(name)) == 0, WAIT),
+                        "%d bytes of the old version left in the page cache"
+                        % et.cached_bytes(d.path(name)))
 
     def test_the_memory_governor_counts_only_what_the_daemon_holds(self):
         # cache.memory = "auto": handed-over files are the kernel's page cache,

@@ -107,7 +107,9 @@ struct CacheCounters {
   uint64_t handovers = 0;         // objects handed over to the kernel's page cache (HandOver)
   uint64_t refills = 0;           // handed-over objects read again from lower: not hits
                                   // (the policy hears a hit; an open it heard of already,
-                                  // GetRequest::heard, counted a hit then)
+                                  // GetRequest::heard, counted a hit then), whole or only
+                                  // the blocks the kernel lost (RefillBlock: once a read)
+  uint64_t refill_bytes = 0;      // bytes read from lower by refills (in bytes_read_lower)
   // The second tier (SetSecondTier): misses it served (bytes not read from
   // LOWER), and objects loaded from LOWER the placement did not write to it
   // (their next read lies beyond what it holds).
@@ -155,7 +157,22 @@ class CacheFront {
   // back (a hit for the policy, counted in `refills`); bytes that differ are
   // an invalidation (the stub dropped, then a miss). Returns false and
   // changes nothing when `served` is no longer the resident object.
-  bool HandOver(const ObjectRef& served);
+  // `block` > 0 and `served` larger than it: the stub keeps a checksum of
+  // each `block` bytes (Object::block_sums), and a refill may read back
+  // only the blocks the kernel lost (RefillBlock).
+  bool HandOver(const ObjectRef& served, uint64_t block = 0);
+  // Block `index` of handed-over `stub` (Object::block_sums), read again
+  // from LOWER at req.rel for pages of it the kernel lost, checked against
+  // the checksum handed over, and returned as an object of its own (id and
+  // version the stub's, `data` the block's bytes) that the RAM tier does not
+  // hold: the kernel keeps them, the stub stays. The policy hears nothing
+  // (the open was its access: HitHandedOver); counted in bytes_read_lower
+  // and refill_bytes, and in refills when `first` (the first block a read
+  // refills). Stale when LOWER's file is of another size now, or the block's
+  // bytes are not those handed over; InvalidArgument when the stub keeps no
+  // sums or `index` is past them; LOWER's errors.
+  Result<ObjectRef> RefillBlock(const GetRequest& req, const ObjectRef& stub, uint64_t index,
+                                bool first);
   // An open that the kernel will serve from its own pages (a mount that
   // answers OPEN, one copy): when the resident object of req.id is a
   // handed-over stub of req.version, the read is a hit for the policy, told
@@ -326,7 +343,7 @@ class CacheFront {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},
         admissions{0}, refused{0}, lower_errors{0}, invalidations{0}, streamed_opens{0},
         streamed_bytes{0}, prefetched{0}, prefetch_bytes{0}, prefetch_hits{0}, prefetch_wasted{0},
-        handovers{0}, refills{0}, tier_hits{0}, tier_skipped{0};
+        handovers{0}, refills{0}, refill_bytes{0}, tier_hits{0}, tier_skipped{0};
   } c_;
 };
 
