@@ -18,6 +18,7 @@
 #include "epochfs/fs/session.h"
 #include "epochfs/governor/sampler.h"
 #include "epochfs/store/cache_front.h"
+#include "epochfs/store/held_dirs.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/tier/disk_tier.h"
 #include "disk_tier_setup.h"
@@ -223,7 +224,12 @@ Status Mount::OpenLower() {
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
   gate.max_inline = FuseThreads(cfg()) / 2;
-  auto lower = store::Lower::Open(args_.lower, gate);
+  // Under "immutable" LOWER's directories do not change: files are opened
+  // relative to held directory descriptors (one lookup each, not one per
+  // path component).
+  const size_t held_dirs =
+      cfg().cache.consistency == Consistency::kImmutable ? store::kHeldDirs : 0;
+  auto lower = store::Lower::Open(args_.lower, gate, held_dirs);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
   lower_ = std::move(lower).value();
   known_ = std::make_unique<store::KnownLower>(*lower_, fs::KnownLowerOptionsOf(cfg()));

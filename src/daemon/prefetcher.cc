@@ -25,6 +25,10 @@ void Prefetcher::Kick() {
   // Until a job's samples are known there is nothing to prefetch: reads of a
   // mount no job uses cost no wake-up.
   if (!armed_.load(std::memory_order_relaxed)) return;
+  // Our loads alone fill the target: each worker takes its next load as it
+  // finishes one, so a worker woken now would find no room (two thread
+  // switches for nothing, at every read and every load taken).
+  if (full_.load(std::memory_order_relaxed)) return;
   {
     std::lock_guard lock(wake_mu_);
     ++kicks_;
@@ -34,7 +38,7 @@ void Prefetcher::Kick() {
 
 void Prefetcher::Start() {
   if (depth_ == 0 || !threads_.empty()) return;
-  for (uint32_t i = 0; i < depth_; ++i) threads_.emplace_back([this] { Worker(); });
+  for (uint32_t i = 0; i < depth_; ++i) threads_.emplace_back([this, i] { Worker(i == 0); });
 }
 
 void Prefetcher::Stop() {
@@ -47,14 +51,19 @@ void Prefetcher::Stop() {
   threads_.clear();
 }
 
-void Prefetcher::Worker() {
+void Prefetcher::Worker(bool polls) {
   pthread_setname_np(pthread_self(), "prefetch");  // as top -H and /proc show it
   store::PrefetchScope lane;  // LOWER calls on the prefetch lane's workers
   uint64_t seen = 0;
   for (;;) {
     {
       std::unique_lock lock(wake_mu_);
-      cv_.wait_for(lock, kIdleWait, [&] { return stop_ || kicks_ != seen; });
+      const auto woken = [&] { return stop_ || kicks_ != seen; };
+      if (polls) {
+        cv_.wait_for(lock, kIdleWait, woken);
+      } else {
+        cv_.wait(lock, woken);
+      }
       if (stop_) return;
       seen = kicks_;
     }
@@ -78,6 +87,10 @@ void Prefetcher::Worker() {
 std::optional<Prefetcher::Task> Prefetcher::Take() {
   std::lock_guard lock(mu_);
   if (inflight_ + cache_.demand_loads() >= target_.target()) return std::nullopt;
+  struct Full {  // full_ as it is when Take returns
+    const Prefetcher& p;
+    ~Full() { p.full_.store(p.inflight_ >= p.target_.target(), std::memory_order_relaxed); }
+  } full{*this};
   const uint64_t now = store::NowNs();
   if (now - refused_since_ns_ >= kRefusedForNs) {
     refused_.clear();
@@ -147,6 +160,7 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
         }
       }
     }
+    full_.store(inflight_ >= target_.target(), std::memory_order_relaxed);
     if (never) {
       failed_.insert(t.hint.object);
     } else if (!r.ok() || !r.value()) {

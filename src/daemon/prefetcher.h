@@ -19,7 +19,9 @@
 // CacheFront::max_object_bytes()), whatever `depth`; at least one load runs,
 // and while no size is known at all, only one. The workers sleep until
 // a read or a declaration (Kick: one worker wakes, and each that finds work
-// wakes the next) or 100 ms pass. An object the policy then
+// wakes the next; no one while the loads in flight fill the target, as the
+// worker of each takes the next when it finishes) or, for one of them,
+// 100 ms pass. An object the policy then
 // refuses, or whose load fails, is not tried again for a second; one that
 // cannot be loaded at all (missing on LOWER, not a regular file, not the
 // job owner's to reach or read: the samples list names files unchecked)
@@ -101,7 +103,9 @@ class Prefetcher {
     uint64_t generation = 0;  // the target's when taken
     uint64_t start_ns = 0;
   };
-  void Worker();
+  // `polls`: this worker also looks every kIdleWait without a kick (one
+  // does; the others sleep until kicked).
+  void Worker(bool polls);
   std::optional<Task> Take();
   void Done(const Task& t, const Result<bool>& r, uint64_t bytes);
   // REQUIRES: mu_ held. The bytes a load of `h` will hold: its size, else the
@@ -114,6 +118,10 @@ class Prefetcher {
   UnreadableListener on_unreadable_;
 
   std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
+  // Our loads in flight reach the target (inflight_ >= target, as of the
+  // last Take or Done): Kick wakes no one, as the worker of each load in
+  // flight takes the next one when it finishes.
+  mutable std::atomic<bool> full_{false};
 
   mutable std::mutex mu_;
   std::unordered_map<cache::ObjectId, cache::PrefetchHint> claimed_;  // loads of ours in flight

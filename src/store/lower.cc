@@ -1,5 +1,7 @@
 #include "epochfs/store/lower.h"
 
+#include "epochfs/store/held_dirs.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -56,8 +58,26 @@ Result<UniqueFd> OpenBeneath(int root, const std::string& rel, int flags) {
   return UniqueFd(static_cast<int>(fd));
 }
 
-Result<struct stat> StatBeneath(int root, const std::string& rel) {
-  auto fd = OpenBeneath(root, rel, O_PATH);
+// OpenBeneath of `rel`, relative to its directory's held descriptor when
+// `held` (HeldDirs: one lookup, its name's, instead of one per component);
+// from the root when the directory is not held or the lookup beneath it
+// fails (the root walk's answer stands).
+Result<UniqueFd> OpenNear(int root, HeldDirs* held, const std::string& rel, int flags) {
+  if (held != nullptr) {
+    const DirAndName dn = SplitRel(rel);
+    if (!dn.dir.empty() && !dn.name.empty()) {
+      if (auto dir = held->Get(root, dn.dir)) {
+        auto fd = OpenBeneath(dir->get(), dn.name, flags);
+        if (fd.ok()) return fd;
+        held->Drop(dn.dir);
+      }
+    }
+  }
+  return OpenBeneath(root, rel, flags);
+}
+
+Result<struct stat> StatBeneath(int root, HeldDirs* held, const std::string& rel) {
+  auto fd = OpenNear(root, held, rel, O_PATH);
   if (!fd.ok()) return fd.status();
   struct stat st;
   if (::fstat(fd.value().get(), &st) != 0) return LowerStatus(errno, rel);
@@ -163,11 +183,13 @@ Result<T> Lower::Gated(LowerCall kind, uint64_t n, const std::string& what, F fn
   return std::move(*out->r);
 }
 
-Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOptions gate) {
+Result<std::unique_ptr<Lower>> Lower::Open(const std::string& root, LowerGateOptions gate,
+                                           size_t held_dirs) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return LowerStatus(errno, root);
   std::unique_ptr<Lower> l(new Lower(root, UniqueFd(fd)));
   l->versions_ = VersionRule::ForFileSystemOf(fd);
+  if (held_dirs > 0) l->held_ = std::make_shared<HeldDirs>(held_dirs);
   if (gate.timeout.count() > 0) {
     l->gate_ = std::make_unique<LowerGate>(gate);
     l->gate_->OnTimeout([health = l->health_](const Status& s, const std::string& what) {
@@ -181,13 +203,16 @@ void Lower::StartGate() {
   if (gate_) gate_->Start();
 }
 
+size_t Lower::held_dirs_opened() const { return held_ ? held_->opened() : 0; }
+
 LowerGateCounters Lower::gate_counters() const {
   return gate_ ? gate_->counters() : LowerGateCounters{};
 }
 
 Result<struct stat> Lower::Stat(const std::string& rel, LowerCall kind) const {
-  return Gated<struct stat>(kind, 1, "stat " + rel,
-                            [root = root_fd_, rel] { return StatBeneath(root->get(), rel); });
+  return Gated<struct stat>(kind, 1, "stat " + rel, [root = root_fd_, held = held_, rel] {
+    return StatBeneath(root->get(), held.get(), rel);
+  });
 }
 
 std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>& rels) const {
@@ -198,10 +223,10 @@ std::vector<Result<struct stat>> Lower::StatMany(const std::vector<std::string>&
     auto piece = std::make_shared<std::vector<std::string>>(rels.begin() + at, rels.begin() + end);
     using Stats = std::vector<Result<struct stat>>;
     auto got = Gated<Stats>(LowerCall::kStat, end - at, "stat " + rels[at] + " and " + std::to_string(end - at - 1) + " more",
-                            [root = root_fd_, piece]() -> Result<Stats> {
+                            [root = root_fd_, held = held_, piece]() -> Result<Stats> {
                               Stats s;
                               s.reserve(piece->size());
-                              for (const std::string& r : *piece) s.push_back(StatBeneath(root->get(), r));
+                              for (const std::string& r : *piece) s.push_back(StatBeneath(root->get(), held.get(), r));
                               return s;
                             });
     if (!got.ok()) {
@@ -323,7 +348,9 @@ Result<struct statvfs> Lower::StatFs() const {
 
 Result<UniqueFd> Lower::OpenFile(const std::string& rel) const {
   return Gated<UniqueFd>(LowerCall::kOpen, 1, "open " + rel,
-                         [root = root_fd_, rel] { return OpenBeneath(root->get(), rel, O_RDONLY); });
+                         [root = root_fd_, held = held_, rel] {
+                           return OpenNear(root->get(), held.get(), rel, O_RDONLY);
+                         });
 }
 
 namespace {
@@ -347,8 +374,8 @@ Result<std::vector<char>> ReadSmall(int fd, uint64_t size) {
 Result<Lower::OpenedFile> Lower::OpenAndRead(const std::string& rel, uint64_t max_bytes,
                                              std::shared_ptr<const Credentials> as) const {
   auto r = Gated<OpenedFile>(LowerCall::kOpen, 1, "open " + rel,
-                             [root = root_fd_, rel, max_bytes, as]() -> Result<OpenedFile> {
-    auto fd = OpenBeneath(root->get(), rel, O_RDONLY);
+                             [root = root_fd_, held = held_, rel, max_bytes, as]() -> Result<OpenedFile> {
+    auto fd = OpenNear(root->get(), held.get(), rel, O_RDONLY);
     if (!fd.ok()) return fd.status();
     OpenedFile out;
     out.fd = std::move(fd).value();

@@ -1,5 +1,7 @@
 #include "epochfs/store/lower_gate.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -108,6 +110,7 @@ struct LowerGate::Core {
   // The watchdog of inline operations: answers, for their callers, those past
   // the deadline or whose request was interrupted.
   static void Watch(std::shared_ptr<Core> core) {
+    pthread_setname_np(pthread_self(), "lower-watchdog");
     std::unique_lock lk(core->mu);
     for (;;) {
       if (core->stop) return core->ExitLocked();
@@ -189,6 +192,8 @@ struct LowerGate::Core {
   }
 
   static void Work(std::shared_ptr<Core> core, int lane) {
+    // As top -H and /proc show them.
+    pthread_setname_np(pthread_self(), lane == 0 ? "lower" : "lower-prefetch");
     Lane& mine = core->lanes[lane];
     std::unique_lock lk(core->mu);
     for (;;) {
@@ -212,10 +217,15 @@ struct LowerGate::Core {
       --core->running;
       t->threw = threw;
       t->done = true;
-      t->cv.notify_all();
       if (t->abandoned) {
         --core->stuck;
         if (t->replaced) return core->ExitLocked();  // the pool has its replacement
+      } else {
+        // Woken without the lock held, the caller does not wake only to
+        // wait for it (two thread switches more for each operation).
+        lk.unlock();
+        t->cv.notify_all();
+        lk.lock();
       }
     }
   }
@@ -285,7 +295,11 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
     std::unique_lock lk(c.mu);
     to.queue.push_back(t);
     ++c.c.calls;
+    // The worker is woken with the lock let go, so that it does not wake
+    // only to wait for it.
+    lk.unlock();
     to.work_cv.notify_one();
+    lk.lock();
     for (;;) {
       const Clock::time_point now = Clock::now();
       const Clock::time_point until =

@@ -53,8 +53,16 @@
 // kernel's page cache of the mount serves repeated reads: a benchmark's
 // page-cache baseline over a slow store).
 //
+// The control files (.latency_ms, .fail_all, .hang_all, .writable, ...) are
+// read again only when SOURCE changes (an inotify watch: a change is seen by
+// every call that starts after it), and each thread's process is looked up
+// in /proc once: a call costs the fixture its own work and its wait, not
+// a dozen system calls of bookkeeping (a benchmark's store runs on the same
+// cores as the daemon it measures).
+//
 // Uses the high-level libfuse 3 API; single-threaded loop is not forced, so
-// every callback is reentrant (no shared mutable state besides g_source).
+// every callback is reentrant (the shared state, the counts, the control
+// files' state and the threads' processes, is behind atomics and mutexes).
 
 #define FUSE_USE_VERSION 31
 
@@ -63,6 +71,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -78,6 +87,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -108,7 +118,7 @@ std::mutex g_by_process_mu;
 std::map<pid_t, Tally> g_by_process;  // by thread group
 
 // The thread group (process) of thread `tid`, from /proc; `tid` if unknown.
-pid_t ProcessOf(pid_t tid) {
+pid_t ReadProcessOf(pid_t tid) {
   std::FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/status").c_str(), "r");
   if (f == nullptr) return tid;
   char line[256];
@@ -121,6 +131,24 @@ pid_t ProcessOf(pid_t tid) {
   }
   std::fclose(f);
   return tgid;
+}
+
+// ReadProcessOf, remembered: a thread's process does not change, and /proc
+// costs a file opened and read at every call (a thread number reused by
+// another process while the mount lives would be counted as its old one's).
+std::mutex g_process_of_mu;
+std::unordered_map<pid_t, pid_t> g_process_of;  // guarded by g_process_of_mu
+
+pid_t ProcessOf(pid_t tid) {
+  {
+    std::lock_guard lk(g_process_of_mu);
+    if (auto it = g_process_of.find(tid); it != g_process_of.end()) return it->second;
+  }
+  const pid_t process = ReadProcessOf(tid);
+  std::lock_guard lk(g_process_of_mu);
+  if (g_process_of.size() >= 65536) g_process_of.clear();  // a bound
+  g_process_of[tid] = process;
+  return process;
 }
 
 bool Exists(const char* flag) { return access((g_source + flag).c_str(), F_OK) == 0; }
@@ -136,6 +164,47 @@ long MillisIn(const char* name) {
   if (n <= 0) return 0;
   const long ms = std::strtol(buf, nullptr, 10);
   return ms > 0 && ms <= 10000 ? ms : 0;
+}
+
+// The control files every call looks at, as they are now. Read again only
+// when SOURCE (not its subdirectories) has changed since they were last
+// read: an inotify watch of SOURCE, whose events the kernel queues before
+// the change's system call returns, so a call that starts after a test made
+// its change sees it (as when each call looked at the files itself, which
+// cost five system calls and path walks a call).
+struct Flags {
+  bool fail_all = false, hang_all = false, writable = false, page_cache = false;
+  long latency_ms = 0, delay_ms = 0, delay_us_per_kib = 0;
+};
+
+Flags ReadFlags() {
+  Flags f;
+  f.fail_all = Exists("/.fail_all");
+  f.hang_all = Exists("/.hang_all");
+  f.writable = Exists("/.writable");
+  f.page_cache = Exists("/.page_cache");
+  f.latency_ms = MillisIn("/.latency_ms");
+  f.delay_ms = MillisIn("/.delay_ms");
+  f.delay_us_per_kib = MillisIn("/.delay_us_per_kib");
+  return f;
+}
+
+int g_watch = -1;  // the inotify descriptor (non-blocking), set before fuse_main; -1: none
+std::mutex g_flags_mu;
+Flags g_flags;       // guarded by g_flags_mu
+bool g_read = false; // guarded by g_flags_mu: g_flags was read once
+
+Flags CurrentFlags() {
+  if (g_watch < 0) return ReadFlags();
+  std::lock_guard lk(g_flags_mu);
+  bool changed = !g_read;
+  alignas(inotify_event) char events[4096];
+  while (read(g_watch, events, sizeof events) > 0) changed = true;  // drained (or EAGAIN)
+  if (changed) {
+    g_flags = ReadFlags();
+    g_read = true;
+  }
+  return g_flags;
 }
 
 // Every call starts here: counted (in all and for its process), then
@@ -155,12 +224,16 @@ class Call {
       ++t.calls[kind];
       t.max_in_flight = std::max(t.max_in_flight, ++t.in_flight);
     }
-    if (Exists("/.fail_all")) {
+    Flags f = CurrentFlags();
+    if (f.fail_all) {
       err_ = -EIO;
       return;
     }
-    while (Exists("/.hang_all")) usleep(20000);
-    if (long ms = MillisIn("/.latency_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
+    while (f.hang_all) {
+      usleep(20000);
+      f = CurrentFlags();
+    }
+    if (f.latency_ms) usleep(static_cast<useconds_t>(f.latency_ms) * 1000);
   }
   ~Call() {
     g_in_flight.fetch_sub(1);
@@ -185,13 +258,13 @@ void HangWhileAsked(const char* path) {
 
 // Sleeps the milliseconds SOURCE/.delay_ms holds, if it exists.
 void DelayAsked() {
-  if (long ms = MillisIn("/.delay_ms")) usleep(static_cast<useconds_t>(ms) * 1000);
+  if (long ms = CurrentFlags().delay_ms) usleep(static_cast<useconds_t>(ms) * 1000);
 }
 
 // Sleeps the microseconds per KiB SOURCE/.delay_us_per_kib holds (read as
 // MillisIn reads a number: at most 10000) for `bytes` returned.
 void DelayPerByte(size_t bytes) {
-  if (long us = MillisIn("/.delay_us_per_kib")) {
+  if (long us = CurrentFlags().delay_us_per_kib) {
     usleep(static_cast<useconds_t>(static_cast<uint64_t>(us) * bytes / 1024));
   }
 }
@@ -245,14 +318,15 @@ int FaultReaddir(const char* path, void* buf, fuse_fill_dir_t filler, off_t /*of
 int FaultOpen(const char* path, fuse_file_info* fi) {
   Call call(kOpen);
   if (call.err()) return call.err();
-  if ((fi->flags & O_ACCMODE) != O_RDONLY && !Exists("/.writable")) return -EROFS;
+  const Flags f = CurrentFlags();
+  if ((fi->flags & O_ACCMODE) != O_RDONLY && !f.writable) return -EROFS;
   if (NameHas(path, "HANG")) {
     while (Exists("/.hang_open")) usleep(20000);
   }
   int fd = open(Real(path).c_str(), fi->flags & ~(O_CREAT | O_TRUNC | O_EXCL));
   if (fd == -1) return -errno;
   fi->fh = static_cast<uint64_t>(fd);
-  if (Exists("/.page_cache")) {
+  if (f.page_cache) {
     fi->keep_cache = 1;
   } else {
     fi->direct_io = 1;
@@ -289,7 +363,7 @@ int FaultAccess(const char* path, int mask) {
 }
 
 // The modifying calls, while SOURCE/.writable exists (see the top).
-int Writable() { return Exists("/.writable") ? 0 : -EROFS; }
+int Writable() { return CurrentFlags().writable ? 0 : -EROFS; }
 
 int FaultCreate(const char* path, mode_t mode, fuse_file_info* fi) {
   Call call(kWrite);
@@ -395,6 +469,14 @@ int main(int argc, char* argv[]) {
   }
   g_source = resolved;
   if (g_source == "/") g_source.clear();
+  g_watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (g_watch >= 0 &&
+      inotify_add_watch(g_watch, resolved,
+                        IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
+                            IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
+    close(g_watch);
+    g_watch = -1;  // every call reads the control files itself
+  }
 
   fuse_operations ops {};
   ops.init = FaultInit;

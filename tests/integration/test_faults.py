@@ -379,11 +379,15 @@ class VanishTest(et.MountTestCase):
     def test_directory_swapped_for_symlink_out_of_lower(self):
         # A lower directory replaced by a symlink to a place outside LOWER after
         # the kernel cached its lookups: the daemon resolves lower paths without
-        # following symlinks, so the reader gets an error, never the outside bytes.
+        # following symlinks, so the reader never gets the outside bytes. It
+        # gets an error, or (immutable: the daemon opens files relative to a
+        # descriptor it holds of their directory, src/store/held_dirs.h) the
+        # bytes of the directory it looked up, renamed within LOWER.
         outside = self.make_dir("outside")
         et.write_file(os.path.join(outside, "f.bin"), b"SECRET-OUTSIDE-LOWER")
         inside = os.path.join(self.lower, "dir")
-        et.write_file(os.path.join(inside, "f.bin"), et.det_bytes(5000, 3))
+        old = et.det_bytes(5000, 3)
+        et.write_file(os.path.join(inside, "f.bin"), old)
         # Only the immutable mode keeps the old lookup: with consistency=open
         # the kernel looks "dir" up again, sees the symlink and follows it
         # itself, exactly as a read of LOWER would.
@@ -394,6 +398,13 @@ class VanishTest(et.MountTestCase):
                 os.rename(inside, inside + ".old")
                 os.symlink(outside, inside)
                 data, err = read_or_errno(d.path("dir", "f.bin"))
+                if data is not None:
+                    self.assertEqual(data, old, "served bytes through a swapped-in symlink")
+                else:
+                    self.assertIn(err, (errno.ENOENT, errno.EIO, errno.ELOOP))
+                # A name only the outside directory has: never reached.
+                et.write_file(os.path.join(outside, "g.bin"), b"SECRET-OUTSIDE-LOWER")
+                data, err = read_or_errno(d.path("dir", "g.bin"))
                 self.assertIsNone(data, "served bytes through a swapped-in symlink: %r" % data)
                 self.assertIn(err, (errno.ENOENT, errno.EIO, errno.ELOOP))
                 self.check_alive(d)

@@ -14,12 +14,16 @@
 // Errors: NotFound (ENOENT, ENOTDIR, ELOOP), PermissionDenied, IoError
 // (everything else, including a file that shrank while being read),
 // TimedOut, Interrupted.
+// With `held_dirs` (consistency "immutable" only: held_dirs.h), files are
+// opened and stat'ed relative to a held descriptor of their directory: one
+// lookup on LOWER instead of one per path component.
 // Thread safety: all methods are thread-safe.
 #pragma once
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +39,8 @@
 
 namespace epochfs::store {
 
+class HeldDirs;
+
 // What a path that does not exist on LOWER gives ("REL: No such file or
 // directory", NotFound): also what the daemon answers for a path a user may
 // not reach, so that the two cannot be told apart.
@@ -48,8 +54,10 @@ struct DirEntry {
 class Lower {
  public:
   // Opens ROOT, which must be a readable directory (not through the gate).
+  // `held_dirs`: how many directory descriptors to hold (0: none; see above).
   static Result<std::unique_ptr<Lower>> Open(const std::string& root,
-                                             LowerGateOptions gate = {std::chrono::milliseconds(0)});
+                                             LowerGateOptions gate = {std::chrono::milliseconds(0)},
+                                             size_t held_dirs = 0);
 
   const std::string& root() const { return root_path_; }
 
@@ -102,6 +110,8 @@ class Lower {
   // Starts the gate's worker threads (REQUIRES: any fork done); until then
   // calls run unbounded on the caller's thread.
   void StartGate();
+  // Directories opened to be held since the start (0 without held_dirs).
+  size_t held_dirs_opened() const;
   // The gate's counters (all 0 without a gate).
   LowerGateCounters gate_counters() const;
   // Calls by kind, and whether LOWER is answering (lower_health.h).
@@ -122,6 +132,8 @@ class Lower {
   // Shared with operations still running on the gate's workers after their
   // caller gave up, which may outlive this Lower.
   std::shared_ptr<UniqueFd> root_fd_;
+  // Shared likewise; null without held_dirs.
+  std::shared_ptr<HeldDirs> held_;
   // Shared with the operations and the gate's watchdog, which may outlive this Lower.
   std::shared_ptr<LowerHealth> health_ = std::make_shared<LowerHealth>();
   std::unique_ptr<LowerGate> gate_;
