@@ -224,12 +224,9 @@ Status Mount::OpenLower() {
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.
   gate.max_inline = FuseThreads(cfg()) / 2;
-  // Under "immutable" LOWER's directories do not change: files are opened
-  // relative to held directory descriptors (one lookup each, not one per
-  // path component).
-  const size_t held_dirs =
-      cfg().cache.consistency == Consistency::kImmutable ? store::kHeldDirs : 0;
-  auto lower = store::Lower::Open(args_.lower, gate, held_dirs);
+  // Under "immutable" files are opened relative to held directory descriptors.
+  const bool immutable = cfg().cache.consistency == Consistency::kImmutable;
+  auto lower = store::Lower::Open(args_.lower, gate, immutable ? store::kHeldDirs : 0);
   if (!lower.ok()) return Status(lower.status().code(), "dataset " + lower.status().message());
   lower_ = std::move(lower).value();
   known_ = std::make_unique<store::KnownLower>(*lower_, fs::KnownLowerOptionsOf(cfg()));
@@ -284,12 +281,10 @@ Status Mount::MakeCache() {
   return Status::Ok();
 }
 
-// The disk tier, after daemonizing (its start runs on a thread of its own,
-// which may be left behind on a disk that does not answer): checked, locked
-// and its index read (a bad directory or one in use fails the mount). A start
-// not answered within cache.disk_timeout leaves the mount RAM-only, the tier
-// shown failed (epochfs(8)): a cache that does not answer is no reason to
-// keep the dataset from being read.
+// The disk tier, after daemonizing: checked, locked and its index read (a bad
+// directory or one in use fails the mount). A start not answered within
+// cache.disk_timeout (its thread may be left behind) leaves the mount
+// RAM-only, the tier shown failed (epochfs(8)).
 Status Mount::OpenDiskTier() {
   if (cfg().cache.disk_path.empty()) return Status::Ok();
   auto disk = OpenDiskTierOf(cfg(), spill_.get());
