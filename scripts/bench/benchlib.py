@@ -93,6 +93,23 @@ def drop_caches():
     write_file("/proc/sys/vm/drop_caches", "3\n")
 
 
+def drop_caches_count():
+    """How many times anyone wrote /proc/sys/vm/drop_caches' page bit since
+    boot (vmstat drop_pagecache; None if this kernel does not count it). A
+    drop during an epochfs run takes the kernel's pages of its files: with
+    one copy (fuse.one_copy) each cached file is then read from LOWER again
+    (a refill), bytes the policy did not choose to read."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                k, v = line.split()
+                if k == "drop_pagecache":
+                    return int(v)
+    except OSError:
+        pass
+    return None
+
+
 def drop_file_pages(root):
     """Drops the page cache of every file under `root` (POSIX_FADV_DONTNEED),
     and only theirs: the rest of the machine keeps its caches."""
@@ -693,6 +710,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     unmount of the dead mount)."""
     env.drop_cold()
     dev0 = env.device_read_bytes()
+    drops0 = drop_caches_count()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
     else:
@@ -746,6 +764,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     if mode == "epochfs":
         rc = env.stop_daemon() if stop == "unmount" else env.kill_daemon()
     dev = env.device_read_bytes() - dev0
+    drops1 = drop_caches_count()
     for job in jobs:
         if results[job.name]["errors"]:
             raise RuntimeError("run %s, job %s:\n%s" % (label, job.name,
@@ -757,6 +776,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
             "device_bytes": dev, "makespan_s": max(r["t_end"] for r in results.values()) - t0,
             "daemon_rc": rc, "peak_used": sampler.peak_used,
             "outside_drops": sampler.outside_drops,
+            "drop_caches": None if drops0 is None or drops1 is None else drops1 - drops0,
             "peak_working": sampler.peak_working, "samples": sampler.samples}
 
 
