@@ -93,6 +93,23 @@ def drop_caches():
     write_file("/proc/sys/vm/drop_caches", "3\n")
 
 
+def drop_caches_count():
+    """How many times anyone wrote /proc/sys/vm/drop_caches' page bit since
+    boot (vmstat drop_pagecache; None if this kernel does not count it). A
+    drop during an epochfs run takes the kernel's pages of its files: with
+    one copy (fuse.one_copy) each cached file is then read from LOWER again
+    (a refill), bytes the policy did not choose to read."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                k, v = line.split()
+                if k == "drop_pagecache":
+                    return int(v)
+    except OSError:
+        pass
+    return None
+
+
 def drop_file_pages(root):
     """Drops the page cache of every file under `root` (POSIX_FADV_DONTNEED),
     and only theirs: the rest of the machine keeps its caches."""
@@ -438,7 +455,9 @@ class Sampler(threading.Thread):
 
 class Job:
     """name, files, size range (uniform), batch, epochs, compute per batch (ms),
-    order seed, loaders, prefetch (batches in flight per loader), start offset."""
+    order seed, loaders, prefetch (batches in flight per loader), start offset.
+    use_sim_orders(doc) replaces the seeded orders and drawn sizes by the
+    simulator's (`epochfs sim WORKLOAD --orders`), so the job reads its workload."""
 
     def __init__(self, name, n, size_lo, size_hi, batch, epochs, compute_ms, seed,
                  loaders=2, prefetch=1, start_s=0.0):
@@ -447,8 +466,25 @@ class Job:
         self.seed, self.loaders, self.prefetch, self.start_s = seed, loaders, prefetch, start_s
         self.subdir = "ds_" + name
         self.files = []  # [(rel, size)]
+        self.orders = None  # given orders, one per epoch (the simulator's)
+        self.sizes = None   # given sizes, one per sample (the simulator's)
+
+    def use_sim_orders(self, doc):
+        """Takes the job of this name from `epochfs sim WORKLOAD --orders`' JSON:
+        its sizes and its order of each epoch. Its shape must be this job's."""
+        sim = next((j for j in doc["jobs"] if j["name"] == self.name), None)
+        if sim is None:
+            raise ValueError("no job %r in the simulator's workload" % self.name)
+        if len(sim["sizes"]) != self.n or len(sim["orders"]) != self.epochs or any(
+                not self.size_lo <= s <= self.size_hi for s in sim["sizes"]):
+            raise ValueError("job %r: the simulator's has %d samples, %d epochs; want %d, %d, "
+                             "sizes %d-%d" % (self.name, len(sim["sizes"]), len(sim["orders"]),
+                                              self.n, self.epochs, self.size_lo, self.size_hi))
+        self.sizes, self.orders = list(sim["sizes"]), [list(o) for o in sim["orders"]]
 
     def order(self, k):
+        if self.orders is not None:
+            return list(self.orders[k])
         rng = random.Random(self.seed * 7919 + k)
         perm = list(range(self.n))
         rng.shuffle(perm)
@@ -479,6 +515,8 @@ def build_datasets(lower, jobs):
         job.files = []
         for i in range(job.n):
             size = rng.randint(job.size_lo, job.size_hi)
+            if job.sizes is not None:
+                size = job.sizes[i]
             rel = os.path.join("c%d" % (i % 8), "s_%05d.bin" % i)
             path = os.path.join(lower, job.subdir, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -672,6 +710,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     unmount of the dead mount)."""
     env.drop_cold()
     dev0 = env.device_read_bytes()
+    drops0 = drop_caches_count()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
     else:
@@ -725,6 +764,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     if mode == "epochfs":
         rc = env.stop_daemon() if stop == "unmount" else env.kill_daemon()
     dev = env.device_read_bytes() - dev0
+    drops1 = drop_caches_count()
     for job in jobs:
         if results[job.name]["errors"]:
             raise RuntimeError("run %s, job %s:\n%s" % (label, job.name,
@@ -736,6 +776,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
             "device_bytes": dev, "makespan_s": max(r["t_end"] for r in results.values()) - t0,
             "daemon_rc": rc, "peak_used": sampler.peak_used,
             "outside_drops": sampler.outside_drops,
+            "drop_caches": None if drops0 is None or drops1 is None else drops1 - drops0,
             "peak_working": sampler.peak_working, "samples": sampler.samples}
 
 
@@ -828,11 +869,20 @@ def sim_toml(jobs, budget_frac, bps_mib, iops, latency_ms, warmup_batches, seed=
     return "\n".join(out) + "\n"
 
 
-def run_sim(epochfs_bin, toml_path):
-    """The simulator's JSON for the workload, or (None, why) when this binary
-    has no working `sim` subcommand."""
+def sim_orders(epochfs_bin, toml_path):
+    """`epochfs sim TOML --orders`: every job's sizes and epoch orders (JSON)."""
+    r = subprocess.run([epochfs_bin, "sim", toml_path, "--orders"], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("%s sim %s --orders: %s" % (epochfs_bin, toml_path, r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def run_sim(epochfs_bin, toml_path, extra=()):
+    """The simulator's JSON for the workload (extra: more options), or (None,
+    why) when this binary has no working `sim` subcommand."""
     try:
-        r = subprocess.run([epochfs_bin, "sim", toml_path, "--json"], capture_output=True,
+        r = subprocess.run([epochfs_bin, "sim", toml_path, "--json", *extra], capture_output=True,
                            text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, str(e)

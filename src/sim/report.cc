@@ -215,4 +215,26 @@ std::string FormatJson(const Trace& trace, const std::string& origin,
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+std::string FormatOrdersJson(const Trace& trace, const std::string& origin) {
+  using nlohmann::json;
+  const Workload& w = trace.workload();
+  json jobs = json::array();
+  for (size_t j = 0; j < w.jobs.size(); ++j) {
+    const JobSpecW& spec = w.jobs[j];
+    json sizes = json::array();
+    for (uint32_t s = 0; s < spec.samples; ++s) sizes.push_back(trace.size(j, s));
+    json orders = json::array();
+    for (uint32_t e = 0; e < spec.epochs; ++e) orders.push_back(trace.Order(j, e));
+    jobs.push_back({{"name", spec.name},
+                    {"dataset", spec.dataset},
+                    {"sizes", std::move(sizes)},
+                    {"orders", std::move(orders)}});
+  }
+  json doc = {{"workload", origin},
+              {"seed", w.seed},
+              {"budget_bytes", trace.budget()},
+              {"jobs", std::move(jobs)}};
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace epochfs::sim

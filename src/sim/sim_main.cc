@@ -51,6 +51,7 @@ int Main(int argc, char** argv) {
   std::string file;
   std::string policies = "all";
   bool json = false;
+  bool orders = false;
   std::optional<uint64_t> seed;
   std::optional<double> budget_percent;
   std::optional<uint32_t> prefetch;
@@ -65,6 +66,8 @@ int Main(int argc, char** argv) {
   app.add_option("--policy", policies,
                  "all, or a comma-separated list of none, lru, minio, epoch, future, belady");
   app.add_flag("--json", json, "print JSON instead of the table");
+  app.add_flag("--orders", orders,
+               "print each job's sample sizes and epoch orders as JSON and simulate nothing");
   app.add_option("--seed", seed, "override the workload's seed");
   app.add_option("--prefetch", prefetch,
                  "override the workload's prefetch (requests in flight; 0: off)")
@@ -106,7 +109,10 @@ int Main(int argc, char** argv) {
   if (file.empty() == replay.empty()) {
     return Fail("give a WORKLOAD file or --replay TRACE, not both (see epochfs sim --help)");
   }
-  if (!replay.empty()) return ReplayMain(replay, kinds, json);
+  if (!replay.empty()) {
+    if (orders) return Fail("--orders takes a WORKLOAD file, not --replay");
+    return ReplayMain(replay, kinds, json);
+  }
 
   auto wl = LoadWorkloadFile(file);
   if (!wl.ok()) return Fail(wl.status().message());
@@ -133,6 +139,11 @@ int Main(int argc, char** argv) {
   }
   auto trace = Trace::Make(w);
   if (!trace.ok()) return Fail(trace.status().message());
+  if (orders) {
+    const std::string out = FormatOrdersJson(trace.value(), file);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
 
   std::vector<std::optional<Result<RunResult>>> results(kinds.size());
   std::vector<double> wall(kinds.size(), 0);

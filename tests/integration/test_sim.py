@@ -4,7 +4,8 @@ Runs conf/sim/*.toml through the binary with --json and checks that the JSON
 parses and its numbers agree (hits + misses = accesses, per-epoch sums, stall
 within epoch time, makespan from the jobs' times, budget from the workload),
 that a second run prints the same bytes, that the table names every policy,
-and that a bad workload fails with the key and line. No mount: suite 'unit'.
+and that a bad workload fails with the key and line; --orders prints the sizes
+and epoch orders a mount can replay. No mount: suite 'unit'.
 The ImageNet-scale workload runs with --policy none only (seconds, not minutes),
 and not in a sanitizer tree (EPOCHFS_SANITIZE, from meson's b_sanitize): there its
 38 million accesses take minutes and reach no code the small workloads do not.
@@ -135,6 +136,27 @@ class SimTest(unittest.TestCase):
             self.assertEqual(hits, [0, 32, 32, 32], p)
         for p in ("none", "lru", "minio", "epoch", "belady"):
             self.assertLess(runs["future"]["total_stall_ns"], runs[p]["total_stall_ns"], p)
+
+    def test_orders(self):
+        """--orders: what scripts/bench/bench-jobs --workload shards_small
+        declares on a mount, shards_small.toml's 32 sizes and one permutation
+        per epoch, the same for a seed and other for another; no simulation."""
+        path = os.path.join(CONF, "shards_small.toml")
+        doc = json.loads(sim(path, "--orders").stdout)
+        self.assertEqual(doc["budget_bytes"], 128 << 20)
+        (job,) = doc["jobs"]
+        self.assertEqual(job["name"], "shards32")
+        self.assertEqual(job["sizes"], [8 << 20] * 32)
+        self.assertEqual(len(job["orders"]), 4)
+        for order in job["orders"]:
+            self.assertEqual(sorted(order), list(range(32)))
+        self.assertEqual(len({tuple(o) for o in job["orders"]}), 4)
+        self.assertEqual(sim(path, "--orders").stdout, json.dumps(doc, separators=(",", ":")) + "\n")
+        other = json.loads(sim(path, "--orders", "--seed", "2").stdout)
+        self.assertNotEqual(other["jobs"][0]["orders"], job["orders"])
+        p = sim("--replay", path, "--orders", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--orders", p.stderr)
 
     def test_budget_percent(self):
         doc = json.loads(sim(os.path.join(CONF, "three_jobs.toml"), "--json", "--policy",

@@ -21,5 +21,11 @@ std::string FormatTable(const Trace& trace, const std::string& origin,
 // {"workload": {...}, "runs": [{"policy": ..., "jobs": [...]}, ...]}, indented.
 std::string FormatJson(const Trace& trace, const std::string& origin,
                        const std::vector<RunResult>& runs);
+// What the trace expands to, for a real run to read the same workload
+// (`epochfs sim WORKLOAD --orders`): {"workload": origin, "seed": ..., "budget_bytes": ...,
+// "jobs": [{"name", "dataset", "sizes": [bytes of sample k], "orders": [[epoch 0's
+// samples in reading order], ...]}]}, one order per epoch. Its size grows with
+// samples x epochs: meant for small workloads.
+std::string FormatOrdersJson(const Trace& trace, const std::string& origin);
 
 }  // namespace epochfs::sim
