@@ -404,7 +404,8 @@ void StoreCore::WritePrepare(Entry* e) {
     // slot is written straight from the staging buffer, with no copy.
     if (choice.mode != ZvcMode::kRaw && RoundUp(choice.size, kBlock) < RoundUp(logical, kBlock)) {
       uint8_t* sbuf = staging_->buffer(static_cast<uint32_t>(e->scratch));
-      auto n = ZvcEncodeChosen({in, logical}, choice, {sbuf + kBlock, staging_->buf_bytes() - kBlock});
+      auto n = ZvcEncodeChosen({in, logical}, choice,
+                               {sbuf + kBlock, staging_->buf_bytes() - kBlock});
       if (n.ok()) {
         std::memset(sbuf + kBlock + n.value(), 0, RoundUp(n.value(), kBlock) - n.value());
         h.mode = choice.mode;

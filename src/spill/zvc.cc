@@ -63,7 +63,9 @@ ZvcMode Choose(std::span<const uint8_t> in, size_t* size, size_t* nonzero) {
   const ZvcCounts counts = ZvcCount(in);
   const ZvcChoice c = ZvcChoose(in.size(), counts);
   *size = c.size;
-  *nonzero = c.mode == ZvcMode::kWord32 ? counts.nz32 : c.mode == ZvcMode::kWord16 ? counts.nz16 : 0;
+  *nonzero = c.mode == ZvcMode::kWord32   ? counts.nz32
+             : c.mode == ZvcMode::kWord16 ? counts.nz16
+                                          : 0;
   return c.mode;
 }
 
