@@ -394,12 +394,9 @@ void StoreCore::WritePrepare(Entry* e) {
   int wbuf_index = static_cast<int>(e->buf);
   if (e->scratch >= 0 && logical > 0) {
     // The counts the writer kept while copying, or one counting pass here.
-    if (!e->io_counts_ok) {
-      e->io_counts = ZvcCount({in, logical});
-      e->io_count_pass = true;
-    }
-    const ZvcCounts counts = e->io_counts;
-    const ZvcChoice choice = ZvcChoose(logical, counts);
+    e->io_count_pass = !e->io_counts_ok;
+    if (e->io_count_pass) e->io_counts = ZvcCount({in, logical});
+    const ZvcChoice choice = ZvcChoose(logical, e->io_counts);
     // Compressed only when it saves at least one block of I/O; otherwise the
     // slot is written straight from the staging buffer, with no copy.
     if (choice.mode != ZvcMode::kRaw && RoundUp(choice.size, kBlock) < RoundUp(logical, kBlock)) {
@@ -412,8 +409,7 @@ void StoreCore::WritePrepare(Entry* e) {
         h.stored_len = static_cast<uint32_t>(n.value());
         wbuf = sbuf;
         wbuf_index = e->scratch;
-      } else {
-        // Kept counts that do not match the bytes: a bug; the raw slot is still right.
+      } else {  // kept counts that do not match the bytes (a bug): the raw slot is right
         log::Error("spill chunk " + std::to_string(e->chunk) + ": " + n.status().ToString());
       }
     }
