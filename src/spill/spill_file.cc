@@ -124,7 +124,7 @@ Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in
       std::memset(d, 0, lo);
       std::memset(d + hi, 0, cb - hi);
     }
-    std::memcpy(d + lo, in.data() + (cstart + lo - offset), hi - lo);
+    CopyIntoChunk(e, d, cb, static_cast<uint32_t>(lo), in.subspan(cstart + lo - offset, hi - lo));
     lock.lock();
     c_.MarkDirty(e);
     c_.Unpin(e);
@@ -192,6 +192,7 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     if (tail) {
       // The old bytes past the new end must never come back.
       std::memset(c_.data(tail) + size % cb, 0, cb - size % cb);
+      tail->counts_ok = false;
       c_.MarkDirty(tail);
       c_.Unpin(tail);
     }

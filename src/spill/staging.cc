@@ -51,6 +51,7 @@ Entry* Staging::Allocate(void* owner, uint64_t chunk) {
   e->pins = 0;
   e->error = Status::Ok();
   e->wb_failed = false;
+  e->counts_ok = false;
   e->state = Entry::State::kClean;  // the caller sets the real state
   ++used_;
   PushBack(e);
@@ -109,6 +110,37 @@ void Staging::PushBack(Entry* e) {
   e->next = nullptr;
   if (lru_tail_) lru_tail_->next = e; else lru_head_ = e;
   lru_tail_ = e;
+}
+
+void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
+                   std::span<const uint8_t> in) {
+  const uint32_t hi = lo + static_cast<uint32_t>(in.size());
+  if (lo == 0 && hi == chunk_bytes) CountsZeroed(e);  // every byte is the write's
+  const bool append = lo >= e->counted && e->counted % 4 == 0;
+  const bool replace = lo == 0 && hi >= e->counted;
+  if (!e->counts_ok || lo % 4 != 0 || !(append || replace)) {
+    e->counts_ok = false;
+    std::memcpy(data + lo, in.data(), in.size());
+    return;
+  }
+  const ZvcCounts c = ZvcCopyCount({data + lo, in.size()}, in);
+  if (append) {
+    e->counts.nz32 += c.nz32;
+    e->counts.nz16 += c.nz16;
+  } else {
+    e->counts = c;
+  }
+  e->counted = hi;
+}
+
+bool CountsFor(const Entry& e, uint32_t logical, ZvcCounts* out) {
+  // Past `counted` the bytes are zeros; a run that stops inside a word counts
+  // that word only if it is the last one.
+  if (!e.counts_ok || e.counted > logical || (e.counted % 4 != 0 && e.counted != logical)) {
+    return false;
+  }
+  *out = e.counts;
+  return true;
 }
 
 }  // namespace epochfs::spill

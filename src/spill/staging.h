@@ -25,10 +25,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "epochfs/common/status.h"
 #include "epochfs/spill/uring_engine.h"
+#include "epochfs/spill/zvc.h"
 
 namespace epochfs::spill {
 
@@ -48,10 +50,43 @@ struct Entry {
   bool wb_failed = false;  // the last write-back failed: only Sync/WriteOut retry it
   uint32_t io_stored = 0;
   bool io_compressed = false;
+  // Write-back in flight: the ZVC counts of the chunk's logical bytes, when known
+  // (io_counts_ok), so the engine chooses the mode without a counting pass.
+  bool io_counts_ok = false;
+  bool io_count_pass = false;  // the engine counted the chunk itself
+  ZvcCounts io_counts;
+  // The ZVC counts of the buffer's first `counted` data bytes while counts_ok;
+  // the bytes past `counted` are then zeros. Kept by CopyIntoChunk, which
+  // counts while it copies; anything else that changes the buffer's bytes
+  // clears counts_ok (Allocate does, so a loaded chunk starts uncounted).
+  // Changed only by the one writer holding a pin (the file's op mutex), read
+  // by the store when the entry is unpinned.
+  bool counts_ok = false;
+  uint32_t counted = 0;
+  ZvcCounts counts;
   Entry* prev = nullptr;   // LRU list (head: least recently used)
   Entry* next = nullptr;
   IoOp op;
 };
+
+// The buffer of `e` now holds only zeros: its counts are exact (and zero).
+inline void CountsZeroed(Entry* e) {
+  e->counts_ok = true;
+  e->counted = 0;
+  e->counts = {};
+}
+
+// Copies `in` to data + lo, where `data` is e's chunk data (chunk_bytes long),
+// and keeps e's counts: a write of the whole chunk sets them; a write at or
+// past `counted` that starts on a 4-byte boundary (after a counted run that
+// ended on one) adds its counts; one from 0 that covers every counted byte
+// replaces them; any other write clears counts_ok (a plain copy).
+// REQUIRES: the caller pins e for writing; lo + in.size() <= chunk_bytes.
+void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
+                   std::span<const uint8_t> in);
+
+// The counts of e's first `logical` data bytes, if the kept counts give them.
+bool CountsFor(const Entry& e, uint32_t logical, ZvcCounts* out);
 
 class Staging {
  public:

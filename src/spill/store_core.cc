@@ -163,6 +163,7 @@ Result<Entry*> StoreCore::Pin(std::unique_lock<std::mutex>& lock, SpillFileImpl*
     if (absent || mode == PinMode::kOverwrite) {
       if (mode == PinMode::kOverwrite && fresh) *fresh = true;  // the caller fills it
       else std::memset(data(e), 0, opt_.chunk_bytes);
+      CountsZeroed(e);  // zeros, or zeros once the caller has filled it
       SetState(e, Entry::State::kClean);
       ++e->pins;
       return e;
@@ -201,6 +202,7 @@ uint64_t StoreCore::LoadAhead(SpillFileImpl* f, uint64_t from, uint64_t count) {
     ++started;
     if (c >= f->disk.size() || f->disk[c] == 0) {
       std::memset(data(e), 0, opt_.chunk_bytes);
+      CountsZeroed(e);
       SetState(e, Entry::State::kClean);
       continue;
     }
@@ -343,6 +345,8 @@ uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFile
     e->io_stored = static_cast<uint32_t>(
         f->size_ > cstart ? std::min<uint64_t>(opt_.chunk_bytes, f->size_ - cstart) : 0);
     e->scratch = opt_.compress ? staging_->TakeScratch() : -1;  // one per write in flight
+    e->io_counts_ok = CountsFor(*e, e->io_stored, &e->io_counts);
+    e->io_count_pass = false;
     IoOp& op = e->op;
     op.write = true;
     op.fd = f->fd();
@@ -389,18 +393,25 @@ void StoreCore::WritePrepare(Entry* e) {
   uint8_t* wbuf = staging_->buffer(e->buf);
   int wbuf_index = static_cast<int>(e->buf);
   if (e->scratch >= 0 && logical > 0) {
-    uint8_t* sbuf = staging_->buffer(static_cast<uint32_t>(e->scratch));
-    ZvcMode m = ZvcMode::kRaw;
-    size_t n = 0;
-    Status es = ZvcEncodeInto({in, logical}, {sbuf + kBlock, staging_->buf_bytes() - kBlock}, &m, &n);
+    // The counts the writer kept while copying, or one counting pass here.
+    e->io_count_pass = !e->io_counts_ok;
+    if (e->io_count_pass) e->io_counts = ZvcCount({in, logical});
+    const ZvcChoice choice = ZvcChoose(logical, e->io_counts);
     // Compressed only when it saves at least one block of I/O; otherwise the
-    // slot is written straight from the staging buffer.
-    if (es.ok() && m != ZvcMode::kRaw && RoundUp(n, kBlock) < RoundUp(logical, kBlock)) {
-      std::memset(sbuf + kBlock + n, 0, RoundUp(n, kBlock) - n);
-      h.mode = m;
-      h.stored_len = static_cast<uint32_t>(n);
-      wbuf = sbuf;
-      wbuf_index = e->scratch;
+    // slot is written straight from the staging buffer, with no copy.
+    if (choice.mode != ZvcMode::kRaw && RoundUp(choice.size, kBlock) < RoundUp(logical, kBlock)) {
+      uint8_t* sbuf = staging_->buffer(static_cast<uint32_t>(e->scratch));
+      auto n = ZvcEncodeChosen({in, logical}, choice,
+                               {sbuf + kBlock, staging_->buf_bytes() - kBlock});
+      if (n.ok()) {
+        std::memset(sbuf + kBlock + n.value(), 0, RoundUp(n.value(), kBlock) - n.value());
+        h.mode = choice.mode;
+        h.stored_len = static_cast<uint32_t>(n.value());
+        wbuf = sbuf;
+        wbuf_index = e->scratch;
+      } else {  // kept counts that do not match the bytes (a bug): the raw slot is right
+        log::Error("spill chunk " + std::to_string(e->chunk) + ": " + n.status().ToString());
+      }
     }
   }
   h.checksum = Checksum(wbuf + kBlock, h.stored_len);
@@ -428,6 +439,7 @@ void StoreCore::WriteDone(Entry* e, int res) {
     if (res == static_cast<int>(e->op.len)) {
       stats_.ssd_write_bytes += static_cast<uint64_t>(res);
       if (e->io_compressed) ++stats_.chunks_compressed; else ++stats_.chunks_raw;
+      if (e->io_count_pass) ++stats_.count_passes;
       writeback_error_ = Status::Ok();
       if (e->chunk < f->disk.size()) {
         const uint32_t old = f->disk[e->chunk];

@@ -2,6 +2,7 @@
 // zvc_kernels.cc.
 #include "epochfs/spill/zvc.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -36,9 +37,9 @@ size_t PopcountBytes(const uint8_t* p, size_t n) {
 
 // Encodes `in`, which has `nonzero` non-zero words, in word mode `mode` at `out`, which has
 // `capacity` writable bytes, at least the encoded size (the word loops may use the rest as
-// scratch).
-void EncodeWords(ZvcMode mode, std::span<const uint8_t> in, size_t nonzero, uint8_t* out,
-                 size_t capacity) {
+// scratch). Returns the encoded size (the bitmap, the packed words the loops wrote, the tail).
+size_t EncodeWords(ZvcMode mode, std::span<const uint8_t> in, size_t nonzero, uint8_t* out,
+                   size_t capacity) {
   const auto& k = zvc_internal::ActiveKernels();
   const size_t w = WordSize(mode);
   const size_t n = in.size(), nwords = n / w, tail = n % w;
@@ -54,28 +55,18 @@ void EncodeWords(ZvcMode mode, std::span<const uint8_t> in, size_t nonzero, uint
     end = k.encode16(in.data(), nwords, out, packed, limit);
   }
   if (tail != 0) std::memcpy(end, in.data() + nwords * w, tail);
+  return static_cast<size_t>(end - out) + tail;
 }
 
 // The smallest mode for `in`, its encoded size and its number of non-zero words.
 ZvcMode Choose(std::span<const uint8_t> in, size_t* size, size_t* nonzero) {
-  const size_t n = in.size();
-  size_t nz32 = 0, nz16 = 0;
-  zvc_internal::ActiveKernels().count(in.data(), n, &nz32, &nz16);
-  const size_t s32 = ZvcEncodedSize(ZvcMode::kWord32, n, nz32);
-  const size_t s16 = ZvcEncodedSize(ZvcMode::kWord16, n, nz16);
-  if (s32 >= n && s16 >= n) {
-    *size = n;
-    *nonzero = 0;
-    return ZvcMode::kRaw;
-  }
-  if (s32 <= s16) {
-    *size = s32;
-    *nonzero = nz32;
-    return ZvcMode::kWord32;
-  }
-  *size = s16;
-  *nonzero = nz16;
-  return ZvcMode::kWord16;
+  const ZvcCounts counts = ZvcCount(in);
+  const ZvcChoice c = ZvcChoose(in.size(), counts);
+  *size = c.size;
+  *nonzero = c.mode == ZvcMode::kWord32   ? counts.nz32
+             : c.mode == ZvcMode::kWord16 ? counts.nz16
+                                          : 0;
+  return c.mode;
 }
 
 }  // namespace
@@ -95,6 +86,52 @@ size_t ZvcEncodedSize(ZvcMode mode, size_t n, size_t nonzero_words) {
   if (mode == ZvcMode::kRaw) return n;
   const size_t w = WordSize(mode);
   return BitmapBytes(n / w) + nonzero_words * w + n % w;
+}
+
+ZvcCounts ZvcCount(std::span<const uint8_t> in) {
+  ZvcCounts c;
+  zvc_internal::ActiveKernels().count(in.data(), in.size(), &c.nz32, &c.nz16);
+  return c;
+}
+
+ZvcCounts ZvcCopyCount(std::span<uint8_t> out, std::span<const uint8_t> in) {
+  ZvcCounts c;
+  zvc_internal::ActiveKernels().copy_count(out.data(), in.data(), in.size(), &c.nz32, &c.nz16);
+  return c;
+}
+
+ZvcChoice ZvcChoose(size_t n, ZvcCounts counts) {
+  const size_t s32 = ZvcEncodedSize(ZvcMode::kWord32, n, counts.nz32);
+  const size_t s16 = ZvcEncodedSize(ZvcMode::kWord16, n, counts.nz16);
+  if (s32 >= n && s16 >= n) return {ZvcMode::kRaw, n};
+  if (s32 <= s16) return {ZvcMode::kWord32, s32};
+  return {ZvcMode::kWord16, s16};
+}
+
+Result<size_t> ZvcEncodeChosen(std::span<const uint8_t> in, ZvcChoice choice,
+                               std::span<uint8_t> out) {
+  if (choice.mode != ZvcMode::kWord32 && choice.mode != ZvcMode::kWord16) {
+    return InvalidArgument("zvc: ZvcEncodeChosen needs a word mode");
+  }
+  if (out.size() < ZvcMaxEncodedSize(in.size()) || choice.size > in.size()) {
+    return InvalidArgument("zvc: output buffer of " + std::to_string(out.size()) +
+                           " bytes for " + std::to_string(in.size()) + " input bytes");
+  }
+  const size_t w = WordSize(choice.mode);
+  const size_t bitmap = BitmapBytes(in.size() / w), tail = in.size() % w;
+  if (choice.size < bitmap + tail || (choice.size - bitmap - tail) % w != 0) {
+    return Internal("zvc: encoded size " + std::to_string(choice.size) + " cannot be a " +
+                    ZvcModeName(choice.mode) + " chunk of " + std::to_string(in.size()) + " bytes");
+  }
+  // The word loops run even for a count of zero, so that the size check below sees the
+  // bytes themselves, not the count.
+  const size_t nonzero = std::max<size_t>(1, (choice.size - bitmap - tail) / w);
+  const size_t got = EncodeWords(choice.mode, in, nonzero, out.data(), out.size());
+  if (got != choice.size) {
+    return Internal("zvc: counts given for another chunk (encoded " + std::to_string(got) +
+                    " bytes, expected " + std::to_string(choice.size) + ")");
+  }
+  return got;
 }
 
 ZvcMode ZvcEncode(std::span<const uint8_t> in, std::vector<uint8_t>* out) {

@@ -5,6 +5,8 @@
 // Contracts shared by every set (w = word size, W = nwords):
 // - count: *nz32 = number of non-zero 4-byte words among the n / 4 whole words of `in`,
 //   *nz16 = the same for the n / 2 whole 2-byte words.
+// - copy_count: copies n bytes from `in` to `out` (which must not overlap) and counts them as
+//   `count` does, in one pass over `in`.
 // - encode: writes the ceil(W / 8) bitmap bytes at `bitmap` (unused high bits zero) and the
 //   non-zero words from `packed` on; returns the end of the packed words. It may write scratch
 //   bytes between that end and `limit` (exclusive), never at or past `limit`.
@@ -23,6 +25,7 @@ namespace epochfs::spill::zvc_internal {
 struct Kernels {
   const char* name;
   void (*count)(const uint8_t* in, size_t n, size_t* nz32, size_t* nz16);
+  void (*copy_count)(uint8_t* out, const uint8_t* in, size_t n, size_t* nz32, size_t* nz16);
   uint8_t* (*encode32)(const uint8_t* in, size_t nwords, uint8_t* bitmap, uint8_t* packed,
                        uint8_t* limit);
   uint8_t* (*encode16)(const uint8_t* in, size_t nwords, uint8_t* bitmap, uint8_t* packed,

@@ -116,6 +116,10 @@ struct SpillStats {
   uint64_t ssd_read_bytes = 0;
   uint64_t ssd_write_bytes = 0;
   uint64_t checksum_errors = 0;
+  // Write-backs that counted the chunk's zero words in a pass of their own
+  // because the writer's copy had not (partial or out-of-order writes); a
+  // sequential writer's chunks need none. Not shown by status or metrics.
+  uint64_t count_passes = 0;
 };
 
 class SpillFile {

@@ -59,6 +59,40 @@ ZvcMode ZvcEncode(std::span<const uint8_t> in, std::vector<uint8_t>* out);
 Status ZvcEncodeInto(std::span<const uint8_t> in, std::span<uint8_t> out, ZvcMode* mode,
                      size_t* size);
 
+// The two counts the mode choice needs: non-zero 32-bit words among the n / 4 whole words of
+// a chunk, and non-zero 16-bit words among its n / 2 whole 16-bit words.
+struct ZvcCounts {
+  size_t nz32 = 0;
+  size_t nz16 = 0;
+};
+
+// The counting pass alone (read-only).
+ZvcCounts ZvcCount(std::span<const uint8_t> in);
+
+// Copies `in` to `out` (out.size() >= in.size(), no overlap) and counts `in` in the same
+// pass: a writer that copies a chunk anyway gets its counts for the price of the copy. Counts
+// of consecutive pieces add up to the counts of the whole as long as every piece but the last
+// starts and ends on a multiple of 4 bytes.
+ZvcCounts ZvcCopyCount(std::span<uint8_t> out, std::span<const uint8_t> in);
+
+// The mode ZvcEncode would choose for n bytes with these counts, and its encoded size.
+struct ZvcChoice {
+  ZvcMode mode = ZvcMode::kRaw;
+  size_t size = 0;  // encoded bytes
+};
+ZvcChoice ZvcChoose(size_t n, ZvcCounts counts);
+
+// Encodes `in` in a word mode chosen by ZvcChoose from in's counts, into `out` (at least
+// ZvcMaxEncodedSize(in.size()) bytes; the bytes past choice.size are unspecified), with no
+// counting pass. Returns the encoded size (== choice.size), or Internal when the encoding came
+// out at another size (the counts were not in's; its bytes must not be used).
+// REQUIRES: choice comes from ZvcChoose with in's exact counts (ZvcCount(in), or the sum of
+// ZvcCopyCount over its pieces) and is a word mode; in and out do not overlap. Counts that
+// understate the non-zero words can make the word loops write up to in.size() / 16 + 1 bytes
+// past a buffer of in.size() bytes: the check above is a safety net, not a licence.
+Result<size_t> ZvcEncodeChosen(std::span<const uint8_t> in, ZvcChoice choice,
+                               std::span<uint8_t> out);
+
 // Decodes `enc` (produced by ZvcEncode with `mode`) into `out`, whose size is the original
 // length. Malformed input is Corruption (or InvalidArgument for an unknown mode), never a
 // crash or an out-of-bounds access; `out` is unspecified after an error.

@@ -388,6 +388,101 @@ TEST_P(Zvc, DecoderFuzz) {
   EXPECT_GT(rejected, 1000u);
 }
 
+// Reference counts: non-zero words among the whole 4- and 2-byte words.
+ZvcCounts RefCounts(const Bytes& in) {
+  ZvcCounts c;
+  for (size_t i = 0; i + 4 <= in.size(); i += 4) {
+    c.nz32 += (in[i] | in[i + 1] | in[i + 2] | in[i + 3]) != 0;
+  }
+  for (size_t i = 0; i + 2 <= in.size(); i += 2) c.nz16 += (in[i] | in[i + 1]) != 0;
+  return c;
+}
+
+// The copy-and-count pass copies exactly (at any alignment, nothing outside the span) and
+// counts as the counting pass does.
+TEST_P(Zvc, CopyCountCopiesAndCounts) {
+  std::mt19937_64 rng(7);
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= 300; ++n) sizes.push_back(n);
+  for (size_t n : {4096, 65536 - 3, 65536, 65536 + 5, 262144}) sizes.push_back(n);
+  for (size_t n : sizes) {
+    for (double p : {0.0, 0.5, 0.97, 1.0}) {
+      const Bytes in = Sparse(rng, n, p, 1 + rng() % 4);
+      const size_t shift = rng() % 16;
+      Bytes out(n + shift + 1, 0xC5);
+      const ZvcCounts c = ZvcCopyCount({out.data() + shift, n}, in);
+      const ZvcCounts want = RefCounts(in);
+      ASSERT_EQ(c.nz32, want.nz32) << n;
+      ASSERT_EQ(c.nz16, want.nz16) << n;
+      const ZvcCounts alone = ZvcCount(in);
+      ASSERT_EQ(alone.nz32, want.nz32) << n;
+      ASSERT_EQ(alone.nz16, want.nz16) << n;
+      ASSERT_TRUE(std::equal(in.begin(), in.end(), out.begin() + static_cast<ptrdiff_t>(shift)));
+      for (size_t i = 0; i < shift; ++i) ASSERT_EQ(out[i], 0xC5);
+      ASSERT_EQ(out.back(), 0xC5);
+    }
+  }
+}
+
+// Counts of pieces that start and end on multiples of 4 (the last may end anywhere) add up.
+TEST_P(Zvc, CopyCountPiecesAddUp) {
+  std::mt19937_64 rng(8);
+  for (int round = 0; round < 200; ++round) {
+    const size_t n = 1 + rng() % 20000;
+    const Bytes in = Sparse(rng, n, 0.8, 1 + rng() % 4);
+    Bytes out(n, 0);
+    ZvcCounts sum;
+    size_t at = 0;
+    while (at < n) {
+      size_t len = 4 * (1 + rng() % 600);
+      if (at + len >= n) len = n - at;
+      const ZvcCounts c = ZvcCopyCount({out.data() + at, len}, {in.data() + at, len});
+      sum.nz32 += c.nz32;
+      sum.nz16 += c.nz16;
+      at += len;
+    }
+    const ZvcCounts want = RefCounts(in);
+    ASSERT_EQ(sum.nz32, want.nz32);
+    ASSERT_EQ(sum.nz16, want.nz16);
+    ASSERT_EQ(out, in);
+  }
+}
+
+// Encoding from counts gives ZvcEncode's mode and bytes; counts of other bytes are refused.
+TEST_P(Zvc, EncodeChosenMatchesEncode) {
+  std::mt19937_64 rng(9);
+  for (int round = 0; round < 300; ++round) {
+    const size_t n = rng() % 70000;
+    const Bytes in = Sparse(rng, n, round % 2 ? 0.9 : 0.3, 1 + rng() % 4);
+    const ZvcChoice choice = ZvcChoose(n, ZvcCount(in));
+    Bytes want;
+    ASSERT_EQ(choice.mode, ZvcEncode(in, &want));
+    ASSERT_EQ(choice.size, want.size());
+    if (choice.mode == ZvcMode::kRaw) continue;
+    Bytes out(ZvcMaxEncodedSize(n));
+    auto got = ZvcEncodeChosen(in, choice, out);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got.value(), want.size());
+    out.resize(got.value());
+    ASSERT_EQ(out, want);
+  }
+  // Counts that claim one non-zero word fewer: another size, Internal. (The buffer has room
+  // for any encoding of these bytes.)
+  const Bytes in = Sparse(rng, 4096, 0.9, 4);
+  ZvcCounts c = ZvcCount(in);
+  ASSERT_GT(c.nz32, 0u);
+  --c.nz32;
+  const ZvcChoice lie = ZvcChoose(in.size(), c);
+  ASSERT_EQ(lie.mode, ZvcMode::kWord32);
+  Bytes out(2 * in.size());
+  EXPECT_EQ(ZvcEncodeChosen(in, lie, out).status().code(), Code::kInternal);
+  // All-zero counts for bytes that are not zeros: refused too.
+  EXPECT_EQ(ZvcEncodeChosen(in, ZvcChoose(in.size(), ZvcCounts{}), out).status().code(),
+            Code::kInternal);
+  EXPECT_EQ(ZvcEncodeChosen(in, ZvcChoice{ZvcMode::kRaw, in.size()}, out).status().code(),
+            Code::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Zvc, ::testing::Values("portable", "ssse3"),
                          [](const auto& info) { return info.param; });
 
