@@ -50,20 +50,6 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
     e = it->second;
   }
   const std::string path = PathOf(e.file_no);
-  const int fd = io_->Open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) {
-    if (fd == DiskIo::kNoAnswer) {
-      Fail(path + ": open: " + NoAnswer());
-      return nullptr;
-    }
-    {
-      std::lock_guard lock(mu_);
-      auto it = index_.find(id);
-      if (it != index_.end() && it->second.file_no == e.file_no) DropLocked(id, true);
-    }
-    if (fd != -ENOENT) Fail(path + ": " + std::strerror(-fd));
-    return nullptr;
-  }
   auto bufs = std::make_shared<Bufs>();
   const size_t hlen = HeaderBytes(e.key);
   bufs->head.resize(hlen);
@@ -73,17 +59,26 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
   bufs->obj = obj;
   const std::vector<uint8_t>& head = bufs->head;
   const std::vector<uint8_t>& sums = bufs->sums;
-  const int r = io_->Transfer(
-      false, fd,
+  const DiskIo::FileRead fr = io_->ReadFile(
+      path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
       {{0, bufs->head.data(), hlen},
        {hlen, reinterpret_cast<uint8_t*>(obj->data.data()), e.data_len},
        {hlen + e.data_len, bufs->sums.data(), bufs->sums.size()}},
       bufs);
+  const int r = fr.result;
   if (r == DiskIo::kNoAnswer) {
-    Fail(path + ": read: " + NoAnswer());
+    Fail(path + ": " + (fr.open_failed ? "open: " : "read: ") + NoAnswer());
     return nullptr;
   }
-  io_->Close(fd);
+  if (fr.open_failed) {
+    {
+      std::lock_guard lock(mu_);
+      auto it = index_.find(id);
+      if (it != index_.end() && it->second.file_no == e.file_no) DropLocked(id, true);
+    }
+    if (r != -ENOENT) Fail(path + ": " + std::strerror(-r));
+    return nullptr;
+  }
   if (r < 0 && r != DiskIo::kShort) {
     Fail(path + ": read: " + std::strerror(-r));
     return nullptr;

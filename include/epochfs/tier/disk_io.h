@@ -54,6 +54,18 @@ class DiskIo {
   int Transfer(bool write, int fd, const std::vector<Span>& spans, std::shared_ptr<void> keep);
   // Closes fd, not waited for.
   void Close(int fd);
+
+  // open(path, flags), a read of every span, and a close: one file read
+  // whole. When the spans follow one another (at most 64 MiB), as one chain
+  // of linked ops on the calling thread's own ring (disk_io_chain.cc; one
+  // submission and one bounded wait, no hop through the engine's thread);
+  // else, or where such a ring cannot be made, as Open, Transfer and Close.
+  struct FileRead {
+    bool open_failed = false;  // result is the open's -errno
+    int result = 0;            // 0, -errno, kShort or kNoAnswer
+  };
+  FileRead ReadFile(const std::string& path, int flags, const std::vector<Span>& spans,
+                    std::shared_ptr<void> keep);
   // A call was given up on.
   bool hung() const { return hung_.load(std::memory_order_relaxed); }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -67,6 +79,12 @@ class DiskIo {
   void Start(const std::shared_ptr<Batch>& b);
   // Submits b's ops and waits for them (bounded); false: given up on.
   bool Run(const std::shared_ptr<Batch>& b);
+  FileRead ReadFileByEngine(const std::string& path, int flags, const std::vector<Span>& spans,
+                            std::shared_ptr<void> keep);
+  // What a call given up on holds (its buffers, an engine or ring that may
+  // never stop), kept for the process's life: few (the tier fails at the
+  // first), and held from a static, so that a leak checker sees them owned.
+  static void KeepForever(std::shared_ptr<void> p);
 
   std::unique_ptr<spill::UringEngine> engine_;
   const std::chrono::milliseconds timeout_;
