@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "epochfs/common/hash.h"
+#include "epochfs/common/fresh_bytes.h"
 #include "epochfs/common/log.h"
 #include "epochfs/tier/disk_format.h"
 
@@ -55,7 +56,7 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
   bufs->head.resize(hlen);
   bufs->sums.resize(SumsBytes(e.data_len));
   auto obj = std::make_shared<store::Object>();
-  obj->data.resize(e.data_len);
+  SizeForRead(&obj->data, e.data_len);  // its pages in one call, not a fault each
   bufs->obj = obj;
   const std::vector<uint8_t>& head = bufs->head;
   const std::vector<uint8_t>& sums = bufs->sums;

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
 #include "epochfs/common/bytes_text.h"
+#include "epochfs/common/fresh_bytes.h"
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 #include "epochfs/common/log_limit.h"
@@ -33,6 +38,16 @@ TEST(Checksum, IsXxh3AndSensitive) {
   EXPECT_EQ(Checksum(a, 7), Checksum(a, 7));
   EXPECT_NE(Checksum(a, 7), Checksum(a, 6));
   EXPECT_EQ(Checksum("", 0), 0x2D06800538D394C2ull);  // XXH3-64 of the empty input
+}
+
+TEST(SizeForRead, SizesAndZeroes) {
+  for (size_t n : {size_t{0}, size_t{100}, size_t{64 * 1024}, size_t{(4 << 20) + 3}}) {
+    std::vector<char> v;
+    SizeForRead(&v, n);
+    ASSERT_EQ(v.size(), n);
+    EXPECT_EQ(std::count(v.begin(), v.end(), 0), static_cast<std::ptrdiff_t>(n)) << n;
+    if (n > 0) v[n - 1] = 'x';  // writable to its last byte
+  }
 }
 
 TEST(UniqueFd, ClosesOnce) {
