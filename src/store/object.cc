@@ -27,6 +27,15 @@ uint64_t IdSeed() {
 
 }  // namespace
 
+uint64_t ObjectChecksum(const char* data, size_t len) {
+  const std::vector<uint8_t> sums = BlockSums(data, len, kChecksumBlockBytes);
+  return ObjectChecksumOfSums(sums.data(), sums.size());
+}
+
+uint64_t ObjectChecksumOfSums(const uint8_t* sums, size_t sums_len) {
+  return Checksum(sums, sums_len);
+}
+
 cache::ObjectId ObjectIdOf(std::string_view rel) { return SeededHash(rel.data(), rel.size(), IdSeed()); }
 
 cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length) {

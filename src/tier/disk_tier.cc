@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "epochfs/common/hash.h"
 #include "epochfs/common/fresh_bytes.h"
 #include "epochfs/common/log.h"
 #include "epochfs/tier/disk_format.h"
@@ -103,7 +102,9 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
   }
   obj->id = id;
   obj->version = v;
-  obj->checksum = Checksum(obj->data.data(), obj->data.size());
+  // Every block verified against its sum: the object's checksum is theirs
+  // (store/object.h), not a second pass over the bytes.
+  obj->checksum = store::ObjectChecksumOfSums(sums.data(), sums.size());
   c_.hits.fetch_add(1, std::memory_order_relaxed);
   return obj;
 }

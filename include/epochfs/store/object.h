@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -30,7 +31,7 @@ struct Version {
 struct Object {
   cache::ObjectId id = 0;
   Version version;
-  uint64_t checksum = 0;  // XXH3-64 of data (of the bytes handed over)
+  uint64_t checksum = 0;  // ObjectChecksum of data (of the bytes handed over)
   std::vector<char> data;
   // Handed over (fuse.one_copy, CacheFront::HandOver): the kernel's page
   // cache holds the object's bytes in the daemon's place; `data` is empty
@@ -57,5 +58,15 @@ cache::ObjectId ObjectIdOf(std::string_view rel);
 cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length);
 // The version of a lower file.
 Version VersionOf(const struct stat& st);
+
+// An object's checksum (Object::checksum; compared only with another
+// object's, never stored): the XXH3-64 of the BlockSums of its bytes in
+// kChecksumBlockBytes blocks. A reader that has verified every block against
+// its sum (the disk tier) has the checksum from those sums, without hashing
+// the bytes a second time: ObjectChecksumOfSums(BlockSums(d, n,
+// kChecksumBlockBytes)) == ObjectChecksum(d, n).
+inline constexpr size_t kChecksumBlockBytes = 64 * 1024;
+uint64_t ObjectChecksum(const char* data, size_t len);
+uint64_t ObjectChecksumOfSums(const uint8_t* sums, size_t sums_len);
 
 }  // namespace epochfs::store

@@ -50,6 +50,19 @@ TEST(SizeForRead, SizesAndZeroes) {
   }
 }
 
+TEST(Checksum, BlockSumsAreEachBlocksLittleEndian) {
+  std::vector<char> d(2 * 1000 + 5);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<char>(i * 11);
+  const std::vector<uint8_t> s = BlockSums(d.data(), d.size(), 1000);
+  ASSERT_EQ(s.size(), 3u * 8);
+  for (size_t b = 0; b < 3; ++b) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | s[8 * b + i];
+    EXPECT_EQ(v, Checksum(d.data() + 1000 * b, std::min<size_t>(1000, d.size() - 1000 * b))) << b;
+  }
+  EXPECT_TRUE(BlockSums(d.data(), 0, 1000).empty());
+}
+
 TEST(UniqueFd, ClosesOnce) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
