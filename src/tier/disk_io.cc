@@ -164,4 +164,18 @@ void DiskIo::Close(int fd) {
   Start(b);
 }
 
+DiskIo::FileRead DiskIo::ReadFile(const std::string& path, int flags,
+                                  const std::vector<Span>& spans, std::shared_ptr<void> keep) {
+  FileRead out;
+  const int fd = Open(path, flags, 0);
+  if (fd < 0) {
+    out.open_failed = true;
+    out.result = fd;
+    return out;
+  }
+  out.result = Transfer(false, fd, spans, std::move(keep));
+  if (out.result != kNoAnswer) Close(fd);
+  return out;
+}
+
 }  // namespace epochfs::tier

@@ -55,11 +55,9 @@ class DiskIo {
   // Closes fd, not waited for.
   void Close(int fd);
 
-  // open(path, flags), a read of every span, and a close: one file read
-  // whole. When the spans follow one another (at most 64 MiB), as one chain
-  // of linked ops on the calling thread's own ring (disk_io_chain.cc; one
-  // submission and one bounded wait, no hop through the engine's thread);
-  // else, or where such a ring cannot be made, as Open, Transfer and Close.
+  // open(path, flags), a read of every span (one vectored op when they
+  // follow one another, Transfer), and a close not waited for: one file read
+  // whole, two waits.
   struct FileRead {
     bool open_failed = false;  // result is the open's -errno
     int result = 0;            // 0, -errno, kShort or kNoAnswer
@@ -79,8 +77,6 @@ class DiskIo {
   void Start(const std::shared_ptr<Batch>& b);
   // Submits b's ops and waits for them (bounded); false: given up on.
   bool Run(const std::shared_ptr<Batch>& b);
-  FileRead ReadFileByEngine(const std::string& path, int flags, const std::vector<Span>& spans,
-                            std::shared_ptr<void> keep);
   // What a call given up on holds (its buffers, an engine or ring that may
   // never stop), kept for the process's life: few (the tier fails at the
   // first), and held from a static, so that a leak checker sees them owned.

@@ -1,9 +1,8 @@
 // DiskTier: the dataset cache's tier on a local SSD directory
 // (cache.disk_path; docs/disk_tier.md). It keeps whole lower files and blocks
 // of big ones (the objects the RAM tier knows, store/object.h) as one file
-// each (disk_format.h), read and written through io_uring (a read as one
-// linked chain on the reader's own ring, writes on the spill area's engine,
-// spill/uring_engine.h; disk_io.h), every 64 KiB block checked against its
+// each (disk_format.h), read and written through io_uring (the spill area's
+// engine, spill/uring_engine.h), every 64 KiB block checked against its
 // XXH3 on every read: a copy that does not verify is counted
 // (checksum_errors), dropped, and never served. Copies are keyed by the
 // lower file's identity (store::LowerKey: path, range, size, mtime in ns; not

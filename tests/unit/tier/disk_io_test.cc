@@ -74,7 +74,7 @@ TEST(DiskIo, ACallNotAnsweredWithinTheBoundIsGivenUpOn) {
   ::close(r);
 }
 
-TEST(DiskIo, AFileIsReadWholeInOneChain) {
+TEST(DiskIo, AFileIsReadWhole) {
   TempDir dir("epochfs-diskio-test");
   ASSERT_FALSE(dir.path().empty());
   auto io = DiskIo::Create(4, 10s);
@@ -87,7 +87,7 @@ TEST(DiskIo, AFileIsReadWholeInOneChain) {
   ASSERT_EQ(::write(fd, want.data(), want.size()), static_cast<ssize_t>(want.size()));
   ::close(fd);
   // Three ranges one after another, as an object file's header, data and
-  // sums; read many times over, as a thread reads object after object.
+  // sums (one vectored op); read many times over.
   for (int round = 0; round < 50; ++round) {
     auto head = std::make_shared<std::vector<uint8_t>>(77);
     auto body = std::make_shared<std::vector<uint8_t>>(150000);
@@ -123,7 +123,7 @@ TEST(DiskIo, AFileIsReadWholeInOneChain) {
   EXPECT_FALSE(io.value()->hung());
 }
 
-TEST(DiskIo, AChainNotAnsweredWithinTheBoundIsGivenUpOn) {
+TEST(DiskIo, AWholeReadNotAnsweredWithinTheBoundIsGivenUpOn) {
   TempDir dir("epochfs-diskio-test");
   ASSERT_FALSE(dir.path().empty());
   const std::string fifo = dir.path() + "/fifo";
@@ -137,7 +137,7 @@ TEST(DiskIo, AChainNotAnsweredWithinTheBoundIsGivenUpOn) {
       io.value()->ReadFile(fifo, O_RDONLY, {{0, buf->data(), buf->size()}}, buf);
   EXPECT_EQ(r.result, DiskIo::kNoAnswer);
   EXPECT_TRUE(io.value()->hung());
-  // Answered late: the buffer the chain owns is still alive when the bytes land.
+  // Answered late: the buffer the read owns is still alive when the bytes land.
   buf.reset();
   ASSERT_EQ(::write(w, "0123456789abcdef", 16), 16);
   io.value().reset();
