@@ -143,6 +143,9 @@ void UringEngine::Run(std::vector<iovec> fixed) {
         io_uring_prep_openat(sqe, AT_FDCWD, op->open_path, op->open_flags, op->open_mode);
       } else if (op->close) {
         io_uring_prep_close(sqe, op->fd);
+      } else if (op->iovcnt > 0) {
+        if (op->write) io_uring_prep_writev(sqe, op->fd, op->iov, op->iovcnt, op->offset);
+        else io_uring_prep_readv(sqe, op->fd, op->iov, op->iovcnt, op->offset);
       } else if (op->write) {
         if (use_fixed) io_uring_prep_write_fixed(sqe, op->fd, op->buf, op->len, op->offset, op->buf_index);
         else io_uring_prep_write(sqe, op->fd, op->buf, op->len, op->offset);

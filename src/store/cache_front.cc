@@ -249,7 +249,7 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   obj->id = req.id;
   obj->version = lower_.versions().Of(st);
   obj->data = std::move(data).value();
-  obj->checksum = Checksum(obj->data.data(), obj->data.size());
+  obj->checksum = ObjectChecksum(obj->data.data(), obj->data.size());
   c_.bytes_read_lower.fetch_add(obj->data.size(), std::memory_order_relaxed);
   load_time_.Observe(NowNs() - start);
   if (prefetch) c_.prefetch_bytes.fetch_add(obj->data.size(), std::memory_order_relaxed);

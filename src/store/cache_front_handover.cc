@@ -24,7 +24,7 @@ bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
   stub->handed_over = true;
   stub->handed_size = served->data.size();
   // Outside the lock: hashing 16 MiB takes about a millisecond.
-  stub->block_sums = BlockSums(served->data.data(), served->data.size(), block);
+  stub->block_sums = RefillSums(served->data.data(), served->data.size(), block);
   if (!stub->block_sums.empty()) stub->sum_block = block;
   std::lock_guard lock(policy_mu_);
   if (!ram_.Replace(served, std::move(stub))) return false;
@@ -110,8 +110,8 @@ Result<ObjectRef> CacheFront::RefillBlock(const GetRequest& req, const ObjectRef
   auto block = std::make_shared<Object>();
   block->id = stub->id;
   block->version = stub->version;
-  block->checksum = stub->block_sums[index];
   block->data = std::move(data).value();
+  block->checksum = ObjectChecksum(block->data.data(), block->data.size());
   return ObjectRef(std::move(block));
 }
 

@@ -28,6 +28,15 @@ uint64_t IdSeed() {
 
 }  // namespace
 
+uint64_t ObjectChecksum(const char* data, size_t len) {
+  const std::vector<uint8_t> sums = BlockSums(data, len, kChecksumBlockBytes);
+  return ObjectChecksumOfSums(sums.data(), sums.size());
+}
+
+uint64_t ObjectChecksumOfSums(const uint8_t* sums, size_t sums_len) {
+  return Checksum(sums, sums_len);
+}
+
 cache::ObjectId ObjectIdOf(std::string_view rel) { return SeededHash(rel.data(), rel.size(), IdSeed()); }
 
 cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length) {
@@ -40,7 +49,7 @@ cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length
   return SeededHash(key.data(), key.size(), IdSeed());
 }
 
-std::vector<uint64_t> BlockSums(const char* data, uint64_t size, uint64_t block) {
+std::vector<uint64_t> RefillSums(const char* data, uint64_t size, uint64_t block) {
   std::vector<uint64_t> sums;
   if (block == 0 || size <= block) return sums;
   sums.reserve((size + block - 1) / block);

@@ -66,14 +66,7 @@ Status DecodeHeader(const uint8_t* p, size_t n, store::LowerKey* key, uint64_t* 
   return Status::Ok();
 }
 
-std::vector<uint8_t> EncodeSums(const char* data, size_t n) {
-  std::vector<uint8_t> out;
-  out.reserve(SumsBytes(n));
-  for (size_t off = 0; off < n; off += kBlockBytes) {
-    PutU64(&out, Checksum(data + off, std::min<size_t>(kBlockBytes, n - off)));
-  }
-  return out;
-}
+std::vector<uint8_t> EncodeSums(const char* data, size_t n) { return BlockSums(data, n, kBlockBytes); }
 
 uint64_t BadBlocks(const char* data, size_t n, const uint8_t* sums) {
   uint64_t bad = 0;

@@ -1,6 +1,8 @@
 // DiskIo (disk_io.h): bounded calls on the disk tier's io_uring engine.
 #include "epochfs/tier/disk_io.h"
 
+#include <sys/uio.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -11,17 +13,14 @@ namespace {
 
 constexpr uint64_t kOpBytes = 64u << 20;  // the largest single read or write
 
-// What a call given up on holds (its batch; an engine that may never stop),
-// kept for the process's life: few (the tier fails at the first), and held
-// from a static, so that a leak checker sees them owned, not lost.
-void KeepForever(std::shared_ptr<void> p) {
+}  // namespace
+
+void DiskIo::KeepForever(std::shared_ptr<void> p) {
   static std::mutex mu;
   static auto* kept = new std::vector<std::shared_ptr<void>>();
   std::lock_guard lock(mu);
   kept->push_back(std::move(p));
 }
-
-}  // namespace
 
 // The ops of one call and all they touch. The engine's completions hold it
 // (self) until the last op is done, so that a call given up on can finish
@@ -35,6 +34,7 @@ struct DiskIo::Batch {
   std::shared_ptr<Batch> self;  // guarded by mu; reset by the last completion
   std::shared_ptr<void> keep;   // the buffers the ops touch
   std::string path;             // an open's path
+  std::vector<iovec> iov;       // a vectored op's ranges
 
   static void Done(spill::IoOp* op, int res) {
     auto* b = static_cast<Batch*>(op->ctx);
@@ -111,15 +111,37 @@ int DiskIo::Transfer(bool write, int fd, const std::vector<Span>& spans,
                      std::shared_ptr<void> keep) {
   auto b = std::make_shared<Batch>();
   b->keep = std::move(keep);
-  for (const Span& s : spans) {
-    for (uint64_t done = 0; done < s.len; done += kOpBytes) {
-      spill::IoOp op;
-      op.write = write;
-      op.fd = fd;
-      op.offset = s.offset + done;
-      op.buf = s.buf + done;
-      op.len = static_cast<uint32_t>(std::min<uint64_t>(kOpBytes, s.len - done));
-      b->ops.push_back(op);
+  // Spans that follow one another in the file, together at most kOpBytes: one
+  // vectored op (one completion, one wake-up) instead of one op each.
+  uint64_t total = 0;
+  bool contiguous = !spans.empty() && spans.size() <= 64;
+  for (size_t i = 0; contiguous && i < spans.size(); ++i) {
+    contiguous = i == 0 || spans[i].offset == spans[i - 1].offset + spans[i - 1].len;
+    total += spans[i].len;
+  }
+  if (contiguous && total <= kOpBytes) {
+    for (const Span& s : spans) {
+      if (s.len > 0) b->iov.push_back(iovec{s.buf, s.len});
+    }
+    spill::IoOp op;
+    op.write = write;
+    op.fd = fd;
+    op.offset = spans[0].offset;
+    op.iov = b->iov.data();
+    op.iovcnt = static_cast<uint32_t>(b->iov.size());
+    op.len = static_cast<uint32_t>(total);
+    if (op.iovcnt > 0) b->ops.push_back(op);
+  } else {
+    for (const Span& s : spans) {
+      for (uint64_t done = 0; done < s.len; done += kOpBytes) {
+        spill::IoOp op;
+        op.write = write;
+        op.fd = fd;
+        op.offset = s.offset + done;
+        op.buf = s.buf + done;
+        op.len = static_cast<uint32_t>(std::min<uint64_t>(kOpBytes, s.len - done));
+        b->ops.push_back(op);
+      }
     }
   }
   if (!Run(b)) return kNoAnswer;
@@ -140,6 +162,20 @@ void DiskIo::Close(int fd) {
   op.fd = fd;
   b->ops.push_back(op);
   Start(b);
+}
+
+DiskIo::FileRead DiskIo::ReadFile(const std::string& path, int flags,
+                                  const std::vector<Span>& spans, std::shared_ptr<void> keep) {
+  FileRead out;
+  const int fd = Open(path, flags, 0);
+  if (fd < 0) {
+    out.open_failed = true;
+    out.result = fd;
+    return out;
+  }
+  out.result = Transfer(false, fd, spans, std::move(keep));
+  if (out.result != kNoAnswer) Close(fd);
+  return out;
 }
 
 }  // namespace epochfs::tier

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "epochfs/common/hash.h"
+#include "epochfs/common/fresh_bytes.h"
 #include "epochfs/common/log.h"
 #include "epochfs/tier/disk_format.h"
 
@@ -50,40 +50,35 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
     e = it->second;
   }
   const std::string path = PathOf(e.file_no);
-  const int fd = io_->Open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) {
-    if (fd == DiskIo::kNoAnswer) {
-      Fail(path + ": open: " + NoAnswer());
-      return nullptr;
-    }
-    {
-      std::lock_guard lock(mu_);
-      auto it = index_.find(id);
-      if (it != index_.end() && it->second.file_no == e.file_no) DropLocked(id, true);
-    }
-    if (fd != -ENOENT) Fail(path + ": " + std::strerror(-fd));
-    return nullptr;
-  }
   auto bufs = std::make_shared<Bufs>();
   const size_t hlen = HeaderBytes(e.key);
   bufs->head.resize(hlen);
   bufs->sums.resize(SumsBytes(e.data_len));
   auto obj = std::make_shared<store::Object>();
-  obj->data.resize(e.data_len);
+  SizeForRead(&obj->data, e.data_len);  // its pages in one call, not a fault each
   bufs->obj = obj;
   const std::vector<uint8_t>& head = bufs->head;
   const std::vector<uint8_t>& sums = bufs->sums;
-  const int r = io_->Transfer(
-      false, fd,
+  const DiskIo::FileRead fr = io_->ReadFile(
+      path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
       {{0, bufs->head.data(), hlen},
        {hlen, reinterpret_cast<uint8_t*>(obj->data.data()), e.data_len},
        {hlen + e.data_len, bufs->sums.data(), bufs->sums.size()}},
       bufs);
+  const int r = fr.result;
   if (r == DiskIo::kNoAnswer) {
-    Fail(path + ": read: " + NoAnswer());
+    Fail(path + ": " + (fr.open_failed ? "open: " : "read: ") + NoAnswer());
     return nullptr;
   }
-  io_->Close(fd);
+  if (fr.open_failed) {
+    {
+      std::lock_guard lock(mu_);
+      auto it = index_.find(id);
+      if (it != index_.end() && it->second.file_no == e.file_no) DropLocked(id, true);
+    }
+    if (r != -ENOENT) Fail(path + ": " + std::strerror(-r));
+    return nullptr;
+  }
   if (r < 0 && r != DiskIo::kShort) {
     Fail(path + ": read: " + std::strerror(-r));
     return nullptr;
@@ -107,7 +102,9 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
   }
   obj->id = id;
   obj->version = v;
-  obj->checksum = Checksum(obj->data.data(), obj->data.size());
+  // Every block verified against its sum: the object's checksum is theirs
+  // (store/object.h), not a second pass over the bytes.
+  obj->checksum = store::ObjectChecksumOfSums(sums.data(), sums.size());
   c_.hits.fetch_add(1, std::memory_order_relaxed);
   return obj;
 }

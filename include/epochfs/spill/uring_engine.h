@@ -49,6 +49,10 @@ struct IoOp {
   uint8_t* buf = nullptr;
   uint32_t len = 0;
   int buf_index = -1;  // registered buffer index, or -1
+  // If iovcnt > 0: a vectored read or write (readv/writev) of these ranges,
+  // one after another from `offset`, instead of buf and len.
+  const iovec* iov = nullptr;
+  uint32_t iovcnt = 0;
   // If set, called on the I/O thread just before the op enters the ring; it
   // may set buf, len and buf_index (e.g. encode the data it writes), so that
   // this CPU work overlaps with the I/O of the ops already in flight.

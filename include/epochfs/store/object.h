@@ -6,7 +6,7 @@
 // a reply is still being built from.
 #pragma once
 
-
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -20,7 +20,7 @@ namespace epochfs::store {
 struct Object {
   cache::ObjectId id = 0;
   Version version;  // what the bytes are a copy of (version.h)
-  uint64_t checksum = 0;  // XXH3-64 of data (of the bytes handed over)
+  uint64_t checksum = 0;  // ObjectChecksum of data (of the bytes handed over)
   std::vector<char> data;
   // Handed over (fuse.one_copy, CacheFront::HandOver): the kernel's page
   // cache holds the object's bytes in the daemon's place; `data` is empty
@@ -53,8 +53,19 @@ cache::ObjectId ObjectIdOf(std::string_view rel);
 // ObjectIdOf, and never the id of a file's whole object (the key holds a NUL).
 cache::ObjectId BlockIdOf(std::string_view rel, uint64_t offset, uint64_t length);
 // The XXH3-64 of each `block` bytes of data[0, size) (the last of what is
-// left): none when size <= block (the whole checksum says it all) or block
-// is 0.
-std::vector<uint64_t> BlockSums(const char* data, uint64_t size, uint64_t block);
+// left), as a handed-over stub keeps them for refills in blocks
+// (Object::block_sums): none when size <= block (the whole checksum says it
+// all) or block is 0.
+std::vector<uint64_t> RefillSums(const char* data, uint64_t size, uint64_t block);
+
+// An object's checksum (Object::checksum; compared only with another
+// object's, never stored): the XXH3-64 of the BlockSums of its bytes in
+// kChecksumBlockBytes blocks. A reader that has verified every block against
+// its sum (the disk tier) has the checksum from those sums, without hashing
+// the bytes a second time: ObjectChecksumOfSums(BlockSums(d, n,
+// kChecksumBlockBytes)) == ObjectChecksum(d, n).
+inline constexpr size_t kChecksumBlockBytes = 64 * 1024;
+uint64_t ObjectChecksum(const char* data, size_t len);
+uint64_t ObjectChecksumOfSums(const uint8_t* sums, size_t sums_len);
 
 }  // namespace epochfs::store

@@ -27,6 +27,9 @@
 namespace epochfs::tier {
 
 inline constexpr uint32_t kBlockBytes = 64 * 1024;
+// The sums are those of the object's checksum (store/object.h): a read that
+// verified every block has the object's checksum from them.
+static_assert(kBlockBytes == store::kChecksumBlockBytes);
 inline constexpr size_t kHeaderFixed = 60;  // before the path; + path + 8 (its checksum)
 
 size_t HeaderBytes(const store::LowerKey& key);
@@ -36,7 +39,7 @@ std::vector<uint8_t> EncodeHeader(const store::LowerKey& key, uint64_t data_len)
 // lengths or checksum). *header_len is its length.
 Status DecodeHeader(const uint8_t* p, size_t n, store::LowerKey* key, uint64_t* data_len,
                     size_t* header_len);
-// The XXH3 of each block of `data`, encoded (SumsBytes(n) bytes).
+// The XXH3 of each block of `data`, encoded (SumsBytes(n) bytes; BlockSums).
 std::vector<uint8_t> EncodeSums(const char* data, size_t n);
 // The number of blocks of `data` that do not match `sums` (0: verified).
 uint64_t BadBlocks(const char* data, size_t n, const uint8_t* sums);

@@ -54,6 +54,16 @@ class DiskIo {
   int Transfer(bool write, int fd, const std::vector<Span>& spans, std::shared_ptr<void> keep);
   // Closes fd, not waited for.
   void Close(int fd);
+
+  // open(path, flags), a read of every span (one vectored op when they
+  // follow one another, Transfer), and a close not waited for: one file read
+  // whole, two waits.
+  struct FileRead {
+    bool open_failed = false;  // result is the open's -errno
+    int result = 0;            // 0, -errno, kShort or kNoAnswer
+  };
+  FileRead ReadFile(const std::string& path, int flags, const std::vector<Span>& spans,
+                    std::shared_ptr<void> keep);
   // A call was given up on.
   bool hung() const { return hung_.load(std::memory_order_relaxed); }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -67,6 +77,10 @@ class DiskIo {
   void Start(const std::shared_ptr<Batch>& b);
   // Submits b's ops and waits for them (bounded); false: given up on.
   bool Run(const std::shared_ptr<Batch>& b);
+  // What a call given up on holds (its buffers, an engine or ring that may
+  // never stop), kept for the process's life: few (the tier fails at the
+  // first), and held from a static, so that a leak checker sees them owned.
+  static void KeepForever(std::shared_ptr<void> p);
 
   std::unique_ptr<spill::UringEngine> engine_;
   const std::chrono::milliseconds timeout_;

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
 #include "epochfs/common/bytes_text.h"
+#include "epochfs/common/fresh_bytes.h"
 #include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
 #include "epochfs/common/log_limit.h"
@@ -33,6 +38,29 @@ TEST(Checksum, IsXxh3AndSensitive) {
   EXPECT_EQ(Checksum(a, 7), Checksum(a, 7));
   EXPECT_NE(Checksum(a, 7), Checksum(a, 6));
   EXPECT_EQ(Checksum("", 0), 0x2D06800538D394C2ull);  // XXH3-64 of the empty input
+}
+
+TEST(SizeForRead, SizesAndZeroes) {
+  for (size_t n : {size_t{0}, size_t{100}, size_t{64 * 1024}, size_t{(4 << 20) + 3}}) {
+    std::vector<char> v;
+    SizeForRead(&v, n);
+    ASSERT_EQ(v.size(), n);
+    EXPECT_EQ(std::count(v.begin(), v.end(), 0), static_cast<std::ptrdiff_t>(n)) << n;
+    if (n > 0) v[n - 1] = 'x';  // writable to its last byte
+  }
+}
+
+TEST(Checksum, BlockSumsAreEachBlocksLittleEndian) {
+  std::vector<char> d(2 * 1000 + 5);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<char>(i * 11);
+  const std::vector<uint8_t> s = BlockSums(d.data(), d.size(), 1000);
+  ASSERT_EQ(s.size(), 3u * 8);
+  for (size_t b = 0; b < 3; ++b) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | s[8 * b + i];
+    EXPECT_EQ(v, Checksum(d.data() + 1000 * b, std::min<size_t>(1000, d.size() - 1000 * b))) << b;
+  }
+  EXPECT_TRUE(BlockSums(d.data(), 0, 1000).empty());
 }
 
 TEST(UniqueFd, ClosesOnce) {

@@ -166,9 +166,9 @@ TEST(RefillRead, ABlockOfOtherBytesIsStaleTheOthersAreServed) {
 
 TEST(RefillRead, ASmallFileOrNoBlockSizeKeepsNoSums) {
   Handed h;
-  EXPECT_TRUE(store::BlockSums("abc", 3, 4).empty()) << "one block: the whole checksum";
-  EXPECT_TRUE(store::BlockSums(h.want.data(), h.want.size(), 0).empty());
-  const auto sums = store::BlockSums(h.want.data(), h.want.size(), 4096);
+  EXPECT_TRUE(store::RefillSums("abc", 3, 4).empty()) << "one block: the whole checksum";
+  EXPECT_TRUE(store::RefillSums(h.want.data(), h.want.size(), 0).empty());
+  const auto sums = store::RefillSums(h.want.data(), h.want.size(), 4096);
   ASSERT_EQ(sums.size(), 3u);
   EXPECT_EQ(sums, h.stub->block_sums);
   EXPECT_NE(sums[0], sums[1]);

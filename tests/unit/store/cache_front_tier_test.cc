@@ -41,7 +41,7 @@ class MemTier : public SecondTier {
     o->id = id;
     o->version = v;
     o->data.assign(it->second.second.begin(), it->second.second.end());
-    o->checksum = Checksum(o->data.data(), o->data.size());
+    o->checksum = ObjectChecksum(o->data.data(), o->data.size());
     return o;
   }
   bool Write(cache::ObjectId, const LowerKey&, ObjectRef) override { return true; }

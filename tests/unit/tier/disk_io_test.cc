@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -70,6 +72,76 @@ TEST(DiskIo, ACallNotAnsweredWithinTheBoundIsGivenUpOn) {
   // Hung once, the engine is left to the process rather than waited for.
   io.value().reset();
   ::close(r);
+}
+
+TEST(DiskIo, AFileIsReadWhole) {
+  TempDir dir("epochfs-diskio-test");
+  ASSERT_FALSE(dir.path().empty());
+  auto io = DiskIo::Create(4, 10s);
+  ASSERT_TRUE(io.ok()) << io.status().message();
+  const std::string path = dir.path() + "/f";
+  std::vector<uint8_t> want(200000);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint8_t>(i * 13 + 5);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, want.data(), want.size()), static_cast<ssize_t>(want.size()));
+  ::close(fd);
+  // Three ranges one after another, as an object file's header, data and
+  // sums (one vectored op); read many times over.
+  for (int round = 0; round < 50; ++round) {
+    auto head = std::make_shared<std::vector<uint8_t>>(77);
+    auto body = std::make_shared<std::vector<uint8_t>>(150000);
+    auto tail = std::make_shared<std::vector<uint8_t>>(want.size() - 150077);
+    const DiskIo::FileRead r = io.value()->ReadFile(
+        path, O_RDONLY | O_CLOEXEC,
+        {{0, head->data(), head->size()},
+         {77, body->data(), body->size()},
+         {150077, tail->data(), tail->size()}},
+        body);
+    ASSERT_FALSE(r.open_failed);
+    ASSERT_EQ(r.result, 0);
+    std::vector<uint8_t> got(*head);
+    got.insert(got.end(), body->begin(), body->end());
+    got.insert(got.end(), tail->begin(), tail->end());
+    ASSERT_EQ(got, want) << "round " << round;
+  }
+  // Past the end: short. A missing file: the open's error, told apart.
+  auto buf = std::make_shared<std::vector<uint8_t>>(1000);
+  DiskIo::FileRead r =
+      io.value()->ReadFile(path, O_RDONLY, {{want.size() - 10, buf->data(), buf->size()}}, buf);
+  EXPECT_FALSE(r.open_failed);
+  EXPECT_EQ(r.result, DiskIo::kShort);
+  r = io.value()->ReadFile(dir.path() + "/missing", O_RDONLY, {{0, buf->data(), buf->size()}}, buf);
+  EXPECT_TRUE(r.open_failed);
+  EXPECT_EQ(r.result, -ENOENT);
+  // Ranges with a gap between them: read as separate ops, the same bytes.
+  auto a = std::make_shared<std::vector<uint8_t>>(10);
+  r = io.value()->ReadFile(path, O_RDONLY, {{0, a->data(), 5}, {100, a->data() + 5, 5}}, a);
+  EXPECT_EQ(r.result, 0);
+  EXPECT_TRUE(std::equal(a->begin(), a->begin() + 5, want.begin()));
+  EXPECT_TRUE(std::equal(a->begin() + 5, a->end(), want.begin() + 100));
+  EXPECT_FALSE(io.value()->hung());
+}
+
+TEST(DiskIo, AWholeReadNotAnsweredWithinTheBoundIsGivenUpOn) {
+  TempDir dir("epochfs-diskio-test");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int w = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // a writer that writes nothing
+  ASSERT_GE(w, 0);
+  auto io = DiskIo::Create(4, 100ms);
+  ASSERT_TRUE(io.ok()) << io.status().message();
+  auto buf = std::make_shared<std::vector<uint8_t>>(16);
+  const DiskIo::FileRead r =
+      io.value()->ReadFile(fifo, O_RDONLY, {{0, buf->data(), buf->size()}}, buf);
+  EXPECT_EQ(r.result, DiskIo::kNoAnswer);
+  EXPECT_TRUE(io.value()->hung());
+  // Answered late: the buffer the read owns is still alive when the bytes land.
+  buf.reset();
+  ASSERT_EQ(::write(w, "0123456789abcdef", 16), 16);
+  io.value().reset();
+  ::close(w);
 }
 
 }  // namespace disk_io_test

@@ -101,6 +101,28 @@ TEST(DiskFormat, EveryBlockIsChecked) {
   EXPECT_EQ(BadBlocks(data.data(), data.size(), sums.data()), 2u);
 }
 
+// A read that verified every block takes the object's checksum from the
+// sums (no second pass over the bytes): it must be the one a load from LOWER
+// computes, or a refill of handed-over bytes would be refused; and any
+// flipped byte changes both a block's sum and the object's checksum.
+TEST(DiskFormat, TheSumsGiveTheObjectsChecksum) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{kBlockBytes - 1}, size_t{kBlockBytes},
+                   size_t{kBlockBytes + 1}, size_t{200000}}) {
+    std::vector<char> data(n);
+    for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>(i * 7 + i / 300);
+    const std::vector<uint8_t> sums = EncodeSums(data.data(), n);
+    const uint64_t whole = store::ObjectChecksum(data.data(), n);
+    EXPECT_EQ(store::ObjectChecksumOfSums(sums.data(), sums.size()), whole) << n;
+    if (n == 0) continue;
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      data[at] ^= 0x20;
+      EXPECT_EQ(BadBlocks(data.data(), n, sums.data()), 1u) << n << " at " << at;
+      EXPECT_NE(store::ObjectChecksum(data.data(), n), whole) << n << " at " << at;
+      data[at] ^= 0x20;
+    }
+  }
+}
+
 TEST(DiskJournal, ReplaysAndCutsATornTail) {
   TempDir dir("epochfs-tier-test");
   ASSERT_FALSE(dir.path().empty());
@@ -167,6 +189,7 @@ TEST(DiskTier, WritesReadsVerifiesAndSurvivesARestart) {
     ASSERT_NE(back, nullptr);
     EXPECT_EQ(back->data, oa->data);
     EXPECT_EQ(back->version, V(a));
+    EXPECT_EQ(back->checksum, store::ObjectChecksum(oa->data.data(), oa->data.size()));
     EXPECT_EQ(t->stats().hits, 1u);
     // The file's mode: the daemon's alone.
     struct stat st;
@@ -187,6 +210,7 @@ TEST(DiskTier, WritesReadsVerifiesAndSurvivesARestart) {
   store::ObjectRef back = t->Read(blk.Id(), blk, V(blk));
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(back->data, ok->data);
+  EXPECT_EQ(back->checksum, store::ObjectChecksum(ok->data.data(), ok->data.size()));
   // Another version on LOWER now: never served, dropped, counted.
   store::LowerKey newer = b;
   newer.mtime_ns += 1;
@@ -207,6 +231,18 @@ TEST(DiskTier, WritesReadsVerifiesAndSurvivesARestart) {
   t->Drain();  // removals are the writer's
   EXPECT_EQ(::access(fa.c_str(), F_OK), -1) << "its file is removed";
   EXPECT_EQ(t->state(), DiskTier::State::kOk);
+  // A flipped byte in the last, short block: never served either.
+  {
+    const std::string fb = t->FileOf(blk.Id());
+    ASSERT_FALSE(fb.empty());
+    const store::ObjectRef keep = t->Read(blk.Id(), blk, V(blk));
+    ASSERT_NE(keep, nullptr);
+    FlipByte(fb, static_cast<off_t>(HeaderBytes(blk) + 70000 - 1));
+    EXPECT_EQ(t->Read(blk.Id(), blk, V(blk)), nullptr);
+    EXPECT_EQ(t->stats().checksum_errors, 2u);
+    EXPECT_TRUE(t->Write(blk.Id(), blk, ok));  // written again for the erase below
+    t->Drain();
+  }
   // Erase removes the copy.
   const std::string fk = t->FileOf(blk.Id());
   t->Erase(blk.Id());
