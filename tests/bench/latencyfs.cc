@@ -1,0 +1,560 @@
+// latencyfs — a latency store for benchmarks: a read-only low-level libfuse 3
+// passthrough of SOURCE in which every call waits, as on NFS or an s3 mount,
+// without costing the client's machine a thread per waiting call. A
+// benchmark fixture (scripts/bench/bench-slow-store), not part of the product;
+// tests/integration/faultfs.cc stays the fixture of the fault tests.
+//
+//   latencyfs SOURCE MOUNTPOINT [-f] [-o allow_other,max_threads=N,...]
+//
+// Latency: while SOURCE/.latency_ms holds N (at most 10000), every call it
+// serves (lookup, getattr, open, read, opendir, readdir, readlink, statfs,
+// access) is answered N ms after it arrived; an error (ENOENT, ...) waits
+// too. The file is read again when SOURCE changes (an inotify watch, checked
+// by every call): a change is seen by every call that arrives after it.
+// Answered at once, neither waiting nor counted: forget, release, releasedir
+// (a client's close costs no server round trip) and getxattr (the counts).
+//
+// Concurrency: unbounded. A call's work (lstat, open, pread, the listing)
+// is done when it arrives, by the libfuse loop thread that received it, and
+// its answer is put in a timer queue (a min-heap by due time); one timer
+// thread sends the answers whose time has come. A waiting call holds no
+// thread, only its answer (the bytes of a read, a listing, a stat), so any
+// number of calls wait at once, as at a store with many servers: the calls
+// in flight are the client's, up to what the kernel lets it send (this mount
+// asks for max_background 4096: reads the kernel sends on its own are not
+// held back at its default 12). The loop threads (libfuse's `-o
+// max_threads=N`, default 10) bound only the calls being worked on at one
+// instant, not those waiting. The store's answers reflect SOURCE when the
+// call arrived.
+//
+// The kernel caches nothing: entry and attribute timeouts are 0 (every path
+// walk revalidates each name with a LOOKUP, every stat is a GETATTR) and
+// files are opened with direct_io (every read reaches this process), as in
+// faultfs, so the client's calls all reach the store. Lookups in one
+// directory run side by side (libfuse's parallel_dirops, on by default).
+//
+// Counts: every call served is counted by kind; the extended attribute
+// `user.faultfs.counts` of the mount's root (the same interface as
+// faultfs's) reads "lookup=N stat=N open=N read=N opendir=N list=N
+// readlink=N statfs=N access=N in_flight=N max_in_flight=N", stat being
+// getattr, list a readdir, in_flight the calls waiting now and max_in_flight
+// the most at once since the mount; `user.faultfs.counts.PID` gives those
+// of process PID's threads only.
+//
+// Memory: the path of every name ever looked up is kept until unmount (the
+// inode table; a benchmark's dataset, not a million-file store), and each
+// waiting call's answer until it is sent. Modifying calls are not
+// implemented (ENOSYS, EROFS for an open for writing). Thread safety: the
+// inode table, the counts and the queue are each behind their own mutex.
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace latencyfs {
+
+using Clock = std::chrono::steady_clock;
+
+std::string g_source;  // absolute path of SOURCE ("" for /), set before the loop
+
+// ---------------------------------------------------------------------------
+// Inodes: a path (relative to SOURCE, "" for the root) by inode number
+// ---------------------------------------------------------------------------
+
+std::mutex g_ino_mu;
+std::unordered_map<fuse_ino_t, std::string> g_path{{FUSE_ROOT_ID, ""}};  // g_ino_mu
+std::unordered_map<std::string, fuse_ino_t> g_ino{{"", FUSE_ROOT_ID}};   // g_ino_mu
+fuse_ino_t g_next_ino = FUSE_ROOT_ID + 1;                                // g_ino_mu
+
+// The real path of inode `ino`; false if unknown.
+bool RealPath(fuse_ino_t ino, std::string* out) {
+  std::lock_guard lk(g_ino_mu);
+  auto it = g_path.find(ino);
+  if (it == g_path.end()) return false;
+  *out = g_source + it->second;
+  return true;
+}
+
+// In `rel`, the relative path of name `name` in directory `parent`; false if
+// `parent` is unknown.
+bool ChildOf(fuse_ino_t parent, const char* name, std::string* rel) {
+  std::lock_guard lk(g_ino_mu);
+  auto it = g_path.find(parent);
+  if (it == g_path.end()) return false;
+  *rel = it->second + "/" + name;
+  return true;
+}
+
+// The inode of relative path `rel`, made if new (never forgotten).
+fuse_ino_t InodeOf(const std::string& rel) {
+  std::lock_guard lk(g_ino_mu);
+  auto [it, made] = g_ino.try_emplace(rel, g_next_ino);
+  if (made) g_path.emplace(g_next_ino++, rel);
+  return it->second;
+}
+
+// ---------------------------------------------------------------------------
+// Latency: SOURCE/.latency_ms, read again when SOURCE changes
+// ---------------------------------------------------------------------------
+
+int g_watch = -1;  // inotify of SOURCE (non-blocking); -1: read the file every call
+std::mutex g_latency_mu;
+bool g_latency_read = false;  // g_latency_mu
+long g_latency_ms = 0;        // g_latency_mu
+
+long ReadLatency() {
+  const int fd = open((g_source + "/.latency_ms").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd == -1) return 0;
+  char buf[16] = {};
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  const long ms = std::strtol(buf, nullptr, 10);
+  return ms > 0 && ms <= 10000 ? ms : 0;
+}
+
+long LatencyMs() {
+  if (g_watch < 0) return ReadLatency();
+  std::lock_guard lk(g_latency_mu);
+  bool changed = !g_latency_read;
+  alignas(inotify_event) char events[4096];
+  while (read(g_watch, events, sizeof events) > 0) changed = true;  // drained (or EAGAIN)
+  if (changed) {
+    g_latency_ms = ReadLatency();
+    g_latency_read = true;
+  }
+  return g_latency_ms;
+}
+
+// ---------------------------------------------------------------------------
+// Counts, in all and by process (thread group)
+// ---------------------------------------------------------------------------
+
+enum Kind { kLookup, kStat, kOpen, kRead, kOpendir, kList, kReadlink, kStatfs, kAccess, kKinds };
+const char* const kKindNames[kKinds] = {"lookup", "stat",     "open",   "read",  "opendir",
+                                        "list",   "readlink", "statfs", "access"};
+
+struct Tally {
+  std::array<uint64_t, kKinds> calls{};
+  uint64_t in_flight = 0, max_in_flight = 0;
+};
+std::mutex g_counts_mu;
+Tally g_all;                          // g_counts_mu
+std::map<pid_t, Tally> g_by_process;  // g_counts_mu
+std::unordered_map<pid_t, pid_t> g_process_of;  // thread -> thread group; g_counts_mu
+
+// The thread group of thread `tid`, from /proc; `tid` if unknown.
+pid_t ReadProcessOf(pid_t tid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/status").c_str(), "r");
+  if (f == nullptr) return tid;
+  char line[256];
+  pid_t tgid = tid;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "Tgid:", 5) == 0) {
+      tgid = static_cast<pid_t>(std::strtol(line + 5, nullptr, 10));
+      break;
+    }
+  }
+  std::fclose(f);
+  return tgid;
+}
+
+// Remembered: /proc is read once per thread (a bound of 65536 threads).
+pid_t ProcessOf(pid_t tid) {
+  {
+    std::lock_guard lk(g_counts_mu);
+    if (auto it = g_process_of.find(tid); it != g_process_of.end()) return it->second;
+  }
+  const pid_t process = ReadProcessOf(tid);
+  std::lock_guard lk(g_counts_mu);
+  if (g_process_of.size() >= 65536) g_process_of.clear();
+  g_process_of[tid] = process;
+  return process;
+}
+
+void Begin(Kind kind, pid_t process) {
+  std::lock_guard lk(g_counts_mu);
+  for (Tally* t : {&g_all, &g_by_process[process]}) {
+    ++t->calls[kind];
+    t->max_in_flight = std::max(t->max_in_flight, ++t->in_flight);
+  }
+}
+
+void End(pid_t process) {
+  std::lock_guard lk(g_counts_mu);
+  --g_all.in_flight;
+  --g_by_process[process].in_flight;
+}
+
+// ---------------------------------------------------------------------------
+// The timer queue: answers sent when their time is due
+// ---------------------------------------------------------------------------
+
+struct Answer {  // one waiting call's reply
+  virtual ~Answer() = default;
+  virtual void Send() = 0;
+};
+
+template <class F>
+struct FnAnswer final : Answer {
+  explicit FnAnswer(F f) : f(std::move(f)) {}
+  void Send() override { f(); }
+  F f;
+};
+
+struct Due {
+  Clock::time_point at;
+  uint64_t seq;  // arrival order among equal times
+  pid_t process;
+  std::unique_ptr<Answer> answer;
+  bool operator>(const Due& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+std::mutex g_queue_mu;
+std::condition_variable g_queue_cv;
+std::priority_queue<Due, std::vector<Due>, std::greater<>> g_queue;  // g_queue_mu
+uint64_t g_seq = 0;                                                  // g_queue_mu
+bool g_stop = false;                                                 // g_queue_mu
+
+void SendAndEnd(Due& d) {
+  d.answer->Send();
+  End(d.process);
+}
+
+// The timer thread: sends every answer whose time has come, earliest first.
+void TimerLoop() {
+  std::vector<Due> ready;
+  std::unique_lock lk(g_queue_mu);
+  while (true) {
+    if (g_queue.empty()) {
+      if (g_stop) return;
+      g_queue_cv.wait(lk);
+      continue;
+    }
+    const Clock::time_point now = Clock::now();
+    if (g_queue.top().at > now && !g_stop) {
+      g_queue_cv.wait_until(lk, g_queue.top().at);
+      continue;
+    }
+    while (!g_queue.empty() && (g_stop || g_queue.top().at <= now)) {
+      ready.push_back(std::move(const_cast<Due&>(g_queue.top())));
+      g_queue.pop();
+    }
+    lk.unlock();
+    for (Due& d : ready) SendAndEnd(d);
+    ready.clear();
+    lk.lock();
+  }
+}
+
+// Counts call `req` of `kind` and answers it with `f()` once the latency has
+// passed since now (at once when there is none).
+template <class F>
+void Reply(fuse_req_t req, Kind kind, const std::chrono::milliseconds latency, F f) {
+  Due d{Clock::now() + latency, 0, ProcessOf(fuse_req_ctx(req)->pid),
+        std::make_unique<FnAnswer<F>>(std::move(f))};
+  Begin(kind, d.process);
+  if (latency.count() == 0) return SendAndEnd(d);
+  std::lock_guard lk(g_queue_mu);
+  d.seq = g_seq++;
+  const bool earliest = g_queue.empty() || d.at < g_queue.top().at;
+  g_queue.push(std::move(d));
+  if (earliest) g_queue_cv.notify_one();  // else the timer wakes earlier anyway
+}
+
+// The call's latency, read once at its arrival.
+std::chrono::milliseconds Latency() { return std::chrono::milliseconds(LatencyMs()); }
+
+void AnswerErr(fuse_req_t req, Kind kind, int err) {
+  Reply(req, kind, Latency(), [req, err] { fuse_reply_err(req, err); });
+}
+
+// ---------------------------------------------------------------------------
+// The calls
+// ---------------------------------------------------------------------------
+
+void Init(void* /*userdata*/, fuse_conn_info* conn) {
+  conn->max_background = 4096;  // the kernel's own reads (readahead, async) not held back
+  conn->congestion_threshold = 3072;
+}
+
+void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  const auto latency = Latency();
+  std::string rel;
+  if (!ChildOf(parent, name, &rel)) return AnswerErr(req, kLookup, ENOENT);
+  fuse_entry_param e{};
+  if (lstat((g_source + rel).c_str(), &e.attr) == -1) return AnswerErr(req, kLookup, errno);
+  e.ino = InodeOf(rel);
+  e.attr.st_ino = e.ino;
+  Reply(req, kLookup, latency, [req, e] { fuse_reply_entry(req, &e); });
+}
+
+void Forget(fuse_req_t req, fuse_ino_t /*ino*/, uint64_t /*nlookup*/) { fuse_reply_none(req); }
+
+void ForgetMulti(fuse_req_t req, size_t /*count*/, fuse_forget_data* /*forgets*/) {
+  fuse_reply_none(req);
+}
+
+void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  const auto latency = Latency();
+  struct stat st {};
+  std::string path;
+  int rc;
+  if (fi != nullptr) {
+    rc = fstat(static_cast<int>(fi->fh), &st);
+  } else if (!RealPath(ino, &path)) {
+    return AnswerErr(req, kStat, ENOENT);
+  } else {
+    rc = lstat(path.c_str(), &st);
+  }
+  if (rc == -1) return AnswerErr(req, kStat, errno);
+  st.st_ino = ino;
+  Reply(req, kStat, latency, [req, st] { fuse_reply_attr(req, &st, 0.0); });
+}
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  const auto latency = Latency();
+  std::string path;
+  if (!RealPath(ino, &path)) return AnswerErr(req, kOpen, ENOENT);
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) return AnswerErr(req, kOpen, EROFS);
+  const int fd = open(path.c_str(), fi->flags & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOFOLLOW));
+  if (fd == -1) return AnswerErr(req, kOpen, errno);
+  fuse_file_info out = *fi;
+  out.fh = static_cast<uint64_t>(fd);
+  out.direct_io = 1;  // every read reaches the store
+  out.keep_cache = 0;
+  Reply(req, kOpen, latency, [req, out] {
+    if (fuse_reply_open(req, &out) != 0) close(static_cast<int>(out.fh));  // interrupted
+  });
+}
+
+void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
+  const auto latency = Latency();
+  std::unique_ptr<char[]> buf(new char[size]);
+  const ssize_t n = pread(static_cast<int>(fi->fh), buf.get(), size, off);
+  if (n == -1) return AnswerErr(req, kRead, errno);
+  auto shared = std::shared_ptr<char[]>(std::move(buf));
+  Reply(req, kRead, latency, [req, shared, n] {
+    fuse_reply_buf(req, shared.get(), static_cast<size_t>(n));
+  });
+}
+
+void Release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  close(static_cast<int>(fi->fh));
+  fuse_reply_err(req, 0);
+}
+
+struct Listing {  // an open directory: its entries, read whole at opendir
+  struct Entry {
+    std::string name;
+    ino_t ino;
+    unsigned char type;
+  };
+  std::vector<Entry> entries;
+};
+
+void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  const auto latency = Latency();
+  std::string path;
+  if (!RealPath(ino, &path)) return AnswerErr(req, kOpendir, ENOENT);
+  DIR* dir = opendir(path.empty() ? "/" : path.c_str());
+  if (dir == nullptr) return AnswerErr(req, kOpendir, errno);
+  auto listing = std::make_unique<Listing>();
+  while (dirent* de = readdir(dir)) listing->entries.push_back({de->d_name, de->d_ino, de->d_type});
+  closedir(dir);
+  fuse_file_info out = *fi;
+  out.fh = reinterpret_cast<uint64_t>(listing.release());
+  Reply(req, kOpendir, latency, [req, out] {
+    if (fuse_reply_open(req, &out) != 0) delete reinterpret_cast<Listing*>(out.fh);
+  });
+}
+
+void Readdir(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
+  const auto latency = Latency();
+  const auto* listing = reinterpret_cast<const Listing*>(fi->fh);
+  std::string buf(size, '\0');
+  size_t used = 0;
+  for (size_t i = static_cast<size_t>(std::max<off_t>(off, 0)); i < listing->entries.size(); ++i) {
+    const Listing::Entry& e = listing->entries[i];
+    struct stat st {};
+    st.st_ino = e.ino;
+    st.st_mode = static_cast<mode_t>(e.type) << 12;
+    const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, e.name.c_str(), &st,
+                                          static_cast<off_t>(i + 1));
+    if (need > size - used) break;
+    used += need;
+  }
+  buf.resize(used);
+  Reply(req, kList, latency, [req, buf = std::move(buf)] {
+    fuse_reply_buf(req, buf.data(), buf.size());
+  });
+}
+
+void Releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  delete reinterpret_cast<Listing*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void Readlink(fuse_req_t req, fuse_ino_t ino) {
+  const auto latency = Latency();
+  std::string path;
+  if (!RealPath(ino, &path)) return AnswerErr(req, kReadlink, ENOENT);
+  char buf[PATH_MAX];
+  const ssize_t n = readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n == -1) return AnswerErr(req, kReadlink, errno);
+  Reply(req, kReadlink, latency, [req, target = std::string(buf, static_cast<size_t>(n))] {
+    fuse_reply_readlink(req, target.c_str());
+  });
+}
+
+void Statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
+  const auto latency = Latency();
+  struct statvfs st {};
+  if (statvfs(g_source.empty() ? "/" : g_source.c_str(), &st) == -1) {
+    return AnswerErr(req, kStatfs, errno);
+  }
+  Reply(req, kStatfs, latency, [req, st] { fuse_reply_statfs(req, &st); });
+}
+
+void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
+  const auto latency = Latency();
+  std::string path;
+  if (!RealPath(ino, &path)) return AnswerErr(req, kAccess, ENOENT);
+  const int err = access(path.empty() ? "/" : path.c_str(), mask) == -1 ? errno : 0;
+  Reply(req, kAccess, latency, [req, err] { fuse_reply_err(req, err); });
+}
+
+// The counts, as described at the top; not a call of the store's.
+void Getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  constexpr char kCounts[] = "user.faultfs.counts";
+  if (ino != FUSE_ROOT_ID || std::strncmp(name, kCounts, sizeof kCounts - 1) != 0) {
+    return (void)fuse_reply_err(req, ENODATA);
+  }
+  Tally t;
+  {
+    std::lock_guard lk(g_counts_mu);
+    if (name[sizeof kCounts - 1] == '\0') {
+      t = g_all;
+    } else if (name[sizeof kCounts - 1] == '.') {
+      const auto process = static_cast<pid_t>(std::strtol(name + sizeof kCounts, nullptr, 10));
+      if (auto it = g_by_process.find(process); it != g_by_process.end()) t = it->second;
+    } else {
+      return (void)fuse_reply_err(req, ENODATA);
+    }
+  }
+  std::string text;
+  for (int k = 0; k < kKinds; ++k) {
+    text += std::string(kKindNames[k]) + "=" + std::to_string(t.calls[k]) + " ";
+  }
+  text += "in_flight=" + std::to_string(t.in_flight) +
+          " max_in_flight=" + std::to_string(t.max_in_flight);
+  if (size == 0) return (void)fuse_reply_xattr(req, text.size());
+  if (size < text.size()) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, text.data(), text.size());
+}
+
+}  // namespace latencyfs
+
+int main(int argc, char* argv[]) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: latencyfs SOURCE MOUNTPOINT [-f] [-o OPTIONS]\n");
+    return 2;
+  }
+  char resolved[PATH_MAX];
+  if (realpath(argv[1], resolved) == nullptr) {
+    std::fprintf(stderr, "latencyfs: %s: %s\n", argv[1], std::strerror(errno));
+    return 1;
+  }
+  latencyfs::g_source = std::strcmp(resolved, "/") == 0 ? "" : resolved;
+  latencyfs::g_watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (latencyfs::g_watch >= 0 &&
+      inotify_add_watch(latencyfs::g_watch, resolved,
+                        IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
+                            IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
+    close(latencyfs::g_watch);
+    latencyfs::g_watch = -1;
+  }
+
+  // SOURCE dropped from argv; libfuse parses the rest (MOUNTPOINT, -f, -o ...).
+  std::vector<char*> argl{argv[0]};
+  for (int i = 2; i < argc; ++i) argl.push_back(argv[i]);
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argl.size()), argl.data());
+  fuse_cmdline_opts opts{};
+  if (fuse_parse_cmdline(&args, &opts) != 0 || opts.mountpoint == nullptr) {
+    std::fprintf(stderr, "usage: latencyfs SOURCE MOUNTPOINT [-f] [-o OPTIONS]\n");
+    return 2;
+  }
+
+  fuse_lowlevel_ops ops{};
+  ops.init = latencyfs::Init;
+  ops.lookup = latencyfs::Lookup;
+  ops.forget = latencyfs::Forget;
+  ops.forget_multi = latencyfs::ForgetMulti;
+  ops.getattr = latencyfs::Getattr;
+  ops.open = latencyfs::Open;
+  ops.read = latencyfs::Read;
+  ops.release = latencyfs::Release;
+  ops.opendir = latencyfs::Opendir;
+  ops.readdir = latencyfs::Readdir;
+  ops.releasedir = latencyfs::Releasedir;
+  ops.readlink = latencyfs::Readlink;
+  ops.statfs = latencyfs::Statfs;
+  ops.access = latencyfs::Access;
+  ops.getxattr = latencyfs::Getxattr;
+
+  int rc = 1;
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, nullptr);
+  if (se != nullptr && fuse_set_signal_handlers(se) == 0) {
+    if (fuse_session_mount(se, opts.mountpoint) == 0) {
+      fuse_daemonize(opts.foreground);
+      std::thread timer(latencyfs::TimerLoop);
+      fuse_loop_config* cfg = fuse_loop_cfg_create();
+      // libfuse's defaults unless -o max_threads / max_idle_threads (UINT_MAX: not given)
+      if (opts.max_threads != UINT_MAX) fuse_loop_cfg_set_max_threads(cfg, opts.max_threads);
+      if (opts.max_idle_threads != UINT_MAX) {
+        fuse_loop_cfg_set_idle_threads(cfg, opts.max_idle_threads);
+      }
+      rc = fuse_session_loop_mt(se, cfg) == 0 ? 0 : 1;
+      fuse_loop_cfg_destroy(cfg);
+      {
+        std::lock_guard lk(latencyfs::g_queue_mu);
+        latencyfs::g_stop = true;  // what still waits is answered now
+      }
+      latencyfs::g_queue_cv.notify_one();
+      timer.join();
+      fuse_session_unmount(se);
+    }
+    fuse_remove_signal_handlers(se);
+  }
+  if (se != nullptr) fuse_session_destroy(se);
+  fuse_opt_free_args(&args);
+  free(opts.mountpoint);
+  return rc;
+}
