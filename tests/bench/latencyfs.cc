@@ -4,12 +4,14 @@
 // benchmark fixture (scripts/bench/bench-slow-store), not part of the product;
 // tests/integration/faultfs.cc stays the fixture of the fault tests.
 //
-//   latencyfs SOURCE MOUNTPOINT [-f] [-o allow_other,max_threads=N,...]
+//   latencyfs SOURCE MOUNTPOINT [-f] [-o allow_other,max_threads=N,slack_us=N,...]
 //
 // Latency: while SOURCE/.latency_ms holds N (at most 10000), every call it
 // serves (lookup, getattr, open, read, opendir, readdir, readlink, statfs,
-// access) is answered N ms after it arrived; an error (ENOENT, ...) waits
-// too. The file is read again when SOURCE changes (an inotify watch, checked
+// access) is answered N ms after it arrived, or up to slack_us (default
+// 500) later, never sooner: the answers due within slack_us of the earliest
+// are sent together, one wake-up of the timer thread for them all (its cost
+// per call falls by as many). An error (ENOENT, ...) waits too. The file is read again when SOURCE changes (an inotify watch, checked
 // by every call): a change is seen by every call that arrives after it.
 // Answered at once, neither waiting nor counted: forget, release, releasedir
 // (a client's close costs no server round trip) and getxattr (the counts).
@@ -53,7 +55,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fuse.h>
 #include <sys/inotify.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -62,6 +66,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -243,6 +248,12 @@ std::priority_queue<Due, std::vector<Due>, std::greater<>> g_queue;  // g_queue_
 uint64_t g_seq = 0;                                                  // g_queue_mu
 bool g_stop = false;                                                 // g_queue_mu
 
+// Answers are sent in batches: the timer wakes when the earliest is due plus
+// g_slack and sends every answer then due, so that one wake-up (a futex
+// wait and a context switch, the most of a waiting call's cost here) serves
+// the calls that came due within it. A call is never answered early.
+std::chrono::microseconds g_slack{500};  // -o slack_us=N; set before the loop
+
 void SendAndEnd(Due& d) {
   d.answer->Send();
   End(d.process);
@@ -258,11 +269,12 @@ void TimerLoop() {
       g_queue_cv.wait(lk);
       continue;
     }
-    const Clock::time_point now = Clock::now();
-    if (g_queue.top().at > now && !g_stop) {
-      g_queue_cv.wait_until(lk, g_queue.top().at);
+    const Clock::time_point wake = g_queue.top().at + g_slack;
+    if (!g_stop && Clock::now() < wake) {
+      g_queue_cv.wait_until(lk, wake);  // or sooner: an earlier answer, or the stop
       continue;
     }
+    const Clock::time_point now = Clock::now();
     while (!g_queue.empty() && (g_stop || g_queue.top().at <= now)) {
       ready.push_back(std::move(const_cast<Due&>(g_queue.top())));
       g_queue.pop();
@@ -304,6 +316,27 @@ void Init(void* /*userdata*/, fuse_conn_info* conn) {
   conn->max_background = 4096;  // the kernel's own reads (readahead, async) not held back
   conn->congestion_threshold = 3072;
 }
+
+// Lookups in one directory side by side: libfuse 3.14 wants parallel_dirops
+// but does not put it in its INIT reply (the kernel then takes a directory's
+// lookups of new names one at a time), so the reply is amended on its way
+// out: the device's writes pass through here (fuse_session_custom_io).
+std::atomic<bool> g_init_sent{false};
+
+ssize_t DeviceWritev(int fd, iovec* iov, int count, void* /*userdata*/) {
+  if (!g_init_sent.load(std::memory_order_relaxed) && count == 2 &&
+      iov[0].iov_len == sizeof(fuse_out_header) && iov[1].iov_len >= offsetof(fuse_init_out, max_background)) {
+    // The first answer on the device is INIT's (no other call comes before).
+    auto* init = static_cast<fuse_init_out*>(iov[1].iov_base);
+    if (static_cast<const fuse_out_header*>(iov[0].iov_base)->error == 0 && init->major == 7) {
+      init->flags |= FUSE_PARALLEL_DIROPS;
+    }
+    g_init_sent = true;
+  }
+  return writev(fd, iov, count);
+}
+
+ssize_t DeviceRead(int fd, void* buf, size_t len, void* /*userdata*/) { return read(fd, buf, len); }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   const auto latency = Latency();
@@ -355,14 +388,52 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
+// Read buffers, kept for the next reads once sent: a buffer allocated and
+// freed for each read is an mmap, page faults and an munmap (a TLB shootdown
+// on every core) a read, the most of a read's cost here otherwise.
+class BufferPool {
+ public:
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;
+    size_t capacity = 0;
+  };
+  Buffer Get(size_t size) {
+    {
+      std::lock_guard lk(mu_);
+      if (!free_.empty() && free_.back().capacity >= size) {
+        Buffer b = std::move(free_.back());
+        free_.pop_back();
+        return b;
+      }
+    }
+    const size_t capacity = std::max<size_t>(size, kMin);
+    return {std::unique_ptr<char[]>(new char[capacity]), capacity};
+  }
+  void Put(Buffer b) {
+    std::lock_guard lk(mu_);
+    if (free_.size() < kKept) free_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr size_t kMin = 128 * 1024;  // the kernel's usual read
+  static constexpr size_t kKept = 1024;       // at most this many kept
+  std::mutex mu_;
+  std::vector<Buffer> free_;  // mu_
+};
+BufferPool g_buffers;
+
 void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
   const auto latency = Latency();
-  std::unique_ptr<char[]> buf(new char[size]);
-  const ssize_t n = pread(static_cast<int>(fi->fh), buf.get(), size, off);
-  if (n == -1) return AnswerErr(req, kRead, errno);
-  auto shared = std::shared_ptr<char[]>(std::move(buf));
-  Reply(req, kRead, latency, [req, shared, n] {
-    fuse_reply_buf(req, shared.get(), static_cast<size_t>(n));
+  BufferPool::Buffer buf = g_buffers.Get(size);
+  const ssize_t n = pread(static_cast<int>(fi->fh), buf.bytes.get(), size, off);
+  if (n == -1) {
+    const int err = errno;
+    g_buffers.Put(std::move(buf));
+    return AnswerErr(req, kRead, err);
+  }
+  Reply(req, kRead, latency, [req, buf = std::move(buf), n]() mutable {
+    fuse_reply_buf(req, buf.bytes.get(), static_cast<size_t>(n));
+    g_buffers.Put(std::move(buf));
   });
 }
 
@@ -506,6 +577,12 @@ int main(int argc, char* argv[]) {
   std::vector<char*> argl{argv[0]};
   for (int i = 2; i < argc; ++i) argl.push_back(argv[i]);
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argl.size()), argl.data());
+  struct Options {
+    unsigned slack_us = 500;
+  } own;
+  const fuse_opt own_spec[] = {{"slack_us=%u", offsetof(Options, slack_us), 0}, FUSE_OPT_END};
+  if (fuse_opt_parse(&args, &own, own_spec, nullptr) != 0) return 2;
+  latencyfs::g_slack = std::chrono::microseconds(own.slack_us);
   fuse_cmdline_opts opts{};
   if (fuse_parse_cmdline(&args, &opts) != 0 || opts.mountpoint == nullptr) {
     std::fprintf(stderr, "usage: latencyfs SOURCE MOUNTPOINT [-f] [-o OPTIONS]\n");
@@ -532,7 +609,9 @@ int main(int argc, char* argv[]) {
   int rc = 1;
   fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, nullptr);
   if (se != nullptr && fuse_set_signal_handlers(se) == 0) {
+    const fuse_custom_io io{latencyfs::DeviceWritev, latencyfs::DeviceRead, nullptr, nullptr};
     if (fuse_session_mount(se, opts.mountpoint) == 0) {
+      if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) fuse_session_exit(se);
       fuse_daemonize(opts.foreground);
       std::thread timer(latencyfs::TimerLoop);
       fuse_loop_config* cfg = fuse_loop_cfg_create();
