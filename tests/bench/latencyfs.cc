@@ -11,7 +11,8 @@
 // access) is answered N ms after it arrived, or up to slack_us (default
 // 500) later, never sooner: the answers due within slack_us of the earliest
 // are sent together, one wake-up of the timer thread for them all (its cost
-// per call falls by as many). An error (ENOENT, ...) waits too. The file is read again when SOURCE changes (an inotify watch, checked
+// per call falls by as many; latency_queue.h). An error (ENOENT, ...) waits
+// too. The file is read again when SOURCE changes (an inotify watch, checked
 // by every call): a change is seen by every call that arrives after it.
 // Answered at once, neither waiting nor counted: forget, release, releasedir
 // (a client's close costs no server round trip) and getxattr (the counts).
@@ -33,9 +34,10 @@
 // walk revalidates each name with a LOOKUP, every stat is a GETATTR) and
 // files are opened with direct_io (every read reaches this process), as in
 // faultfs, so the client's calls all reach the store. Lookups in one
-// directory run side by side (libfuse's parallel_dirops, on by default).
+// directory run side by side (parallel_dirops, which libfuse 3.14 leaves out
+// of its INIT reply: the reply is amended, DeviceWritev below).
 //
-// Counts: every call served is counted by kind; the extended attribute
+// Counts (call_counts.h): every call served is counted by kind; the extended attribute
 // `user.faultfs.counts` of the mount's root (the same interface as
 // faultfs's) reads "lookup=N stat=N open=N read=N opendir=N list=N
 // readlink=N statfs=N access=N in_flight=N max_in_flight=N", stat being
@@ -47,7 +49,8 @@
 // inode table; a benchmark's dataset, not a million-file store), and each
 // waiting call's answer until it is sent. Modifying calls are not
 // implemented (ENOSYS, EROFS for an open for writing). Thread safety: the
-// inode table, the counts and the queue are each behind their own mutex.
+// inode table, the latency, the counts and the queue are each behind their
+// own mutex.
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
@@ -63,29 +66,28 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
-#include <cstddef>
 #include <chrono>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
-#include <queue>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-namespace latencyfs {
+#include "call_counts.h"
+#include "latency_queue.h"
+#include "read_buffers.h"
 
-using Clock = std::chrono::steady_clock;
+namespace latencyfs {
 
 std::string g_source;  // absolute path of SOURCE ("" for /), set before the loop
 
@@ -159,146 +161,23 @@ long LatencyMs() {
 }
 
 // ---------------------------------------------------------------------------
-// Counts, in all and by process (thread group)
+// Answers: counted, and sent when due
 // ---------------------------------------------------------------------------
 
-enum Kind { kLookup, kStat, kOpen, kRead, kOpendir, kList, kReadlink, kStatfs, kAccess, kKinds };
-const char* const kKindNames[kKinds] = {"lookup", "stat",     "open",   "read",  "opendir",
-                                        "list",   "readlink", "statfs", "access"};
+CallCounts g_counts;
+TimerQueue* g_queue = nullptr;  // set before the loop, for its lifetime
 
-struct Tally {
-  std::array<uint64_t, kKinds> calls{};
-  uint64_t in_flight = 0, max_in_flight = 0;
-};
-std::mutex g_counts_mu;
-Tally g_all;                          // g_counts_mu
-std::map<pid_t, Tally> g_by_process;  // g_counts_mu
-std::unordered_map<pid_t, pid_t> g_process_of;  // thread -> thread group; g_counts_mu
-
-// The thread group of thread `tid`, from /proc; `tid` if unknown.
-pid_t ReadProcessOf(pid_t tid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/status").c_str(), "r");
-  if (f == nullptr) return tid;
-  char line[256];
-  pid_t tgid = tid;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "Tgid:", 5) == 0) {
-      tgid = static_cast<pid_t>(std::strtol(line + 5, nullptr, 10));
-      break;
-    }
-  }
-  std::fclose(f);
-  return tgid;
-}
-
-// Remembered: /proc is read once per thread (a bound of 65536 threads).
-pid_t ProcessOf(pid_t tid) {
-  {
-    std::lock_guard lk(g_counts_mu);
-    if (auto it = g_process_of.find(tid); it != g_process_of.end()) return it->second;
-  }
-  const pid_t process = ReadProcessOf(tid);
-  std::lock_guard lk(g_counts_mu);
-  if (g_process_of.size() >= 65536) g_process_of.clear();
-  g_process_of[tid] = process;
-  return process;
-}
-
-void Begin(Kind kind, pid_t process) {
-  std::lock_guard lk(g_counts_mu);
-  for (Tally* t : {&g_all, &g_by_process[process]}) {
-    ++t->calls[kind];
-    t->max_in_flight = std::max(t->max_in_flight, ++t->in_flight);
-  }
-}
-
-void End(pid_t process) {
-  std::lock_guard lk(g_counts_mu);
-  --g_all.in_flight;
-  --g_by_process[process].in_flight;
-}
-
-// ---------------------------------------------------------------------------
-// The timer queue: answers sent when their time is due
-// ---------------------------------------------------------------------------
-
-struct Answer {  // one waiting call's reply
-  virtual ~Answer() = default;
-  virtual void Send() = 0;
-};
-
-template <class F>
-struct FnAnswer final : Answer {
-  explicit FnAnswer(F f) : f(std::move(f)) {}
-  void Send() override { f(); }
-  F f;
-};
-
-struct Due {
-  Clock::time_point at;
-  uint64_t seq;  // arrival order among equal times
-  pid_t process;
-  std::unique_ptr<Answer> answer;
-  bool operator>(const Due& o) const { return at != o.at ? at > o.at : seq > o.seq; }
-};
-
-std::mutex g_queue_mu;
-std::condition_variable g_queue_cv;
-std::priority_queue<Due, std::vector<Due>, std::greater<>> g_queue;  // g_queue_mu
-uint64_t g_seq = 0;                                                  // g_queue_mu
-bool g_stop = false;                                                 // g_queue_mu
-
-// Answers are sent in batches: the timer wakes when the earliest is due plus
-// g_slack and sends every answer then due, so that one wake-up (a futex
-// wait and a context switch, the most of a waiting call's cost here) serves
-// the calls that came due within it. A call is never answered early.
-std::chrono::microseconds g_slack{500};  // -o slack_us=N; set before the loop
-
-void SendAndEnd(Due& d) {
-  d.answer->Send();
-  End(d.process);
-}
-
-// The timer thread: sends every answer whose time has come, earliest first.
-void TimerLoop() {
-  std::vector<Due> ready;
-  std::unique_lock lk(g_queue_mu);
-  while (true) {
-    if (g_queue.empty()) {
-      if (g_stop) return;
-      g_queue_cv.wait(lk);
-      continue;
-    }
-    const Clock::time_point wake = g_queue.top().at + g_slack;
-    if (!g_stop && Clock::now() < wake) {
-      g_queue_cv.wait_until(lk, wake);  // or sooner: an earlier answer, or the stop
-      continue;
-    }
-    const Clock::time_point now = Clock::now();
-    while (!g_queue.empty() && (g_stop || g_queue.top().at <= now)) {
-      ready.push_back(std::move(const_cast<Due&>(g_queue.top())));
-      g_queue.pop();
-    }
-    lk.unlock();
-    for (Due& d : ready) SendAndEnd(d);
-    ready.clear();
-    lk.lock();
-  }
-}
-
-// Counts call `req` of `kind` and answers it with `f()` once the latency has
+// Counts call `req` of `kind` and answers it with `f()` once `latency` has
 // passed since now (at once when there is none).
 template <class F>
 void Reply(fuse_req_t req, Kind kind, const std::chrono::milliseconds latency, F f) {
-  Due d{Clock::now() + latency, 0, ProcessOf(fuse_req_ctx(req)->pid),
-        std::make_unique<FnAnswer<F>>(std::move(f))};
-  Begin(kind, d.process);
-  if (latency.count() == 0) return SendAndEnd(d);
-  std::lock_guard lk(g_queue_mu);
-  d.seq = g_seq++;
-  const bool earliest = g_queue.empty() || d.at < g_queue.top().at;
-  g_queue.push(std::move(d));
-  if (earliest) g_queue_cv.notify_one();  // else the timer wakes earlier anyway
+  const pid_t process = g_counts.Begin(kind, fuse_req_ctx(req)->pid);
+  auto answer = MakeAnswer([f = std::move(f), process]() mutable {
+    f();
+    g_counts.End(process);
+  });
+  if (latency.count() == 0) return answer->Send();
+  g_queue->Push(Clock::now() + latency, std::move(answer));
 }
 
 // The call's latency, read once at its arrival.
@@ -325,7 +204,8 @@ std::atomic<bool> g_init_sent{false};
 
 ssize_t DeviceWritev(int fd, iovec* iov, int count, void* /*userdata*/) {
   if (!g_init_sent.load(std::memory_order_relaxed) && count == 2 &&
-      iov[0].iov_len == sizeof(fuse_out_header) && iov[1].iov_len >= offsetof(fuse_init_out, max_background)) {
+      iov[0].iov_len == sizeof(fuse_out_header) &&
+      iov[1].iov_len >= offsetof(fuse_init_out, max_background)) {
     // The first answer on the device is INIT's (no other call comes before).
     auto* init = static_cast<fuse_init_out*>(iov[1].iov_base);
     if (static_cast<const fuse_out_header*>(iov[0].iov_base)->error == 0 && init->major == 7) {
@@ -388,38 +268,6 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
-// Read buffers, kept for the next reads once sent: a buffer allocated and
-// freed for each read is an mmap, page faults and an munmap (a TLB shootdown
-// on every core) a read, the most of a read's cost here otherwise.
-class BufferPool {
- public:
-  struct Buffer {
-    std::unique_ptr<char[]> bytes;
-    size_t capacity = 0;
-  };
-  Buffer Get(size_t size) {
-    {
-      std::lock_guard lk(mu_);
-      if (!free_.empty() && free_.back().capacity >= size) {
-        Buffer b = std::move(free_.back());
-        free_.pop_back();
-        return b;
-      }
-    }
-    const size_t capacity = std::max<size_t>(size, kMin);
-    return {std::unique_ptr<char[]>(new char[capacity]), capacity};
-  }
-  void Put(Buffer b) {
-    std::lock_guard lk(mu_);
-    if (free_.size() < kKept) free_.push_back(std::move(b));
-  }
-
- private:
-  static constexpr size_t kMin = 128 * 1024;  // the kernel's usual read
-  static constexpr size_t kKept = 1024;       // at most this many kept
-  std::mutex mu_;
-  std::vector<Buffer> free_;  // mu_
-};
 BufferPool g_buffers;
 
 void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
@@ -528,24 +376,13 @@ void Getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   if (ino != FUSE_ROOT_ID || std::strncmp(name, kCounts, sizeof kCounts - 1) != 0) {
     return (void)fuse_reply_err(req, ENODATA);
   }
-  Tally t;
-  {
-    std::lock_guard lk(g_counts_mu);
-    if (name[sizeof kCounts - 1] == '\0') {
-      t = g_all;
-    } else if (name[sizeof kCounts - 1] == '.') {
-      const auto process = static_cast<pid_t>(std::strtol(name + sizeof kCounts, nullptr, 10));
-      if (auto it = g_by_process.find(process); it != g_by_process.end()) t = it->second;
-    } else {
-      return (void)fuse_reply_err(req, ENODATA);
-    }
+  std::optional<pid_t> process;
+  if (name[sizeof kCounts - 1] == '.') {
+    process = static_cast<pid_t>(std::strtol(name + sizeof kCounts, nullptr, 10));
+  } else if (name[sizeof kCounts - 1] != '\0') {
+    return (void)fuse_reply_err(req, ENODATA);
   }
-  std::string text;
-  for (int k = 0; k < kKinds; ++k) {
-    text += std::string(kKindNames[k]) + "=" + std::to_string(t.calls[k]) + " ";
-  }
-  text += "in_flight=" + std::to_string(t.in_flight) +
-          " max_in_flight=" + std::to_string(t.max_in_flight);
+  const std::string text = g_counts.Text(process);
   if (size == 0) return (void)fuse_reply_xattr(req, text.size());
   if (size < text.size()) return (void)fuse_reply_err(req, ERANGE);
   fuse_reply_buf(req, text.data(), text.size());
@@ -582,7 +419,8 @@ int main(int argc, char* argv[]) {
   } own;
   const fuse_opt own_spec[] = {{"slack_us=%u", offsetof(Options, slack_us), 0}, FUSE_OPT_END};
   if (fuse_opt_parse(&args, &own, own_spec, nullptr) != 0) return 2;
-  latencyfs::g_slack = std::chrono::microseconds(own.slack_us);
+  latencyfs::TimerQueue queue{std::chrono::microseconds(own.slack_us)};
+  latencyfs::g_queue = &queue;
   fuse_cmdline_opts opts{};
   if (fuse_parse_cmdline(&args, &opts) != 0 || opts.mountpoint == nullptr) {
     std::fprintf(stderr, "usage: latencyfs SOURCE MOUNTPOINT [-f] [-o OPTIONS]\n");
@@ -613,7 +451,7 @@ int main(int argc, char* argv[]) {
     if (fuse_session_mount(se, opts.mountpoint) == 0) {
       if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) fuse_session_exit(se);
       fuse_daemonize(opts.foreground);
-      std::thread timer(latencyfs::TimerLoop);
+      std::thread timer([&queue] { queue.Run(); });
       fuse_loop_config* cfg = fuse_loop_cfg_create();
       // libfuse's defaults unless -o max_threads / max_idle_threads (UINT_MAX: not given)
       if (opts.max_threads != UINT_MAX) fuse_loop_cfg_set_max_threads(cfg, opts.max_threads);
@@ -622,11 +460,7 @@ int main(int argc, char* argv[]) {
       }
       rc = fuse_session_loop_mt(se, cfg) == 0 ? 0 : 1;
       fuse_loop_cfg_destroy(cfg);
-      {
-        std::lock_guard lk(latencyfs::g_queue_mu);
-        latencyfs::g_stop = true;  // what still waits is answered now
-      }
-      latencyfs::g_queue_cv.notify_one();
+      queue.Stop();  // what still waits is answered now
       timer.join();
       fuse_session_unmount(se);
     }
