@@ -472,6 +472,14 @@ void DeclaredFuture::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   if (weigh_hits_) Weigh(*j, a);
 }
 
+void DeclaredFuture::OnRefilled(const Access& a) {
+  Job* j = Find(a.job);
+  // Counted by OnAccess only as one of a started job's samples.
+  if (j == nullptr || j->samples.empty() || !j->started || SampleOf(*j, a) < 0) return;
+  CountRefillOfHit(a, &j->current);
+  CountRefillOfHit(a, &j->total);
+}
+
 // A job's loaders' share of time spent waiting for storage, over windows of
 // kWorthReads reads per loader: u = Σ waits / (loaders × the window's time).
 // u near 1: every loader waits on storage all the time, and each hit saves

@@ -183,6 +183,15 @@ Decision EpochPolicy::OnAccess(const Access& a, bool hit, uint64_t load_ns) {
   return d;
 }
 
+// Counted by Serve only for a job's own read (not a block's) while it is
+// not done: the same reads are moved.
+void EpochPolicy::OnRefilled(const Access& a) {
+  Job* j = a.file != 0 ? nullptr : FindJob(a.job);
+  if (j == nullptr || j->samples.empty() || !j->started || j->state == JobState::kDone) return;
+  CountRefillOfHit(a, &j->cur_stats);
+  CountRefillOfHit(a, &j->total_stats);
+}
+
 // Returns whether the job claims the read (then only the job's rules apply):
 // it is caching or in its last epoch and the object is one of its samples.
 bool EpochPolicy::Serve(Job& j, const Access& a, bool hit, uint64_t load_ns, Decision* d) {

@@ -136,6 +136,7 @@ class EpochPolicy final : public Policy, public EpochRegions {
   uint64_t shared_bytes() const override { return shared_; }
 
   Decision OnHit(const Access& a) override { return OnAccess(a, /*hit=*/true, 0); }
+  void OnRefilled(const Access& a) override;
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
     return OnAccess(a, /*hit=*/false, load_ns);
   }

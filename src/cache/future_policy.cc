@@ -39,6 +39,7 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
     Implied(a);
     return Noted(cache_.OnHit(a));
   }
+  void OnRefilled(const Access& a) override { future_.OnRefilled(a); }
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
     now_ = std::max(now_, a.now_ns);
     future_.OnAccess(a, /*hit=*/false, load_ns);

@@ -100,7 +100,8 @@ void KernelHandover::LeftByOpen(fuse_ino_t ino, OpenFile& f) {
 // The open's own object, unless the open found the kernel holding the file (a
 // handed-over stub, ServedStub) and the kernel has lost pages since. Get then
 // reads the file again from LOWER (a refill; the open was the policy's
-// access); the rest of this open reads the refilled bytes. (A stub with a
+// access, and its hit becomes a refill); the rest of this open reads the
+// refilled bytes. (A stub with a
 // checksum per block is refilled by blocks instead: refill_reader.h, which
 // the DataView asks first.) Bytes other than
 // those handed over (another checksum or size) are never mixed with the
@@ -115,6 +116,9 @@ std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t i
   if (!o->handed_over) return {o, false};
   store::GetRequest g{o->id, f.path, o->version, f.job, f.sample};
   g.heard = true;
+  // The open's first READ that needs the bytes again: its hit becomes a
+  // refill if they are not in RAM (a concurrent READ of the open: not again).
+  g.first_refill = !f.refilled.exchange(true, std::memory_order_relaxed);
   auto r = ctx_.cache.Get(g);
   if (!r.ok()) return {r.status(), false};
   // Compared by bytes: LOWER may give an unchanged file another version (a

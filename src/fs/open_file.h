@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -51,16 +52,20 @@ struct OpenFile {
   bool patch = false;
   // kObject, a handed-over stub of a file in several blocks: the two blocks
   // last read back from LOWER for pages the kernel lost (refill_reader.h;
-  // the newer first), and whether this open has refilled any (counted once
-  // in `refills`). Guarded by refill_mu, which a refill holds while it reads
-  // LOWER: the kernel's concurrent READs of one block read it once.
+  // the newer first). Guarded by refill_mu, which a refill holds while it
+  // reads LOWER: the kernel's concurrent READs of one block read it once.
   std::mutex refill_mu;
   struct Refilled {
     store::ObjectRef block;
     uint64_t index = 0;
   };
   Refilled refill[2];
-  bool refilled = false;
+  // kObject, opened on a handed-over stub (the open counted a hit): whether
+  // a READ of this open has asked for the bytes again, whole
+  // (KernelHandover::ObjectFor) or in blocks. The first one makes the open's
+  // hit a refill (GetRequest::first_refill; CacheFront::RefillBlock's
+  // `first`): once per open.
+  std::atomic<bool> refilled{false};
   uid_t writer = 0;         // kVirtualWrite, kSpill, kStream, kBlocks: who opened it (UserBudget)
   std::shared_ptr<spill::SpillFile> spill;  // kSpill
 };

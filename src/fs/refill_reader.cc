@@ -33,11 +33,13 @@ Result<std::vector<BlockSlice>> RefillRead(store::CacheFront& cache, OpenFile& f
     if (!block) {
       store::GetRequest g{stub->id, f.path, stub->version, f.job, f.sample};
       g.heard = true;
-      // This open's first refill is counted once, in `refills`.
-      Result<store::ObjectRef> got = cache.RefillBlock(g, stub, i, !f.refilled);
+      // This open's first refill makes its hit a refill, once (refill_mu
+      // serialises the open's block refills).
+      Result<store::ObjectRef> got =
+          cache.RefillBlock(g, stub, i, !f.refilled.load(std::memory_order_relaxed));
       if (!got.ok()) return got.status();
       block = got.value();
-      f.refilled = true;
+      f.refilled.store(true, std::memory_order_relaxed);
       f.refill[1] = std::move(f.refill[0]);
       f.refill[0] = {block, i};
     }

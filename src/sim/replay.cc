@@ -222,6 +222,10 @@ class Replayer {
         }
         break;
       }
+      case TraceKind::kRefilled:
+        // The live hit was a refill: the policy's counters, no decision.
+        p.OnRefilled(e.access);
+        break;
       case TraceKind::kPrefetch: {
         // Loaded ahead by the daemon's prefetcher: a policy that takes
         // prefetched objects (future) decides as it did live; the others
@@ -279,6 +283,10 @@ TraceSummary Summarize(const std::vector<TraceEvent>& events) {
     if (e.kind == TraceKind::kAddJob) ++s.jobs;
     if (e.kind == TraceKind::kPrefetch) {
       ++s.prefetches;
+      s.bytes_read += e.access.size;
+    }
+    if (e.kind == TraceKind::kRefilled) {  // a hit recorded before: now a refill
+      ++s.refills;
       s.bytes_read += e.access.size;
     }
     if (!IsAccess(e)) continue;

@@ -90,7 +90,9 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
   }
   if (landed) return req.heard ? landed : ServeHit(req, std::move(landed));
   if (!leader) {
-    c_.coalesced.fetch_add(1, std::memory_order_relaxed);  // joined: waits, no hit
+    // Joined: waits, no hit. A read heard of at its open was counted then
+    // (its wait makes that open's hit a refill, below).
+    if (!req.heard) c_.coalesced.fetch_add(1, std::memory_order_relaxed);
     if (log::Enabled(log::Level::kDebug)) log::Debug("join " + req.rel + DebugWho(req));
     Result<ObjectRef> r = fut.get();
     // A load for another version (another open's), or one that found
@@ -99,16 +101,19 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
     // asked for, which may be this reader's): it loads for itself. A block
     // is never served of another version.
     const bool other = theirs || (r.ok() && r.value()->version != req.version);
-    if (!joined_prefetch && !other) return r;
     // A refill of a whole object handed over: the bytes of another version
     // may be the same (the caller compares them), and loading again for
     // itself would read LOWER again for the same answer.
-    if (req.heard && req.length == 0 && r.ok()) return r;
+    if (req.heard && r.ok() && (req.length == 0 || !other)) {
+      RefillOfHit(req, r.value()->data.size());
+      return r;
+    }
+    if (!joined_prefetch && !other) return r;
     // A prefetch's load: the bytes are this read's, and the policy hears of
     // the read now, as a hit it waited for (counted in coalesced above, not
     // in hits). A failed prefetch is not this reader's answer either.
     if (joined_prefetch && r.ok() && !other) {
-      return req.heard ? r : ServeHit(req, r.value(), cache::Access::Served::kJoined);
+      return ServeHit(req, r.value(), cache::Access::Served::kJoined);
     }
     if (retries > 0) return GetOnce(req, retries - 1);
     if (other && req.length != 0) return Stale(req.rel + ": another version of the block is read");
@@ -319,11 +324,13 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     // back in its place, if they are the ones handed over (see HandOver).
     if (resident->version == ref->version && resident->checksum == ref->checksum &&
         ram_.Replace(resident, ref)) {
-      c_.refills.fetch_add(1, std::memory_order_relaxed);
       if (loaded) c_.refill_bytes.fetch_add(ref->data.size(), std::memory_order_relaxed);
       if (!req.heard) {  // read from LOWER again: a refill, not a hit
+        c_.refills.fetch_add(1, std::memory_order_relaxed);
         a.served = cache::Access::Served::kRefill;
         ApplyLocked(policy_->OnHit(a), nullptr);
+      } else if (req.first_refill) {  // its open counted a hit: a refill after all
+        RefillOfHitLocked(req, ref->data.size());
       }
       TierLocked(req, a, ref, loaded);
       return ref;
@@ -336,8 +343,10 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     resident = nullptr;
   }
   // Heard of at its open: the bytes are served, nothing is counted again and
-  // nothing admitted (the policy decided at the open).
+  // nothing admitted (the policy decided at the open); but its hit was a
+  // refill (the stub left RAM meanwhile: the bytes were read again).
   if (req.heard) {
+    if (req.first_refill) RefillOfHitLocked(req, ref->data.size());
     TierLocked(req, a, ref, loaded);
     return resident && resident->version == ref->version ? resident : ref;
   }

@@ -51,6 +51,25 @@ ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
   return stub;
 }
 
+void CacheFront::RefillOfHitLocked(const GetRequest& req, uint64_t size) {
+  // The open's hit (HitHandedOver) is one; never below 0 if a caller erred.
+  uint64_t hits = c_.hits.load(std::memory_order_relaxed);
+  while (hits != 0 &&
+         !c_.hits.compare_exchange_weak(hits, hits - 1, std::memory_order_relaxed)) {
+  }
+  c_.refills.fetch_add(1, std::memory_order_relaxed);
+  cache::Access a{req.id, size, req.job, req.sample, NowNs(), req.file};
+  a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
+  a.served = cache::Access::Served::kRefill;
+  policy_->OnRefilled(a);
+}
+
+void CacheFront::RefillOfHit(const GetRequest& req, uint64_t size) {
+  if (!req.first_refill) return;
+  std::lock_guard lock(policy_mu_);
+  RefillOfHitLocked(req, size);
+}
+
 // A refill (GetRequest::heard) that LOWER answered under another version than
 // the one handed over (`req.version`): when its bytes are those handed over
 // (their checksum and size), they are that version for the kernel's pages,
@@ -101,7 +120,10 @@ Result<ObjectRef> CacheFront::RefillBlock(const GetRequest& req, const ObjectRef
     return Stale(req.rel + ": block " + std::to_string(index) +
                  " changed on LOWER since it was handed over");
   }
-  if (first) c_.refills.fetch_add(1, std::memory_order_relaxed);
+  if (first) {
+    std::lock_guard lock(policy_mu_);
+    RefillOfHitLocked(req, stub->handed_size);
+  }
   c_.refill_bytes.fetch_add(len, std::memory_order_relaxed);
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug("refill " + req.rel + ": block " + std::to_string(index) + ", " +

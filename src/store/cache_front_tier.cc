@@ -14,8 +14,7 @@ LowerKey KeyOf(const GetRequest& req, const Version& v) {
   k.rel = req.rel;
   k.offset = req.offset;
   k.length = req.length;
-  k.size = v.size;
-  k.mtime_ns = v.mtime_ns;
+  k.version = v;
   return k;
 }
 
@@ -47,7 +46,7 @@ ObjectRef CacheFront::Lookup(const LowerKey& key) {
     return hit;
   }
   if (tier_ == nullptr) return nullptr;
-  return tier_->Read(id, key, Version{key.size, key.mtime_ns, 0, 0});
+  return tier_->Read(id, key, key.version);
 }
 
 void CacheFront::TierLocked(const GetRequest& req, const cache::Access& a, const ObjectRef& ref,

@@ -7,7 +7,9 @@
 
 namespace epochfs::tier {
 namespace {
-constexpr char kObjectMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'O', '1'};
+// 2: the version's ctime and inode number. A file of format 1 is not one
+// (a scan removes it).
+constexpr char kObjectMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'O', '2'};
 }  // namespace
 
 void PutU32(std::vector<uint8_t>* out, uint32_t v) {
@@ -38,8 +40,10 @@ std::vector<uint8_t> EncodeHeader(const store::LowerKey& key, uint64_t data_len)
   PutU32(&h, kBlockBytes);
   PutU64(&h, key.offset);
   PutU64(&h, key.length);
-  PutU64(&h, key.size);
-  PutU64(&h, static_cast<uint64_t>(key.mtime_ns));
+  PutU64(&h, key.version.size);
+  PutU64(&h, static_cast<uint64_t>(key.version.mtime_ns));
+  PutU64(&h, static_cast<uint64_t>(key.version.ctime_ns));
+  PutU64(&h, key.version.ino);
   PutU64(&h, data_len);
   PutU32(&h, static_cast<uint32_t>(key.rel.size()));
   h.insert(h.end(), key.rel.begin(), key.rel.end());
@@ -51,16 +55,18 @@ Status DecodeHeader(const uint8_t* p, size_t n, store::LowerKey* key, uint64_t* 
                     size_t* header_len) {
   if (n < kHeaderFixed + 8 || std::memcmp(p, kObjectMagic, 8) != 0) return Corruption("not a disk tier object");
   const size_t len = GetU32(p + 8);
-  const uint32_t rel_len = GetU32(p + 56);
+  const uint32_t rel_len = GetU32(p + kHeaderFixed - 4);
   if (len != kHeaderFixed + rel_len + 8 || len > n || GetU32(p + 12) != kBlockBytes) {
     return Corruption("disk tier object header: bad lengths");
   }
   if (GetU64(p + len - 8) != Checksum(p, len - 8)) return Corruption("disk tier object header: checksum");
   key->offset = GetU64(p + 16);
   key->length = GetU64(p + 24);
-  key->size = GetU64(p + 32);
-  key->mtime_ns = static_cast<int64_t>(GetU64(p + 40));
-  *data_len = GetU64(p + 48);
+  key->version.size = GetU64(p + 32);
+  key->version.mtime_ns = static_cast<int64_t>(GetU64(p + 40));
+  key->version.ctime_ns = static_cast<int64_t>(GetU64(p + 48));
+  key->version.ino = GetU64(p + 56);
+  *data_len = GetU64(p + 64);
   key->rel.assign(reinterpret_cast<const char*>(p + kHeaderFixed), rel_len);
   *header_len = len;
   return Status::Ok();

@@ -16,20 +16,22 @@ namespace {
 constexpr char kJournalMagic[8] = {'E', 'P', 'F', 'S', 'D', 'T', 'J', '1'};
 constexpr size_t kHead = 16;
 constexpr uint8_t kPut = 1, kDel = 2;
-constexpr size_t kPutFixed = 1 + 6 * 8;
+// A PUT's fixed part (kind and integers) in each format.
+constexpr size_t kPutFixed1 = 1 + 6 * 8, kPutFixed = 1 + 8 * 8;
 
-std::vector<uint8_t> Head() {
+std::vector<uint8_t> Head(uint32_t format = Journal::kFormat) {
   std::vector<uint8_t> h(kJournalMagic, kJournalMagic + 8);
-  PutU32(&h, 1);
+  PutU32(&h, format);
   PutU32(&h, kBlockBytes);
   return h;
 }
 
 std::vector<uint8_t> PutBody(const JournalEntry& e) {
   std::vector<uint8_t> b{kPut};
-  for (uint64_t v : {e.file_no, e.data_len, e.key.offset, e.key.length, e.key.size,
-                     static_cast<uint64_t>(e.key.mtime_ns)}) {
-    PutU64(&b, v);
+  const store::Version& v = e.key.version;
+  for (uint64_t x : {e.file_no, e.data_len, e.key.offset, e.key.length, v.size,
+                     static_cast<uint64_t>(v.mtime_ns), static_cast<uint64_t>(v.ctime_ns), v.ino}) {
+    PutU64(&b, x);
   }
   b.insert(b.end(), e.key.rel.begin(), e.key.rel.end());
   return b;
@@ -59,7 +61,7 @@ Status WriteAll(int fd, const std::vector<uint8_t>& bytes, const std::string& wh
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
                                                std::vector<JournalEntry>* live,
-                                               CallWatch* watch) {
+                                               CallWatch* watch, uint32_t* format) {
   UniqueFd owned;
   std::vector<uint8_t> all;
   {
@@ -82,16 +84,20 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
     }
     all.resize(got);
   }
-  const std::vector<uint8_t> head = Head();
+  // This format, or format 1 (its PUTs without ctime and inode number).
+  const uint32_t found = all.size() >= kHead ? GetU32(&all[8]) : 0;
+  const std::vector<uint8_t> head = Head(found == 1 ? 1 : kFormat);
   if (all.size() < kHead || std::memcmp(all.data(), head.data(), kHead) != 0) {
     return Corruption(path + ": not a disk tier index");
   }
+  if (format != nullptr) *format = found;
+  const size_t put_fixed = found == 1 ? kPutFixed1 : kPutFixed;
   // file_no → place in *live; replay in order.
   std::vector<JournalEntry> entries;
   std::unordered_map<uint64_t, size_t> at;
   // At most this many records (each at least its length, a PUT's fixed part
   // and its sum): reserved, so that a journal of a million is not rehashed.
-  const size_t most = all.size() / (4 + kPutFixed + 8);
+  const size_t most = all.size() / (4 + kPutFixed1 + 8);
   entries.reserve(most);
   at.reserve(most);
   uint64_t dead = 0;
@@ -101,15 +107,19 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& path,
     if (len == 0 || pos + 4 + len + 8 > all.size()) break;
     const uint8_t* body = &all[pos + 4];
     if (GetU64(body + len) != Checksum(body, len)) break;
-    if (body[0] == kPut && len >= kPutFixed) {
+    if (body[0] == kPut && len >= put_fixed) {
       JournalEntry e;
       e.file_no = GetU64(body + 1);
       e.data_len = GetU64(body + 9);
       e.key.offset = GetU64(body + 17);
       e.key.length = GetU64(body + 25);
-      e.key.size = GetU64(body + 33);
-      e.key.mtime_ns = static_cast<int64_t>(GetU64(body + 41));
-      e.key.rel.assign(reinterpret_cast<const char*>(body + kPutFixed), len - kPutFixed);
+      e.key.version.size = GetU64(body + 33);
+      e.key.version.mtime_ns = static_cast<int64_t>(GetU64(body + 41));
+      if (put_fixed == kPutFixed) {
+        e.key.version.ctime_ns = static_cast<int64_t>(GetU64(body + 49));
+        e.key.version.ino = GetU64(body + 57);
+      }
+      e.key.rel.assign(reinterpret_cast<const char*>(body + put_fixed), len - put_fixed);
       at[e.file_no] = entries.size();
       entries.push_back(std::move(e));
     } else if (body[0] == kDel && len == 9) {

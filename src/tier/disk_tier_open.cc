@@ -184,7 +184,8 @@ Result<std::unique_ptr<DiskTier>> DiskTier::OpenNow(const DiskTierOptions& optio
 Status DiskTier::Load() {
   const std::string path = opt_.path + "/index";
   std::vector<JournalEntry> live;
-  auto j = Journal::Open(path, &live, watch_);
+  uint32_t format = Journal::kFormat;
+  auto j = Journal::Open(path, &live, watch_, &format);
   if (!j.ok() && j.status().code() != Code::kNotFound && j.status().code() != Code::kCorruption) {
     return j.status();
   }
@@ -192,6 +193,17 @@ Status DiskTier::Load() {
   if (!j.ok()) {
     if (j.status().code() == Code::kCorruption) log::Warn("disk tier: " + j.status().message() + "; scanning");
     live = Scan();
+  } else if (format != Journal::kFormat) {
+    // Copies keyed without the version's ctime and inode number: none can be
+    // told from a copy renamed over its file with the same size and mtime,
+    // so none is served. The index starts empty; the writer's sweep removes
+    // their files (numbered below what this run writes).
+    for (const JournalEntry& e : live) next_file_no_ = std::max(next_file_no_, e.file_no + 1);
+    log::Warn("disk tier " + opt_.path + ": its index is of format " + std::to_string(format) +
+              " (copies keyed by size and mtime only); its " + std::to_string(live.size()) +
+              " copies are dropped and read again from LOWER");
+    live.clear();
+    rewrite = true;
   } else {
     journal_ = std::move(j).value();
     rewrite = journal_->dead() > live.size() + 1024;  // mostly dead: compact

@@ -40,6 +40,13 @@ class RecordingPolicy final : public cache::Policy, public cache::Prefetching {
     Emit(e);
     return inner_->OnHit(a);
   }
+  void OnRefilled(const Access& a) override {
+    TraceEvent e;
+    e.kind = TraceKind::kRefilled;
+    e.access = a;
+    Emit(e);
+    inner_->OnRefilled(a);
+  }
   Decision OnMiss(const Access& a, uint64_t load_ns) override {
     TraceEvent e;
     e.kind = TraceKind::kMiss;

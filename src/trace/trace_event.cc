@@ -23,6 +23,7 @@ constexpr std::pair<TraceKind, const char*> kNames[] = {
     {TraceKind::kPrefetch, "prefetch"},
     {TraceKind::kRequestBytes, "request_bytes"},
     {TraceKind::kProgress, "progress"},
+    {TraceKind::kRefilled, "refilled"},
 };
 
 const char* NameOf(TraceKind k) {
@@ -193,6 +194,15 @@ std::string FormatTraceEvent(const TraceEvent& e) {
         j["served"] = "refill";
       }
       break;
+    case TraceKind::kRefilled:
+      j["o"] = e.access.object;
+      j["size"] = e.access.size;
+      j["job"] = e.access.job;
+      j["sample"] = e.access.sample;
+      j["t"] = e.access.now_ns;
+      if (e.access.file != 0) j["file"] = e.access.file;
+      if (e.access.wait_ns != 0) j["wait_ns"] = e.access.wait_ns;
+      break;
     case TraceKind::kDropped:
       j["o"] = e.access.object;
       break;
@@ -300,6 +310,16 @@ Result<TraceEvent> ParseTraceEvent(std::string_view line, size_t line_no) {
           f.Fail("served must be \"joined\" or \"refill\"");
         }
       }
+      break;
+    case TraceKind::kRefilled:
+      e.access.object = f.U64("o");
+      e.access.size = f.U64("size");
+      e.access.job = static_cast<cache::JobId>(f.U64("job", kMaxJob));
+      e.access.sample = f.I64("sample");
+      e.access.now_ns = f.U64("t");
+      if (f.Has("file")) e.access.file = f.U64("file");
+      if (f.Has("wait_ns")) e.access.wait_ns = f.U64("wait_ns");
+      e.access.served = cache::Access::Served::kRefill;
       break;
     case TraceKind::kDropped:
       e.access.object = f.U64("o");

@@ -5,7 +5,8 @@ A dataset larger than the RAM budget, read twice: the second epoch comes from
 the disk tier, byte-exact, and LOWER is not read again. Bytes flipped in the
 tier's files are never served (counted as checksum errors, read again from
 LOWER). A SIGKILLed daemon, remounted, serves from the disk tier warm. A LOWER
-file changed while nothing was mounted is served fresh; so is one changed
+file changed while nothing was mounted is served fresh, even one replaced with
+the same size and mtime (its ctime tells); so is one changed
 while mounted under consistency = "open" (the old disk copy dropped). A second daemon on the
 same directory is refused; a missing directory fails the mount naming it.
 """
@@ -166,6 +167,41 @@ class DiskTierTest(et.MountTestCase):
         self.assertEqual(st["tiers"]["disk"]["stale"], 2)
         self.assertEqual(st["tiers"]["disk"]["hits"], FILES - 2)
         self.assertEqual(st["bytes_read_lower"], 2 * SIZE + 4096)
+        self.assertEqual(d.unmount(), 0)
+
+    def test_same_size_and_mtime_replaced_while_unmounted_is_served_fresh(self):
+        # Other bytes of the same size, the mtime set back to the old one to
+        # the nanosecond: rewritten in place (`touch -r`), and a copy renamed
+        # over the file (`cp -p`, `rsync -t`). Only the ctime (and, for the
+        # copy, the inode number) tells them from the files the tier copied.
+        d = self.mount(self.lower, opts=self.opts())
+        self.assertEqual(self.read_all(d), 0)
+        self.wait_written(d)
+        self.assertEqual(d.unmount(), 0)
+        in_place, renamed = sorted(self.want)[2], sorted(self.want)[6]
+        for name, seed in ((in_place, 95), (renamed, 94)):
+            path = os.path.join(self.lower, name)
+            st = os.stat(path)
+            new = et.det_bytes(SIZE, seed)
+            self.assertNotEqual(new, self.want[name])
+            self.want[name] = new
+            target = path if name == in_place else path + ".new"
+            et.write_file(target, new)
+            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+            if target != path:
+                os.rename(target, path)
+            after = os.stat(path)
+            self.assertEqual((after.st_size, after.st_mtime_ns), (st.st_size, st.st_mtime_ns))
+        d = self.mount(self.lower, opts=self.opts())
+        self.assertEqual(d.stats()["tiers"]["disk"]["objects"], FILES)
+        self.assertEqual(self.read_all(d), 0)
+        st = d.stats()
+        # Both old copies dropped (counted), their bytes read from LOWER; the
+        # other files from the disk.
+        self.assertEqual(st["tiers"]["disk"]["stale"], 2)
+        self.assertEqual(st["tiers"]["disk"]["hits"], FILES - 2)
+        self.assertEqual(st["bytes_read_lower"], 2 * SIZE)
+        self.assertEqual(st["tiers"]["disk"]["checksum_errors"], 0)
         self.assertEqual(d.unmount(), 0)
 
     def test_open_consistency_never_serves_the_old_disk_copy(self):

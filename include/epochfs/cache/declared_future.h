@@ -64,6 +64,9 @@ class DeclaredFuture final : public Future {
   uint32_t Touch(ObjectId object, uint64_t now_ns, uint64_t size = 0);
   // An access attributed (or not) to a job: its counters and position.
   void OnAccess(const Access& a, bool hit, uint64_t load_ns);
+  // Hit `a`, told to OnAccess, was a refill after all (Policy::OnRefilled):
+  // its job's counters move it from hits to refills.
+  void OnRefilled(const Access& a);
   // Implied reads (set_implied_reads): reads the cache never hears of, the
   // kernel's hits of a mount without OPEN (fuse.no_open). After OnAccess(a),
   // when `a` is job J's sample at position p of its current declared order,

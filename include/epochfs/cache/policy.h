@@ -151,6 +151,15 @@ inline void CountHit(const Access& a, EpochCounters* c) {
     case Access::Served::kRefill: ++c->refills; break;
   }
 }
+// Moves a hit counted in `c` as served at once to the refills, with the
+// refill's wait (Policy::OnRefilled); nothing when `c` has no hit (the epoch
+// changed between the two).
+inline void CountRefillOfHit(const Access& a, EpochCounters* c) {
+  if (c->hits == 0) return;
+  --c->hits;
+  ++c->refills;
+  c->lower_wait_ns += a.wait_ns;
+}
 
 // Per-job figures for the `status` / `stats` JSON (built by control/).
 // Times are nanoseconds; 0 means "not measured yet".
@@ -213,6 +222,14 @@ class Policy {
   // The store lost `id` outside the policy's decisions (invalidation after a
   // lower change, a refused insert, a checksum failure). The policy forgets it.
   virtual void OnDropped(ObjectId id) = 0;
+  // A read told earlier as a hit served at once (OnHit, Access::Served::
+  // kAtOnce: an open whose file the kernel held, one copy) needed its bytes
+  // again (the kernel had lost pages of it: a refill from LOWER). `a` is
+  // that read (its object, size, job and sample), `a.wait_ns` the refill's
+  // wait. Nothing is decided, nothing moves in the store: policies that count
+  // reads per job move this one from hits to refills (CountRefillOfHit).
+  // The caller tells it at most once per read. Default: nothing.
+  virtual void OnRefilled(const Access& /*a*/) {}
 
   // Optional parts, asked for cheaply; nullptr when the policy has none.
   // Each pointer lives as long as the policy.

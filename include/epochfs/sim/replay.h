@@ -30,7 +30,9 @@ struct TraceSummary {
   uint64_t jobs = 0, accesses = 0, hits = 0, misses = 0, bytes_missed = 0;
   uint64_t prefetches = 0;  // "prefetch" events (loads by the prefetcher)
   // Hits that waited for LOWER (format 4 "served"): joined a load in flight,
-  // or read a handed-over object again (in `hits` too: the policy's hits).
+  // or read a handed-over object again (in `hits` too: the policy's hits);
+  // refills also counts the hits a "refilled" event (format 5) turned into
+  // refills.
   uint64_t joined = 0, refills = 0;
   // Every byte the live run read from LOWER as the trace shows it: misses,
   // every prefetch (admitted or not) and refills.

@@ -75,6 +75,11 @@ struct GetRequest {
   // Get serves the bytes (refilling a handed-over stub in its place) but
   // counts no access and admits nothing.
   bool heard = false;
+  // heard: this is the open's first READ that needs the bytes again (the
+  // caller's part: at most one Get per open sets it). When Get does not
+  // find them in RAM (it loads them, from LOWER or the second tier, or joins
+  // a load), the open's hit becomes a refill (CacheCounters::refills).
+  bool first_refill = false;
   // A prefetch on a user's behalf (a job's owner): only a file they may read
   // is loaded; another fails as a missing file does (MissingOnLower), with
   // nothing read. Null: anything (root's jobs).
@@ -106,9 +111,11 @@ struct CacheCounters {
   uint64_t prefetch_wasted = 0;   // prefetched objects evicted or dropped unread
   uint64_t handovers = 0;         // objects handed over to the kernel's page cache (HandOver)
   uint64_t refills = 0;           // handed-over objects read again from lower: not hits
-                                  // (the policy hears a hit; an open it heard of already,
-                                  // GetRequest::heard, counted a hit then), whole or only
-                                  // the blocks the kernel lost (RefillBlock: once a read)
+                                  // (the policy hears a hit served kRefill), whole or only
+                                  // the blocks the kernel lost (RefillBlock). An open that
+                                  // counted a hit (HitHandedOver) and whose READs then
+                                  // needed a refill is moved from hits to refills, once
+                                  // (GetRequest::first_refill; the policy hears OnRefilled)
   uint64_t refill_bytes = 0;      // bytes read from lower by refills (in bytes_read_lower)
   // The second tier (SetSecondTier): misses it served (bytes not read from
   // LOWER), and objects loaded from LOWER the placement did not write to it
@@ -167,8 +174,8 @@ class CacheFront {
   // version the stub's, `data` the block's bytes) that the RAM tier does not
   // hold: the kernel keeps them, the stub stays. The policy hears nothing
   // (the open was its access: HitHandedOver); counted in bytes_read_lower
-  // and refill_bytes, and in refills when `first` (the first block a read
-  // refills). Stale when LOWER's file is of another size now, or the block's
+  // and refill_bytes; when `first` (the first block the open refills), the
+  // open's hit becomes a refill (as GetRequest::first_refill). Stale when LOWER's file is of another size now, or the block's
   // bytes are not those handed over; InvalidArgument when the stub keeps no
   // sums or `index` is past them; LOWER's errors.
   Result<ObjectRef> RefillBlock(const GetRequest& req, const ObjectRef& stub, uint64_t index,
@@ -278,6 +285,13 @@ class CacheFront {
   // A refill's bytes read under another version: under the version handed
   // over when they are its bytes (cache_front_handover.cc).
   ObjectRef AsHandedOver(const GetRequest& req, ObjectRef loaded) const;
+  // REQUIRES: policy_mu_ held. The hit HitHandedOver counted for req's open
+  // was a refill (its READ read `size` bytes' object again, after waiting
+  // since req.asked_ns): moved from hits to refills, and the policy told
+  // (OnRefilled). Once per open: the caller's part (first_refill, `first`).
+  void RefillOfHitLocked(const GetRequest& req, uint64_t size);
+  // RefillOfHitLocked under the lock, when req.first_refill.
+  void RefillOfHit(const GetRequest& req, uint64_t size);
   // The object's bytes for Load: from the second tier when it holds the
   // version, else from LOWER (*from_tier says which). Counts LOWER's errors.
   Result<ObjectRef> Fetch(const GetRequest& req, bool prefetch, bool* from_tier);

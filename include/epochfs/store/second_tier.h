@@ -4,9 +4,12 @@
 //
 // A tier holds copies of LOWER's bytes keyed by the lower file's identity:
 // its path relative to LOWER, the range (a block of a big file; 0/0 the whole
-// file) and the version it copied (size and mtime in ns; not the inode
-// number, which a FUSE or network LOWER may not keep across a remount). It
-// never serves bytes of another version, nor bytes it cannot verify.
+// file) and the version it copied: a Version as VersionRule reads it (size,
+// mtime and ctime in ns, and the inode number where LOWER keeps its numbers,
+// version.h), compared whole, as the RAM tier compares it. So a copy renamed
+// over the file with its size and mtime (`cp -p`, `rsync -t`) is another
+// version (its ctime). It never serves bytes of another version, nor bytes
+// it cannot verify.
 //
 // The cache front asks Read before it reads LOWER, and Write/Erase as the
 // placement (cache/tier_placement.h) decides. What the tier learns on its own
@@ -24,6 +27,7 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/store/object.h"
+#include "epochfs/store/version.h"
 
 namespace epochfs::store {
 
@@ -31,15 +35,15 @@ struct LowerKey {
   std::string rel;       // path relative to LOWER (normalised, as ObjectIdOf)
   uint64_t offset = 0;   // a block: its range; 0/0 the whole file
   uint64_t length = 0;
-  uint64_t size = 0;     // the lower file's version: size and mtime (ns)
-  int64_t mtime_ns = 0;
+  Version version;       // the lower file's version (VersionRule::Of)
   bool operator==(const LowerKey&) const = default;
   // The object id this process files the key's bytes under (ObjectIdOf or
   // BlockIdOf).
   cache::ObjectId Id() const {
     return length == 0 ? ObjectIdOf(rel) : BlockIdOf(rel, offset, length);
   }
-  bool Matches(const Version& v) const { return size == v.size && mtime_ns == v.mtime_ns; }
+  // The copy is of version `v` (version.h's rule: every field equal).
+  bool Matches(const Version& v) const { return version == v; }
 };
 
 struct TierStats {
@@ -74,10 +78,10 @@ struct TierNews {
 class SecondTier {
  public:
   virtual ~SecondTier() = default;
-  // The verified bytes of `key` (its version included), as an Object of id
-  // `id` and version `v` (the caller's, with its inode number); nullptr when
-  // the tier does not hold them (another version, a checksum error, a failed
-  // tier: counted, and the copy dropped).
+  // The verified bytes of `key`'s range, as an Object of id `id` and
+  // version `v` (LOWER's now, the caller's stat); nullptr when the tier does
+  // not hold them (a copy whose version is not `v`: stale; a checksum error,
+  // a failed tier: counted, and the copy dropped).
   virtual ObjectRef Read(cache::ObjectId id, const LowerKey& key, const Version& v) = 0;
   // Writes a copy of `obj` (its data) under `key`, in the background. False
   // when not even queued (full queue, failed tier): then it is lost (news).

@@ -1,17 +1,20 @@
 // The disk tier's object files: one file per cached object (a whole lower
 // file, or a block of a big one), laid out as
 //
-//   header   "EPFSDTO1", u32 header_len, u32 block_bytes, u64 offset,
-//            u64 length, u64 size, i64 mtime_ns, u64 data_len, u32 rel_len,
-//            rel, u64 XXH3 of the header's bytes before it   (68 + rel bytes)
+//   header   "EPFSDTO2", u32 header_len, u32 block_bytes, u64 offset,
+//            u64 length, u64 size, i64 mtime_ns, i64 ctime_ns, u64 ino,
+//            u64 data_len, u32 rel_len, rel, u64 XXH3 of the header's bytes
+//            before it                                        (84 + rel bytes)
 //   data     data_len bytes, the lower file's bytes [offset, offset + data_len)
 //   sums     one u64 XXH3 per kBlockBytes block of data (the last may be short)
 //
 // All integers little-endian. The header names the copy (LowerKey: path,
-// range, the version it copied), so a scan of the directory rebuilds the
+// range, the version it copied: size, mtime, ctime, inode number as
+// store::VersionRule gives them), so a scan of the directory rebuilds the
 // index; the sums catch a torn or flipped write: a block that does not
-// verify is never served. Per object the format costs 68 + path bytes and
-// 8 bytes per 64 KiB (0.012 %).
+// verify is never served. Per object the format costs 84 + path bytes and
+// 8 bytes per 64 KiB (0.012 %). Format 1 ("EPFSDTO1", no ctime nor inode)
+// is not read: a scan removes such files.
 //
 // Pure functions; no I/O. Thread safety: none needed.
 #pragma once
@@ -30,7 +33,7 @@ inline constexpr uint32_t kBlockBytes = 64 * 1024;
 // The sums are those of the object's checksum (store/object.h): a read that
 // verified every block has the object's checksum from them.
 static_assert(kBlockBytes == store::kChecksumBlockBytes);
-inline constexpr size_t kHeaderFixed = 60;  // before the path; + path + 8 (its checksum)
+inline constexpr size_t kHeaderFixed = 76;  // before the path; + path + 8 (its checksum)
 
 size_t HeaderBytes(const store::LowerKey& key);
 size_t SumsBytes(uint64_t data_len);

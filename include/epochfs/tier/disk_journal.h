@@ -2,18 +2,22 @@
 // tier holds, so that a restart (unmount and mount, SIGKILL, reboot) comes
 // back warm without reading every object file.
 //
-// Layout: "EPFSDTJ1", u32 format (1), u32 block bytes; then records, each
+// Layout: "EPFSDTJ1", u32 format (2), u32 block bytes; then records, each
 //   u32 body_len, body (u8 kind, payload), u64 XXH3 of the body
 // kind 1 PUT: u64 file_no, u64 data_len, u64 offset, u64 length, u64 size,
-//             i64 mtime_ns, path (the rest of the body)
+//             i64 mtime_ns, i64 ctime_ns, u64 ino, path (the rest of the body)
 // kind 2 DEL: u64 file_no
+// Format 1 (before the version's ctime and inode number were in the key)
+// had PUTs without ctime_ns and ino; Open still reads it, with those 0, and
+// says so (`format`): such a copy can match no version, and the tier drops
+// them all (disk_tier.h).
 // A PUT is appended once its object file is written whole, a DEL before the
 // file is removed. Replay applies the records in order and stops at the
 // first that does not verify (a torn append: a kill or a power cut during
 // it), cutting the log there; the objects it would have named are found by
 // the tier's sweep of orphans. A log mostly of dead records is rewritten
-// (Rewrite: a new file renamed over the old). On disk a record costs
-// 61 + path bytes.
+// (Rewrite: a new file renamed over the old). On disk a PUT costs
+// 77 + path bytes.
 //
 // Ownership: the Journal owns its file descriptor.
 // Thread safety: none; the tier calls it under its lock.
@@ -39,13 +43,16 @@ struct JournalEntry {
 
 class Journal {
  public:
-  // Opens (or creates) the journal at `path` and replays it into *live (in
-  // file order). NotFound when there is no journal, Corruption when its
-  // header is not one (the caller rebuilds from a scan and Rewrites).
-  // `watch` (may be null) marks its disk calls (call_watch.h).
+  static constexpr uint32_t kFormat = 2;
+  // Opens the journal at `path` and replays it into *live (in file order);
+  // *format (may be null): the format it was written in (kFormat or 1).
+  // NotFound when there is no journal, Corruption when its header is not one
+  // (the caller rebuilds from a scan and Rewrites). `watch` (may be null)
+  // marks its disk calls (call_watch.h).
   static Result<std::unique_ptr<Journal>> Open(const std::string& path,
                                                std::vector<JournalEntry>* live,
-                                               CallWatch* watch = nullptr);
+                                               CallWatch* watch = nullptr,
+                                               uint32_t* format = nullptr);
   // A fresh journal holding `live`, replacing whatever is at `path`.
   static Result<std::unique_ptr<Journal>> Create(const std::string& path,
                                                  const std::vector<JournalEntry>& live,

@@ -5,16 +5,20 @@
 // engine, spill/uring_engine.h), every 64 KiB block checked against its
 // XXH3 on every read: a copy that does not verify is counted
 // (checksum_errors), dropped, and never served. Copies are keyed by the
-// lower file's identity (store::LowerKey: path, range, size, mtime in ns; not
-// the inode number), so a file changed on LOWER while nothing was mounted is
-// never served from its old copy.
+// lower file's identity (store::LowerKey: path, range, and the version as
+// the RAM tier has it, store::VersionRule: size, mtime and ctime in ns, the
+// inode number but on a FUSE LOWER), so a file changed on LOWER while nothing
+// was mounted, even replaced by a copy of the same size and mtime, is never
+// served from its old copy (`stale`).
 //
 // Warm across restarts: the index is a checksummed journal (disk_journal.h),
 // replayed at Open; without one (or with a foreign one) the directory is
-// scanned and the index written anew. RAM per cached object: the index entry
-// below, measured at ~130 bytes plus the path's length (168 bytes for a
+// scanned and the index written anew. An index of format 1 (copies keyed by
+// size and mtime only) is not trusted: its copies are dropped at Open with a
+// log line, their files swept. RAM per cached object: the index entry
+// below, measured at ~148 bytes plus the path's length (184 bytes for a
 // 36-byte ImageNet path; tests/unit/tier, IndexBytesPerObject); on disk
-// 61 bytes plus the path per journal record.
+// 77 bytes plus the path per journal record.
 //
 // The directory is the daemon's alone: Open refuses a missing or unwritable
 // one with a one-line error naming it, creates its files 0600 and data/

@@ -18,7 +18,12 @@
 //   {"ev":"miss","o":78,"size":4096,"job":0,"sample":-1,"t":125,"load_ns":900000,"wait_ns":950000}
 //   {"ev":"dropped","o":78}
 //   {"ev":"prefetch","o":79,"size":4096,"job":1,"sample":6,"t":126,"load_ns":800000}
+//   {"ev":"refilled","o":77,"size":4096,"job":1,"sample":5,"t":130,"wait_ns":300000}
 //
+// "refilled" (Policy::OnRefilled): the hit recorded earlier for that read
+// (an open of a file handed over to the kernel) needed its bytes again from
+// LOWER, the kernel having lost pages of it: a refill, not a hit. Not an
+// access of its own ("size" is the object's; a refill in blocks reads less).
 // A hit or miss of a block of a file cached in blocks also has "file": the
 // file's object id (cache::Access::file); absent otherwise. "wait_ns" (a hit
 // or miss: how long its reader waited, cache::Access::wait_ns) is absent when 0.
@@ -47,7 +52,9 @@ namespace epochfs::trace {
 //    handed-over object read again; absent: served at once); "progress"
 //    events (Policy::Progress). Formats 2 and 3 are still read (every hit
 //    served at once, no progress).
-inline constexpr int kTraceFormat = 4;
+// 5: "refilled" events (Policy::OnRefilled). Formats 2 to 4 are still read
+//    (they have none).
+inline constexpr int kTraceFormat = 5;
 
 enum class TraceKind : uint8_t {
   kStart,
@@ -64,6 +71,7 @@ enum class TraceKind : uint8_t {
   kPrefetch,      // Policy::OnPrefetched
   kRequestBytes,  // Policy::SetRequestBytes
   kProgress,      // Policy::Progress
+  kRefilled,      // Policy::OnRefilled
 };
 
 struct TraceEvent {
@@ -79,7 +87,7 @@ struct TraceEvent {
   uint64_t position = 0;                 // kProgress
   std::vector<cache::SampleRef> samples;  // kSamples
   std::vector<uint32_t> order;           // kOrder
-  cache::Access access;                  // kHit, kMiss, kPrefetch; kDropped: access.object only
+  cache::Access access;                  // kHit, kMiss, kPrefetch, kRefilled; kDropped: access.object only
   uint64_t load_ns = 0;                  // kMiss, kPrefetch
 };
 

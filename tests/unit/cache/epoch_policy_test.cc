@@ -102,6 +102,35 @@ TEST_F(Epochs, WarmupMeasuresEpochTimeLoadTimeAndCompute) {
   EXPECT_EQ(s.total.misses, 16u);
 }
 
+// A hit told at an open whose READ then needed the bytes again (one copy's
+// refill, Policy::OnRefilled) moves from hits to refills in the job's
+// counters, with the refill's wait; the residency does not move.
+TEST_F(Epochs, AHitFoundToBeARefillIsCountedAsOne) {
+  Harness h(Make(10000));
+  Add(h, 1, 5, ComputeFor(4));
+  WarmUp(h, 1, 16, 100);
+  ASSERT_TRUE(h.policy().SetOrder(1, 2, Iota(16)).ok());
+  h.BeginEpoch(1, 1, 5000);
+  ReadAll(h, 1, Iota(16), 5000, 100);
+  h.BeginEpoch(1, 2, 9000);
+  ASSERT_TRUE(h.Read(1, 0, 9001)) << "no hit: the test tests nothing";
+  const JobSnapshot before = Snap(h.policy(), 1);
+  ASSERT_EQ(before.current.hits, 1u);
+  const std::set<ObjectId> resident = h.resident_set();
+  Access a{Obj(1, 0), kSize, 1, 0, 9100};
+  a.wait_ns = 300;
+  a.served = Access::Served::kRefill;
+  h.policy().OnRefilled(a);
+  const JobSnapshot after = Snap(h.policy(), 1);
+  EXPECT_EQ(after.current.hits, before.current.hits - 1);
+  EXPECT_EQ(after.current.refills, before.current.refills + 1);
+  EXPECT_EQ(after.current.reads(), before.current.reads());
+  EXPECT_EQ(after.current.lower_wait_ns, before.current.lower_wait_ns + 300);
+  EXPECT_EQ(after.total.refills, before.total.refills + 1);
+  EXPECT_EQ(h.resident_set(), resident);
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
+}
+
 TEST_F(Epochs, WarmupOfMBatchesExtrapolatesAndCachesTheRestOfTheEpoch) {
   Harness h(Make(100000, /*warmup=*/2));
   Add(h, 1, 5, ComputeFor(4));

@@ -86,6 +86,44 @@ TEST(FuturePolicy, KeepsWhatTheNextEpochReadsFirst) {
   EXPECT_EQ(jobs[0].total.misses, 16u);
 }
 
+// A hit the daemon told at an open whose READ then needed the bytes again
+// (one copy: the kernel lost its pages) is a refill in the job's counters,
+// with the refill's wait; nothing else moves. A read of no job's: nothing.
+TEST(FuturePolicy, AHitFoundToBeARefillIsCountedAsOne) {
+  Harness h(Future(400));
+  h.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  ASSERT_TRUE(h.policy().SetOrder(1, 0, Iota(10)).ok());
+  ASSERT_TRUE(h.policy().SetOrder(1, 1, Reversed(10)).ok());
+  h.BeginEpoch(1, 0, 1);
+  uint64_t t = 10;
+  for (uint32_t x = 0; x < 10; ++x) h.Read(1, x, t += 1000);
+  h.BeginEpoch(1, 1, t += 1000);
+  std::vector<uint32_t> hit;
+  for (uint32_t x : Reversed(10)) {
+    if (h.Read(1, x, t += 1000)) hit.push_back(x);
+  }
+  ASSERT_EQ(hit.size(), 4u);
+  const std::set<ObjectId> resident = h.resident_set();
+  Access a{1000 + hit[0], 100, 1, static_cast<int64_t>(hit[0]), t += 1000};
+  a.wait_ns = 500;
+  a.served = Access::Served::kRefill;
+  const JobSnapshot before = h.policy().Jobs()[0];
+  h.policy().OnRefilled(a);
+  Access stranger = a;
+  stranger.job = kNoJob;
+  h.policy().OnRefilled(stranger);
+  const JobSnapshot after = h.policy().Jobs()[0];
+  EXPECT_EQ(after.current.hits, before.current.hits - 1);
+  EXPECT_EQ(after.current.refills, before.current.refills + 1);
+  EXPECT_EQ(after.current.misses, before.current.misses);
+  EXPECT_EQ(after.current.reads(), before.current.reads()) << "one read, counted once";
+  EXPECT_EQ(after.current.lower_wait_ns, before.current.lower_wait_ns + 500);
+  EXPECT_EQ(after.total.hits, before.total.hits - 1);
+  EXPECT_EQ(after.total.refills, before.total.refills + 1);
+  EXPECT_EQ(h.resident_set(), resident) << "nothing decided";
+  EXPECT_TRUE(h.policy().CheckInvariants().ok());
+}
+
 // Job 1 (slow: 100 us per read) reads a dataset twice the budget, forever;
 // job 2 (fast: 1 us per read) joins late with a dataset that fits. Its reads
 // come soonest, so it gets the space job 1 filled first.

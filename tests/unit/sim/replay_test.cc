@@ -279,5 +279,32 @@ TEST(ReplayBytes, RowsCountEveryByteReadFromLowerPrefetchIncluded) {
             std::string::npos);
 }
 
+// A "refilled" event (format 5): the live hit before it was a refill. The
+// live row counts it a refill and its bytes read from LOWER; it is no access
+// of its own (the replay's accesses and hits are those of the hits and
+// misses), and every policy replays it without a rejected call.
+TEST(ReplayBytes, ARefilledHitIsALiveRefillAndNoAccess) {
+  const std::string text =
+      "{\"ev\":\"start\",\"policy\":\"future\",\"budget\":1000,\"format\":5,"
+      "\"request_bytes\":0,\"weigh_hits\":false}\n"
+      "{\"ev\":\"miss\",\"o\":2,\"size\":50,\"job\":0,\"sample\":-1,\"t\":3,\"load_ns\":5}\n"
+      "{\"ev\":\"hit\",\"o\":2,\"size\":50,\"job\":0,\"sample\":-1,\"t\":4}\n"
+      "{\"ev\":\"refilled\",\"o\":2,\"size\":50,\"job\":0,\"sample\":-1,\"t\":5,"
+      "\"wait_ns\":9}\n";
+  auto events = trace::ParseTrace(text);
+  ASSERT_TRUE(events.ok()) << events.status().message();
+  const TraceSummary live = Summarize(events.value());
+  EXPECT_EQ(live.accesses, 2u);
+  EXPECT_EQ(live.hits, 1u);
+  EXPECT_EQ(live.refills, 1u);
+  EXPECT_EQ(live.bytes_read, 50u + 50u);
+  for (PolicyKind k : AllPolicyKinds()) {
+    auto r = Replay(events.value(), k, 1);
+    ASSERT_TRUE(r.ok()) << PolicyKindName(k) << ": " << r.status().message();
+    EXPECT_EQ(r.value().accesses, 2u) << PolicyKindName(k);
+    EXPECT_EQ(r.value().rejected_calls, 0u) << PolicyKindName(k);
+  }
+}
+
 }  // namespace replay_bytes_test
 }  // namespace epochfs::sim

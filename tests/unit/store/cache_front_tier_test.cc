@@ -103,7 +103,7 @@ struct TierFront {
     struct stat st;
     EXPECT_EQ(::stat((root + "/a.bin").c_str(), &st), 0);
     const Version v = VersionRule().Of(st);
-    tier.Put(LowerKey{"a.bin", 0, 0, v.size, v.mtime_ns}, a);
+    tier.Put(LowerKey{"a.bin", 0, 0, v}, a);
     cache->SetSecondTier(&tier);
   }
   ~TierFront() {

@@ -584,7 +584,8 @@ TEST(CacheFront, HandedOverObjectsAreRefilledFromLower) {
 
 // One copy on a mount that answers OPEN: the open of a handed-over object is
 // the policy's access (HitHandedOver), and the refill its READ may need
-// later (GetRequest::heard) counts nothing again and admits nothing.
+// later (GetRequest::heard) admits nothing: the open's hit becomes a refill
+// (first_refill, once), and nothing else is counted.
 TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
   Front f(1 << 20);
   std::string want = f.dir.Write("h", 5000, 6);
@@ -603,16 +604,39 @@ TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
   EXPECT_EQ(f.cache->counters().hits, 1u);
   GetRequest heard = req;
   heard.heard = true;
-  auto r2 = f.cache->Get(heard);  // the kernel lost pages: refilled in place
+  GetRequest first = heard;
+  first.first_refill = true;
+  auto r2 = f.cache->Get(first);  // the kernel lost pages: refilled in place
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), want);
   EXPECT_EQ(f.cache->ram().Find(9), r2.value());
   ASSERT_TRUE(f.cache->Get(heard).ok());  // resident now: served, not counted
   CacheCounters c = f.cache->counters();
-  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.hits, 0u) << "the open's hit was a refill";
   EXPECT_EQ(c.misses, 1u);
   EXPECT_EQ(c.refills, 1u);
+  EXPECT_EQ(c.hits + c.misses + c.coalesced + c.refills, 2u) << "two opens";
+  EXPECT_EQ(c.refill_bytes, 5000u);
   EXPECT_EQ(c.bytes_read_lower, 10000u);
+  // A second open served from RAM, whose READ finds the bytes resident:
+  // its hit stays one.
+  ASSERT_TRUE(f.cache->HandOver(r2.value()));
+  ASSERT_TRUE(f.cache->HitHandedOver(req));
+  auto again = f.cache->Get(first);  // the stub: refilled, the hit moved
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(f.cache->Get(first).ok());  // resident: nothing moves
+  c = f.cache->counters();
+  EXPECT_EQ(c.hits, 0u);
+  EXPECT_EQ(c.refills, 2u);
+  ASSERT_TRUE(f.cache->HandOver(again.value()));
+  ASSERT_TRUE(f.cache->HitHandedOver(req));
+  auto third = f.cache->Get(heard);  // not the open's first refill: not moved
+  ASSERT_TRUE(third.ok());
+  c = f.cache->counters();
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.refills, 2u);
+  EXPECT_EQ(c.hits + c.misses + c.coalesced + c.refills, 4u) << "four opens";
+  r2 = third;
   EXPECT_EQ(f.cache->HitHandedOver(req), nullptr) << "refilled: a Get serves it";
   // Evicted between the open and its READ: the bytes are read and served,
   // neither counted nor admitted (the policy decided at the open).
@@ -622,7 +646,7 @@ TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
   ASSERT_TRUE(r3.ok());
   EXPECT_EQ(std::string(r3.value()->data.begin(), r3.value()->data.end()), want);
   c = f.cache->counters();
-  EXPECT_EQ(c.hits + c.misses, 2u);
+  EXPECT_EQ(c.hits + c.misses + c.refills, 4u);
   EXPECT_EQ(c.admissions, 1u);
   EXPECT_EQ(f.cache->ram().objects(), 0u);
   // The file changed on LOWER since: the new bytes are served for the
@@ -702,8 +726,10 @@ TEST(CacheFront, ARefillOfTheSameBytesUnderAnotherInodeNumberIsARefill) {
   ASSERT_EQ(::utimensat(AT_FDCWD, (f.dir.path() + "/h.new").c_str(), times, 0), 0);
   ASSERT_EQ(::rename((f.dir.path() + "/h.new").c_str(), (f.dir.path() + "/h").c_str()), 0);
   ASSERT_NE(f.Req("h", 9).version, req.version);
+  ASSERT_TRUE(f.cache->HitHandedOver(req));  // an open of the version handed over
   GetRequest heard = req;
   heard.heard = true;
+  heard.first_refill = true;  // its READ: the kernel lost the pages
   auto r2 = f.cache->Get(heard);
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(std::string(r2.value()->data.begin(), r2.value()->data.end()), want);
@@ -711,6 +737,7 @@ TEST(CacheFront, ARefillOfTheSameBytesUnderAnotherInodeNumberIsARefill) {
   EXPECT_EQ(f.cache->ram().Find(9), r2.value());
   CacheCounters c = f.cache->counters();
   EXPECT_EQ(c.refills, 1u);
+  EXPECT_EQ(c.hits, 0u) << "the open's hit was a refill";
   EXPECT_EQ(c.invalidations, 0u);
   EXPECT_EQ(c.misses, 1u);
   EXPECT_EQ(c.bytes_read_lower, 8000u);

@@ -23,8 +23,7 @@ using spill::testing::TempDir;
 store::LowerKey StartKey(const std::string& rel, uint64_t size) {
   store::LowerKey k;
   k.rel = rel;
-  k.size = size;
-  k.mtime_ns = 7;
+  k.version = store::Version{size, 7, 9, 0};
   return k;
 }
 
@@ -92,7 +91,7 @@ TEST(DiskTierStart, FailedAtStartServesAndWritesNothing) {
   obj->id = a.Id();
   obj->data.assign(10, 'x');
   EXPECT_FALSE(t->Write(a.Id(), a, obj));
-  EXPECT_EQ(t->Read(a.Id(), a, store::Version{a.size, a.mtime_ns, 1}), nullptr);
+  EXPECT_EQ(t->Read(a.Id(), a, a.version), nullptr);
   EXPECT_EQ(t->FileOf(a.Id()), "");
   EXPECT_TRUE(t->Stop());
 }

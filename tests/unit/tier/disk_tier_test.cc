@@ -18,6 +18,7 @@
 #include <string>
 
 #include "../spill/temp_dir.h"
+#include "epochfs/common/hash.h"
 #include "epochfs/tier/disk_format.h"
 #include "epochfs/tier/disk_journal.h"
 #include "epochfs/tier/disk_tier.h"
@@ -31,8 +32,7 @@ using spill::testing::TempDir;
 store::LowerKey Key(const std::string& rel, uint64_t size, int64_t mtime = 7) {
   store::LowerKey k;
   k.rel = rel;
-  k.size = size;
-  k.mtime_ns = mtime;
+  k.version = store::Version{size, mtime, 11, 42};
   return k;
 }
 
@@ -44,7 +44,7 @@ store::ObjectRef Obj(const store::LowerKey& k, uint64_t size, char seed) {
   return o;
 }
 
-store::Version V(const store::LowerKey& k) { return store::Version{k.size, k.mtime_ns, 0, 42}; }
+store::Version V(const store::LowerKey& k) { return k.version; }
 
 std::unique_ptr<DiskTier> OpenTier(const std::string& dir, uint64_t size = 64 << 20) {
   DiskTierOptions o;
@@ -213,7 +213,7 @@ TEST(DiskTier, WritesReadsVerifiesAndSurvivesARestart) {
   EXPECT_EQ(back->checksum, store::ObjectChecksum(ok->data.data(), ok->data.size()));
   // Another version on LOWER now: never served, dropped, counted.
   store::LowerKey newer = b;
-  newer.mtime_ns += 1;
+  newer.version.mtime_ns += 1;
   EXPECT_EQ(t->Read(b.Id(), newer, V(newer)), nullptr);
   EXPECT_EQ(t->stats().stale, 1u);
   EXPECT_EQ(t->stats().objects, 2u);
@@ -359,6 +359,134 @@ TEST(DiskTier, ACopyThatNeverAnswersFailsTheTierWithinTheBound) {
   ASSERT_EQ(::write(w, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
   t.reset();
   ::close(w);
+}
+
+// The key's version is VersionRule's, compared whole: a copy differs from the
+// file LOWER holds now in its ctime alone (a copy renamed over it with the
+// same size and mtime) or its inode number alone (where LOWER keeps them).
+TEST(LowerKey, MatchesOnlyTheWholeVersion) {
+  const store::LowerKey k = Key("a", 100);
+  EXPECT_TRUE(k.Matches(store::Version{100, 7, 11, 42}));
+  EXPECT_FALSE(k.Matches(store::Version{101, 7, 11, 42}));
+  EXPECT_FALSE(k.Matches(store::Version{100, 8, 11, 42}));
+  EXPECT_FALSE(k.Matches(store::Version{100, 7, 12, 42})) << "ctime";
+  EXPECT_FALSE(k.Matches(store::Version{100, 7, 11, 43})) << "inode";
+}
+
+// A file on disk replaced by a copy with its bytes changed, its size and its
+// mtime (to the nanosecond) kept, renamed over it (`cp -p`, `rsync -t`):
+// its old copy in the tier is stale, under the rule with inode numbers and
+// under the one without (a FUSE LOWER): the ctime tells.
+TEST(DiskTier, ACopyRenamedOverWithTheSameSizeAndMtimeIsStale) {
+  TempDir dir("epochfs-tier-test");
+  ASSERT_FALSE(dir.path().empty());
+  ASSERT_EQ(::mkdir((dir.path() + "/lower").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir.path() + "/tier").c_str(), 0700), 0);
+  const std::string file = dir.path() + "/lower/f", copy = file + ".new";
+  auto write = [](const std::string& path, char c) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    const std::string bytes(5000, c);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    ASSERT_EQ(std::fclose(f), 0);
+  };
+  write(file, 'a');
+  struct stat old_st;
+  ASSERT_EQ(::stat(file.c_str(), &old_st), 0);
+  write(copy, 'b');
+  // The copy's times set to the old file's until its ctime (the time of the
+  // last change, on a clock of coarse ticks) is past the old file's.
+  struct stat new_st;
+  for (int i = 0; i < 100000; ++i) {
+    const struct timespec times[2] = {old_st.st_atim, old_st.st_mtim};
+    ASSERT_EQ(::utimensat(AT_FDCWD, copy.c_str(), times, 0), 0);
+    ASSERT_EQ(::stat(copy.c_str(), &new_st), 0);
+    if (new_st.st_ctim.tv_sec != old_st.st_ctim.tv_sec ||
+        new_st.st_ctim.tv_nsec != old_st.st_ctim.tv_nsec) {
+      break;
+    }
+    ::usleep(100);
+  }
+  ASSERT_EQ(::rename(copy.c_str(), file.c_str()), 0);
+  ASSERT_EQ(::stat(file.c_str(), &new_st), 0);
+  for (bool stable_inodes : {true, false}) {
+    const store::VersionRule rule(stable_inodes);
+    const store::Version was = rule.Of(old_st), now = rule.Of(new_st);
+    ASSERT_EQ(now.size, was.size);
+    ASSERT_EQ(now.mtime_ns, was.mtime_ns);
+    store::LowerKey k;
+    k.rel = "f";
+    k.version = was;
+    std::unique_ptr<DiskTier> t = OpenTier(dir.path() + "/tier");
+    ASSERT_NE(t, nullptr);
+    ASSERT_TRUE(t->Write(k.Id(), k, Obj(k, 5000, 'a')));
+    t->Drain();
+    ASSERT_NE(t->Read(k.Id(), k, was), nullptr) << "the version it copied";
+    store::LowerKey asked = k;
+    asked.version = now;
+    EXPECT_EQ(t->Read(k.Id(), asked, now), nullptr) << stable_inodes;
+    EXPECT_EQ(t->stats().stale, 1u);
+    EXPECT_EQ(t->stats().objects, 0u) << "dropped";
+    EXPECT_EQ(t->Read(k.Id(), k, was), nullptr) << "gone";
+  }
+}
+
+// An index written before the key had the ctime and inode number (format 1):
+// none of its copies is served, nor announced; the start says so, the
+// journal is written anew in this format and the writer sweeps their files.
+TEST(DiskTier, AnIndexOfTheFormerFormatIsDroppedCleanly) {
+  TempDir dir("epochfs-tier-test");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string index = dir.path() + "/index";
+  {  // "EPFSDTJ1", format 1, 64 KiB blocks; one PUT of file 5 ("a", 10 bytes)
+    std::vector<uint8_t> out = {'E', 'P', 'F', 'S', 'D', 'T', 'J', '1'};
+    PutU32(&out, 1);
+    PutU32(&out, kBlockBytes);
+    std::vector<uint8_t> body = {1};
+    for (uint64_t v : {5, 10, 0, 0, 10, 7}) PutU64(&body, v);
+    body.push_back('a');
+    PutU32(&out, static_cast<uint32_t>(body.size()));
+    out.insert(out.end(), body.begin(), body.end());
+    PutU64(&out, Checksum(body.data(), body.size()));
+    FILE* f = std::fopen(index.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(out.data(), 1, out.size(), f), out.size());
+    ASSERT_EQ(std::fclose(f), 0);
+  }
+  std::vector<JournalEntry> live;
+  uint32_t format = 0;
+  ASSERT_TRUE(Journal::Open(index, &live, nullptr, &format).ok());
+  EXPECT_EQ(format, 1u);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].file_no, 5u);
+  EXPECT_EQ(live[0].key.rel, "a");
+  EXPECT_EQ(live[0].key.version, (store::Version{10, 7, 0, 0}));
+  ASSERT_EQ(::mkdir((dir.path() + "/data").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir.path() + "/data/05").c_str(), 0700), 0);
+  const std::string old_file = dir.path() + "/data/05/0000000000000005";
+  FILE* f = std::fopen(old_file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("old format", f);
+  std::fclose(f);
+  std::unique_ptr<DiskTier> t = OpenTier(dir.path());
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->TakeNews().found.empty());
+  EXPECT_EQ(t->stats().objects, 0u);
+  const store::LowerKey a = Key("a", 10);
+  EXPECT_EQ(t->Read(a.Id(), a, V(a)), nullptr);
+  // A copy written now does not take the old file's number.
+  ASSERT_TRUE(t->Write(a.Id(), a, Obj(a, 10, 1)));
+  t->Drain();
+  const std::string fresh = t->FileOf(a.Id());
+  EXPECT_NE(fresh, old_file);
+  EXPECT_TRUE(t->Stop());  // the writer (its sweep first) has returned
+  EXPECT_EQ(::access(old_file.c_str(), F_OK), -1) << "swept";
+  EXPECT_EQ(::access(fresh.c_str(), F_OK), 0);
+  live.clear();
+  ASSERT_TRUE(Journal::Open(index, &live, nullptr, &format).ok());
+  EXPECT_EQ(format, Journal::kFormat);
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].key, a);
 }
 
 TEST(DiskTier, IndexBytesPerObject) {

@@ -80,6 +80,12 @@ std::vector<TraceEvent> OneOfEach() {
   e.kind = TraceKind::kRequestBytes;
   e.request_bytes = 409600;
   v.push_back(e);
+  e = {};
+  e.kind = TraceKind::kRefilled;  // the hit on 9 above needed a refill
+  e.access = {9, 4096, 7, 1, 560};
+  e.access.wait_ns = 2000;
+  e.access.served = cache::Access::Served::kRefill;
+  v.push_back(e);
   return v;
 }
 
@@ -161,7 +167,7 @@ TEST(TraceEvent, BadLinesNameTheLine) {
       {start + "{\"ev\":\"samples\",\"job\":1,\"objects\":[1,2],\"sizes\":[3]}\n",
        "trace line 2: objects and sizes differ in length"},
       {"{\"ev\":\"start\",\"policy\":\"lru\",\"budget\":1,\"format\":9}\n",
-       "trace line 1: format: this epochfs reads formats 2 to 4"},
+       "trace line 1: format: this epochfs reads formats 2 to 5"},
       {start + "{\"ev\":\"hit\",\"o\":1,\"size\":1,\"job\":0,\"sample\":-1,\"t\":1,"
                "\"served\":\"late\"}\n",
        "trace line 2: served must be"},
@@ -190,6 +196,10 @@ class Counting final : public cache::Policy {
     return {true, {}};
   }
   void OnDropped(cache::ObjectId) override { ++calls; }
+  void OnRefilled(const cache::Access& a) override {
+    ++calls;
+    refilled.push_back(a.object);
+  }
   Status SetOrder(cache::JobId, uint32_t, std::vector<uint32_t>) override {
     ++calls;
     return InvalidArgument("no");
@@ -207,6 +217,7 @@ class Counting final : public cache::Policy {
   } order;
   int calls = 0;
   std::vector<uint64_t> progress;
+  std::vector<cache::ObjectId> refilled;
 };
 
 // The recorder is transparent: a job's progress reaches the wrapped policy
@@ -264,15 +275,19 @@ TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
   });
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
-            "{\"budget\":1000,\"ev\":\"start\",\"format\":4,\"policy\":\"counting\","
+            "{\"budget\":1000,\"ev\":\"start\",\"format\":5,\"policy\":\"counting\","
             "\"request_bytes\":0,\"weigh_hits\":false}");
   EXPECT_EQ(p->OnHit({5, 6, 1, 2, 3}).evict, std::vector<cache::ObjectId>{42});
   EXPECT_TRUE(p->OnMiss({5, 6, 1, 2, 3}, 9).admit);
   p->OnDropped(5);
   EXPECT_EQ(p->SetOrder(1, 0, {0}).code(), Code::kInvalidArgument);
+  cache::Access refill{5, 6, 1, 2, 4};
+  refill.wait_ns = 70;
+  p->OnRefilled(refill);
+  EXPECT_EQ(c->refilled, std::vector<cache::ObjectId>{5});
   EXPECT_EQ(p->resident_bytes(), 10u);  // queries: forwarded, not recorded
   EXPECT_STREQ(p->name(), "counting");
-  ASSERT_EQ(lines.size(), 5u);
+  ASSERT_EQ(lines.size(), 6u);
   std::string text;
   for (const std::string& l : lines) text += l + "\n";
   auto parsed = ParseTrace(text);
@@ -282,6 +297,9 @@ TEST(RecordingPolicy, RecordsEachCallFirstAndForwardsTheAnswer) {
   EXPECT_EQ(parsed.value()[2].load_ns, 9u);
   EXPECT_EQ(parsed.value()[3].kind, TraceKind::kDropped);
   EXPECT_EQ(parsed.value()[4].kind, TraceKind::kOrder);
+  EXPECT_EQ(parsed.value()[5].kind, TraceKind::kRefilled);
+  EXPECT_EQ(parsed.value()[5].access.object, 5u);
+  EXPECT_EQ(parsed.value()[5].access.wait_ns, 70u);
 }
 
 }  // namespace
