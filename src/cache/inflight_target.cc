@@ -5,11 +5,21 @@
 namespace epochfs::cache {
 
 InFlightTarget::InFlightTarget(uint32_t max, uint32_t start)
-    : max_(std::max<uint32_t>(1, max)), target_(std::clamp<uint32_t>(start, 1, max_)) {}
+    : max_(std::max<uint32_t>(1, max)),
+      start_(std::clamp<uint32_t>(start, 1, max_)),
+      target_(start_),
+      mean_at_(1, 0.0) {}
 
-void InFlightTarget::Set(uint32_t target, uint64_t now_ns) {
-  previous_ = target_;
-  target_ = target;
+uint32_t InFlightTarget::TargetOf(size_t level) const {
+  uint64_t t = start_;
+  for (size_t i = 0; i < level && t < max_; ++i) t *= 2;
+  return static_cast<uint32_t>(std::min<uint64_t>(t, max_));
+}
+
+void InFlightTarget::SetLevel(size_t level, uint64_t now_ns) {
+  level_ = level;
+  if (mean_at_.size() <= level_) mean_at_.resize(level_ + 1, 0.0);
+  target_ = TargetOf(level_);
   ++generation_;
   loads_ = 0;
   sum_ns_ = 0;
@@ -27,22 +37,23 @@ bool InFlightTarget::OnLoad(uint64_t generation, uint64_t duration_ns, uint64_t 
   if (loads_ < std::max<uint64_t>(kMinWindow, target_)) return false;
   const double mean = static_cast<double>(sum_ns_) / static_cast<double>(loads_);
   const uint32_t was = target_;
-  if (held_) {
-    if (target_ < max_ && now_ns - since_ns_ >= kHoldNs) {  // probe again
+  mean_at_[level_] = mean;
+  const bool top = target_ >= max_;
+  if (level_ > 0 && mean_at_[level_ - 1] != 0 && mean >= kGrowth * mean_at_[level_ - 1]) {
+    // More in flight than the level below made each load slower: a queue,
+    // not a latency.
+    held_ = true;
+    SetLevel(level_ - 1, now_ns);
+  } else if (held_) {
+    if (!top && now_ns - since_ns_ >= kHoldNs) {  // probe again
       held_ = false;
-      before_ns_ = mean;
-      Set(std::min(max_, target_ * 2), now_ns);
+      SetLevel(level_ + 1, now_ns);
     } else {
       loads_ = 0;
       sum_ns_ = 0;
     }
-  } else if (before_ns_ != 0 && mean >= kGrowth * before_ns_) {
-    // More in flight made each load slower: a queue, not a latency.
-    held_ = true;
-    Set(previous_, now_ns);
-  } else if (target_ < max_) {
-    before_ns_ = mean;
-    Set(std::min(max_, target_ * 2), now_ns);
+  } else if (!top) {
+    SetLevel(level_ + 1, now_ns);
   } else {  // max, and it paid
     held_ = true;
     loads_ = 0;

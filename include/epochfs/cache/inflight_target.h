@@ -8,13 +8,19 @@
 // of them (a queue), the rate does not grow, and loads beyond the few that
 // fill the store only take bandwidth from the readers' own misses and read
 // ahead what may be evicted before it is read. So the target climbs while
-// more in flight costs a load little:
-//   - it starts at `start` (at most `max`) and is measured over windows of
-//     max(8, target) loads that started under it (older ones are ignored);
-//   - after a window: when the mean load time is under kGrowth (1.5) times
-//     the mean at the target before (or there is none before), the target
-//     doubles, up to `max` (where it then holds); otherwise it goes back to
-//     the target before and holds;
+// more in flight costs a load little, and comes back when it no longer does:
+//   - the targets are levels: `start` (at most `max`), doubled at each level
+//     up to `max`. A level is measured over windows of max(8, target) loads
+//     that started under it (older ones are ignored); the last window's mean
+//     load time at each level is kept;
+//   - after a window: when its mean is at least kGrowth (1.5) times the last
+//     mean at the level below, the target goes down one level and holds. This
+//     is checked at every window, held or not: a level reached on loads that
+//     were cheap then (a run's first loads, served before the store's queue
+//     or throttle set in) is left as soon as its loads cost that much more
+//     than the level below's did, instead of being held for good;
+//   - otherwise, not held, the target doubles, up to `max` (where it then
+//     holds);
 //   - a held target below `max` is probed again (doubled) after kHoldNs
 //     (10 s) of loads: the store, or the readers' share of it, may have
 //     changed.
@@ -22,7 +28,9 @@
 // safety: none; the caller serialises.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace epochfs::cache {
 
@@ -43,14 +51,18 @@ class InFlightTarget {
   bool OnLoad(uint64_t generation, uint64_t duration_ns, uint64_t now_ns);
 
  private:
-  void Set(uint32_t target, uint64_t now_ns);
+  // The target of level `level`: start doubled `level` times, at most max.
+  uint32_t TargetOf(size_t level) const;
+  // Moves to `level` at now_ns: a new generation and an empty window.
+  void SetLevel(size_t level, uint64_t now_ns);
 
   const uint32_t max_;
+  const uint32_t start_;
   uint32_t target_;
-  uint32_t previous_ = 1;  // the target before the last change
+  size_t level_ = 0;
+  std::vector<double> mean_at_;  // per level, the last window's mean (ns); 0: none yet
   uint64_t generation_ = 0;
   uint64_t loads_ = 0, sum_ns_ = 0;  // this window's
-  double before_ns_ = 0;             // the mean at the target before; 0: none
   bool held_ = false;
   bool started_ = false;             // a load was seen
   uint64_t since_ns_ = 0;            // when the target was set (or held)

@@ -1,7 +1,9 @@
 // InFlightTarget: on a store where loads side by side take as long as one
 // alone (a latency store) the target climbs to the bound; on one where each
 // load more lengthens all of them (a queue) it goes back and holds, probing
-// again only after the hold; loads begun under another target are ignored.
+// again only after the hold; a level reached on loads that were cheap then is
+// left once its loads cost more than the level below's; loads begun under
+// another target are ignored.
 #include "epochfs/cache/inflight_target.h"
 
 #include <gtest/gtest.h>
@@ -67,6 +69,25 @@ TEST(InFlightTarget, GoesBackAndHoldsOnAQueue) {
   }
   // After it, one probe (8), and back again.
   EXPECT_EQ(Rounds(&t, 200, queue, &now), 8u);
+  EXPECT_EQ(t.target(), 4u);
+}
+
+TEST(InFlightTarget, LeavesALevelReachedOnCheapLoads) {
+  // A run's first loads are cheap whatever the number in flight (served
+  // before the store's queue sets in): the target climbs on them. Then the
+  // store is a queue (each load in flight adds 2 ms): the target must come
+  // back to where it started, within the hold, not stop one level above.
+  InFlightTarget t(128, 4);
+  uint64_t now = 0;
+  Rounds(&t, 4, [](uint32_t) { return kMs / 2; }, &now);
+  ASSERT_GE(t.target(), 16u);
+  auto queue = [](uint32_t n) { return n * 2 * kMs; };
+  const uint64_t queued_at = now;
+  Rounds(&t, 20, queue, &now);
+  ASSERT_LT(now - queued_at, InFlightTarget::kHoldNs);
+  EXPECT_EQ(t.target(), 4u);
+  // And it holds there until the probe.
+  Rounds(&t, 20, queue, &now);
   EXPECT_EQ(t.target(), 4u);
 }
 
