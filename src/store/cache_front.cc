@@ -205,7 +205,11 @@ Result<ObjectRef> CacheFront::Fetch(const GetRequest& req, bool prefetch, bool* 
   } else if (prefetch) {
     at_open = max_object_bytes();
   }
-  auto opened = lower_.OpenAndRead(req.rel, at_open, req.as);
+  // A prefetch takes the attributes the open's lookup left (no stat call of
+  // its own: on a store where every call waits, one call of four per cold
+  // file); a reader's load, LOWER's answer now.
+  auto opened = lower_.OpenAndRead(req.rel, at_open, req.as,
+                                   prefetch ? Lower::Attrs::kHeld : Lower::Attrs::kFresh);
   if (!opened.ok()) return fail(opened.status());
   const UniqueFd fd = std::move(opened.value().fd);
   const struct stat st = opened.value().st;

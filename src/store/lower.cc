@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +76,32 @@ Result<UniqueFd> OpenNear(int root, HeldDirs* held, const std::string& rel, int 
     }
   }
   return OpenBeneath(root, rel, flags);
+}
+
+// The attributes of open file `fd` as the kernel holds them now, without
+// asking LOWER's server again (statx AT_STATX_DONT_SYNC): on a FUSE LOWER,
+// those its open's path walk just refreshed (the name's lookup) or, within
+// the store's own attribute timeout, its last answer; on NFS, those its open
+// revalidated; on a local file system, the inode's. Taken after the open and
+// before the read, as fstat's would be.
+int HeldAttrs(int fd, struct stat* st) {
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &sx) != 0) return -1;
+  *st = {};
+  st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  st->st_ino = sx.stx_ino;
+  st->st_mode = sx.stx_mode;
+  st->st_nlink = sx.stx_nlink;
+  st->st_uid = sx.stx_uid;
+  st->st_gid = sx.stx_gid;
+  st->st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+  st->st_size = static_cast<off_t>(sx.stx_size);
+  st->st_blksize = static_cast<blksize_t>(sx.stx_blksize);
+  st->st_blocks = static_cast<blkcnt_t>(sx.stx_blocks);
+  st->st_atim = {static_cast<time_t>(sx.stx_atime.tv_sec), sx.stx_atime.tv_nsec};
+  st->st_mtim = {static_cast<time_t>(sx.stx_mtime.tv_sec), sx.stx_mtime.tv_nsec};
+  st->st_ctim = {static_cast<time_t>(sx.stx_ctime.tv_sec), sx.stx_ctime.tv_nsec};
+  return 0;
 }
 
 Result<struct stat> StatBeneath(int root, HeldDirs* held, const std::string& rel) {
@@ -372,22 +400,42 @@ Result<std::vector<char>> ReadSmall(int fd, uint64_t size) {
 }  // namespace
 
 Result<Lower::OpenedFile> Lower::OpenAndRead(const std::string& rel, uint64_t max_bytes,
-                                             std::shared_ptr<const Credentials> as) const {
+                                             std::shared_ptr<const Credentials> as,
+                                             Attrs attrs) const {
+  const bool held_attrs = attrs == Attrs::kHeld;
   auto r = Gated<OpenedFile>(LowerCall::kOpen, 1, "open " + rel,
-                             [root = root_fd_, held = held_, rel, max_bytes, as]() -> Result<OpenedFile> {
+                             [root = root_fd_, held = held_, rel, max_bytes, as, held_attrs]() -> Result<OpenedFile> {
     auto fd = OpenNear(root->get(), held.get(), rel, O_RDONLY);
     if (!fd.ok()) return fd.status();
     OpenedFile out;
     out.fd = std::move(fd).value();
-    if (::fstat(out.fd.get(), &out.st) != 0) return LowerStatus(errno, "fstat");
-    const uint64_t size = static_cast<uint64_t>(out.st.st_size);
-    if (S_ISREG(out.st.st_mode) && max_bytes != 0 && size <= max_bytes && size <= kReadPiece &&
-        (as == nullptr || MayAccess(*as, out.st, kMayRead))) {
-      out.data = ReadSmall(out.fd.get(), size);
+    const int got = held_attrs ? HeldAttrs(out.fd.get(), &out.st) : ::fstat(out.fd.get(), &out.st);
+    if (got != 0) return LowerStatus(errno, "fstat");
+    out.stat_asked = !held_attrs;
+    auto read_small = [&] {
+      const uint64_t size = static_cast<uint64_t>(out.st.st_size);
+      if (S_ISREG(out.st.st_mode) && max_bytes != 0 && size <= max_bytes && size <= kReadPiece &&
+          (as == nullptr || MayAccess(*as, out.st, kMayRead))) {
+        out.data = ReadSmall(out.fd.get(), size);
+      }
+    };
+    read_small();
+    // The size held was not the file's (it changed since the kernel last
+    // asked): asked afresh, and read again once with what LOWER says now.
+    if (held_attrs && out.data && !out.data->ok()) {
+      struct stat now;
+      if (::fstat(out.fd.get(), &now) != 0) return LowerStatus(errno, "fstat");
+      out.stat_asked = true;
+      if (now.st_size != out.st.st_size || now.st_mtim.tv_sec != out.st.st_mtim.tv_sec ||
+          now.st_mtim.tv_nsec != out.st.st_mtim.tv_nsec) {
+        out.st = now;
+        out.data.reset();
+        read_small();
+      }
     }
     return out;
   });
-  if (r.ok()) health_->Count(LowerCall::kStat, 1);
+  if (r.ok() && r.value().stat_asked) health_->Count(LowerCall::kStat, 1);
   if (r.ok() && r.value().data) health_->Count(LowerCall::kRead, 1);
   return r;
 }

@@ -90,13 +90,26 @@ class Lower {
   // Otherwise (and always with `max_bytes` 0) `data` is empty and the caller
   // reads `fd` as it needs. Counted
   // as an open, a stat and (with data) a read. Errors: OpenFile's and FStat's.
+  // `attrs`: kFresh fstat's the file opened (on a FUSE or network LOWER, a
+  // call to its server); kHeld takes the attributes the kernel holds of it
+  // (statx AT_STATX_DONT_SYNC: no call, not counted as a stat), as fresh as
+  // the open's own lookup of the name, or the store's attribute cache
+  // allows. Either is taken after the open and before the read: the bytes
+  // read are never older than the version they are labelled with (at worst
+  // newer, and then the next stat that finds the newer version loads them
+  // again), and a size that is not the file's fails the read (IoError: the
+  // file "grew" or "shrank"), never a short or long copy; with kHeld such a
+  // file is fstat'ed and, when LOWER says it changed, read again once.
+  enum class Attrs { kFresh, kHeld };
   struct OpenedFile {
     UniqueFd fd;
     struct stat st {};
     std::optional<Result<std::vector<char>>> data;
+    bool stat_asked = false;  // LOWER was asked for `st` (kFresh, or kHeld's size was not the file's)
   };
   Result<OpenedFile> OpenAndRead(const std::string& rel, uint64_t max_bytes,
-                                 std::shared_ptr<const Credentials> as = nullptr) const;
+                                 std::shared_ptr<const Credentials> as = nullptr,
+                                 Attrs attrs = Attrs::kFresh) const;
   // FStat, ReadWhole and ReadAt work, when gated, on a duplicate of `fd` that
   // they own: a call given up on may run on after the caller closed `fd`.
   // Reads exactly `size` bytes from the start of `fd`; a file shorter or
