@@ -92,7 +92,11 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
     future_.Touch(a.object, a.now_ns, a.size);  // no job read it: positions stay
     // Admitted only if it displaces no read sooner than its own
     // (NextUseCache::OnPrefetched).
-    Decision d = Noted(cache_.OnPrefetched(a, MayDisplace(a.object, a.size)));
+    // (Asked only when it does not fit: what fits displaces nothing, and the
+    // rule's scan of the reads before it costs the most of a prefetch's
+    // policy work.)
+    const bool fits = cache_.used() + a.size <= cache_.budget();
+    Decision d = Noted(cache_.OnPrefetched(a, fits || MayDisplace(a.object, a.size)));
     if (d.admit) depth_.Admitted(a.object);
     return d;
   }
