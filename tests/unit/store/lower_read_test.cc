@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "epochfs/store/lower.h"
@@ -118,6 +119,31 @@ TEST_P(LowerRead, OneReadIsCountedPerPiece) {
   before = reads();
   ASSERT_TRUE(lower->ReadWhole(fd.value().get(), 2 * piece + 1).ok());
   EXPECT_EQ(reads() - before, 3u) << "three pieces, and no read of its own for the end";
+}
+
+TEST_P(LowerRead, HeldAttributesReadTheSameBytesWithoutAStatCall) {
+  Dir d;
+  auto lower = OpenLower(d.path(), GetParam());
+  const std::vector<char> want = d.Write("f", 100'000);
+  const auto stats = [&] { return lower->health().counts().of(LowerCall::kStat); };
+  uint64_t before = stats();
+  auto fresh = lower->OpenAndRead("f", UINT64_MAX, nullptr, Lower::Attrs::kFresh);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(stats() - before, 1u);
+  EXPECT_TRUE(fresh.value().stat_asked);
+  before = stats();
+  auto held = lower->OpenAndRead("f", UINT64_MAX, nullptr, Lower::Attrs::kHeld);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(stats() - before, 0u) << "the attributes the kernel holds: no call";
+  EXPECT_FALSE(held.value().stat_asked);
+  const struct stat& a = fresh.value().st;
+  const struct stat& b = held.value().st;
+  EXPECT_EQ(lower->versions().Of(a), lower->versions().Of(b));
+  EXPECT_EQ(std::make_tuple(a.st_mode, a.st_uid, a.st_gid, a.st_nlink, a.st_dev),
+            std::make_tuple(b.st_mode, b.st_uid, b.st_gid, b.st_nlink, b.st_dev));
+  ASSERT_TRUE(held.value().data.has_value());
+  ASSERT_TRUE(held.value().data->ok());
+  EXPECT_TRUE(held.value().data->value() == want);
 }
 
 INSTANTIATE_TEST_SUITE_P(GatedOrNot, LowerRead, ::testing::Bool());
