@@ -8,6 +8,7 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/common/log.h"
+#include "epochfs/store/byte_pool.h"
 
 namespace epochfs {
 namespace {
@@ -95,7 +96,10 @@ void MemoryGovernor::Tick() {
   }
   // Evicted objects' heap pages go back to the kernel now, not at the next
   // allocation (objects still open by a reader are freed at their release).
-  if (budget < old) ::malloc_trim(0);
+  if (budget < old) {
+    store::FreeKeptBuffers();  // the few kept for the next loads too
+    ::malloc_trim(0);
+  }
   {
     std::lock_guard lock(mu_);
     applied_budget_ = budget;

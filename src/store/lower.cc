@@ -1,19 +1,15 @@
 #include "epochfs/store/lower.h"
 
+#include "epochfs/store/byte_pool.h"
 #include "epochfs/store/held_dirs.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // linux/mman.h, Linux 5.14
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -115,28 +111,6 @@ Result<struct stat> StatBeneath(int root, HeldDirs* held, const std::string& rel
   struct stat st;
   if (::fstat(fd.value().get(), &st) != 0) return LowerStatus(errno, rel);
   return st;
-}
-
-// A buffer of `n` zero bytes to read a file into. A buffer of 32 KiB or more
-// may have pages of its own (mmap: fuse.one_copy's malloc threshold), each
-// a page fault when first touched: one madvise populates them all first
-// (MADV_POPULATE_WRITE, Linux 5.14; before it, an error and the faults as
-// before). Pages already there are left as they are.
-constexpr size_t kPopulateFrom = 32 << 10;
-std::vector<char> ZeroedBuffer(size_t n) {
-  std::vector<char> v;
-  if (n < kPopulateFrom) {
-    v.resize(n);
-    return v;
-  }
-  v.reserve(n);
-  constexpr uintptr_t kPage = 4096;
-  const auto at = reinterpret_cast<uintptr_t>(v.data());
-  const uintptr_t from = (at + kPage - 1) & ~(kPage - 1);
-  const uintptr_t to = (at + n) & ~(kPage - 1);
-  if (to > from) (void)::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);
-  v.resize(n);
-  return v;
 }
 
 // pread of up to len bytes at off into buf (EINTR retried); bytes read.
@@ -414,7 +388,7 @@ namespace {
 // most one piece) bytes of `fd`, IoError when it is shorter or longer; one
 // pread for a file that is as its stat said (PreadToEnd).
 Result<std::vector<char>> ReadSmall(int fd, uint64_t size) {
-  std::vector<char> data = ZeroedBuffer(size + 1);
+  std::vector<char> data = TakeBuffer(size + 1);
   auto n = PreadToEnd(fd, data.data(), size, 0);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   if (!n.ok()) return n.status();
@@ -474,7 +448,7 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   // One byte of room past the end: the last piece asks for it, so that a
   // file that grew since its stat (which would be served truncated) is
   // refused without a read of its own (PreadToEnd).
-  auto data = std::make_shared<std::vector<char>>(ZeroedBuffer(size + 1));
+  auto data = std::make_shared<std::vector<char>>(TakeBuffer(size + 1));
   std::shared_ptr<const UniqueFd> f;
   auto usable = UsableFd(fd, gate_ != nullptr, &f);
   if (!usable.ok()) return usable.status();
@@ -504,7 +478,7 @@ Result<std::vector<char>> Lower::ReadAt(int fd, size_t len, uint64_t off) const 
   if (!usable.ok()) return usable.status();
   const int use = usable.value();
   return Gated<std::vector<char>>(LowerCall::kRead, 1, "read", [f, use, len, off]() -> Result<std::vector<char>> {
-    std::vector<char> buf = ZeroedBuffer(len);
+    std::vector<char> buf = TakeBuffer(len);
     auto n = PreadAll(use, buf.data(), len, off);
     if (!n.ok()) return n.status();
     buf.resize(n.value());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "epochfs/common/hash.h"
+#include "epochfs/store/byte_pool.h"
 
 namespace epochfs::store {
 
@@ -27,6 +28,8 @@ uint64_t IdSeed() {
 }
 
 }  // namespace
+
+Object::~Object() { GiveBuffer(std::move(data)); }
 
 uint64_t ObjectChecksum(const char* data, size_t len) {
   const std::vector<uint8_t> sums = BlockSums(data, len, kChecksumBlockBytes);

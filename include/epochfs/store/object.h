@@ -18,6 +18,14 @@
 namespace epochfs::store {
 
 struct Object {
+  Object() = default;
+  Object(const Object&) = default;
+  Object(Object&&) = default;
+  Object& operator=(const Object&) = default;
+  Object& operator=(Object&&) = default;
+  // Its bytes' storage may serve a later load (byte_pool.h).
+  ~Object();
+
   cache::ObjectId id = 0;
   Version version;  // what the bytes are a copy of (version.h)
   uint64_t checksum = 0;  // ObjectChecksum of data (of the bytes handed over)

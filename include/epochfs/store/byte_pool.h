@@ -1,0 +1,38 @@
+// Byte buffers for objects' bytes: a few freed ones are kept for the next
+// loads.
+//
+// A buffer of 32 KiB or more may have pages of its own (mmap: fuse.one_copy
+// sets malloc's threshold there, so that an object handed over to the
+// kernel leaves the process when freed). Each such buffer costs a mapping,
+// a page fault per page as it is first written and an unmapping (a TLB
+// flush on every core the daemon runs on): in a cold epoch of 100 KiB
+// files, more of the daemon's CPU than its own code. So the storage of a
+// freed object's bytes of 32 KiB to 1 MiB is kept, up to kKeptBytes in all,
+// and the next load of about its size (a capacity within an eighth above)
+// takes it; past that bound a freed buffer goes back to the system as
+// before. A new buffer's pages are populated with one madvise.
+//
+// Memory: at most kKeptBytes kept, not charged to the cache's budget; a
+// buffer taken may have up to an eighth more capacity than its bytes.
+// Thread safety: thread-safe (one mutex).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace epochfs::store {
+
+// The most bytes of freed buffers kept at once.
+inline constexpr size_t kKeptBytes = 4u << 20;
+
+// A buffer of `n` zero bytes (size n), a kept one when one fits.
+std::vector<char> TakeBuffer(size_t n);
+// `bytes` is no longer needed: its storage is kept for TakeBuffer if it
+// fits the rules above, freed otherwise. `bytes` is left empty.
+void GiveBuffer(std::vector<char>&& bytes);
+// Frees every buffer kept (the memory governor, when the budget shrinks).
+void FreeKeptBuffers();
+// The bytes kept now (tests).
+size_t KeptBufferBytes();
+
+}  // namespace epochfs::store
