@@ -14,7 +14,7 @@
 namespace epochfs::store {
 namespace {
 
-constexpr size_t kKeepFrom = 32u << 10;  // fuse.one_copy's malloc threshold
+constexpr size_t kKeepFrom = 32u << 10;  // fuse.one_copy's mmap threshold
 constexpr size_t kKeepTo = 1u << 20;
 
 struct Pool {

@@ -1,16 +1,16 @@
 // Byte buffers for objects' bytes: a few freed ones are kept for the next
 // loads.
 //
-// A buffer of 32 KiB or more may have pages of its own (mmap: fuse.one_copy
-// sets malloc's threshold there, so that an object handed over to the
-// kernel leaves the process when freed). Each such buffer costs a mapping,
-// a page fault per page as it is first written and an unmapping (a TLB
-// flush on every core the daemon runs on): in a cold epoch of 100 KiB
-// files, more of the daemon's CPU than its own code. So the storage of a
-// freed object's bytes of 32 KiB to 1 MiB is kept, up to kKeptBytes in all,
-// and the next load of about its size (a capacity within an eighth above)
-// takes it; past that bound a freed buffer goes back to the system as
-// before. A new buffer's pages are populated with one madvise.
+// The daemon makes freed memory leave the process (docs/governor.md: glibc's
+// mmap threshold fixed at 32 KiB with fuse.one_copy, 128 KiB under the memory
+// governor, and glibc trims its arenas' free tops): so each load's buffer was
+// new pages, a page fault each as it was first written, and its free
+// unmapped or trimmed them again (a TLB flush on every core the daemon runs
+// on): in a cold epoch of 100 KiB files, more of the daemon's CPU than its
+// own code. So the storage of a freed object's bytes of 32 KiB to 1 MiB is
+// kept, up to kKeptBytes in all, and the next load of about its size (a
+// capacity within an eighth above) takes it; past that bound a freed buffer
+// is freed as before. A new buffer's pages are populated with one madvise.
 //
 // Memory: at most kKeptBytes kept, not charged to the cache's budget; a
 // buffer taken may have up to an eighth more capacity than its bytes.
