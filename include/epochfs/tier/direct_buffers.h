@@ -5,9 +5,9 @@
 // buffer per file. Every buffer of a request up to `max_bytes` is
 // `max_bytes` large (any kept one serves any such read), at most `keep` are
 // kept, and only the pages reads touched are resident: memory outside the
-// cache's budget, for the tier's 16 of 4 MiB about 12 MiB with files of
-// 256-768 KiB. A larger request gets a buffer of its own, freed when given
-// back.
+// cache's budget, for the disk tier's 16 of 2 MiB at most 32 MiB, about 12
+// MiB with files of 256-768 KiB. A larger request gets a buffer of its own,
+// freed when given back.
 //
 // Ownership: a Buffer taken belongs to its taker until Give (or until it is
 // destroyed: a read given up on keeps it, disk_io.h). Thread safety: Take and

@@ -140,7 +140,7 @@ class DiskTier final : public store::SecondTier {
   // Reads served through O_DIRECT (tests; the rest were buffered).
   uint64_t direct_reads() const { return c_.direct_reads.load(std::memory_order_relaxed); }
   // Object files up to this size (header, data, sums) are read with O_DIRECT.
-  static constexpr uint64_t kDirectMaxBytes = 4ull << 20;
+  static constexpr uint64_t kDirectMaxBytes = 2ull << 20;
 
  private:
   explicit DiskTier(DiskTierOptions options)
