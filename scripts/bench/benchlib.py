@@ -632,6 +632,10 @@ def job_main(job, mode, env, result_path, go_r, root=None, before_epoch=None):
         for k in range(job.epochs):
             if before_epoch is not None:
                 before_epoch(k)
+            # CPU seconds of the readers' side: the daemon (epochfs), the
+            # loader processes (every mode), read from /proc around the epoch.
+            cpu0 = (proc_cpu_s(env.daemon.pid) if mode == "epochfs" else 0.0,
+                    sum(proc_cpu_s(pid) for pid, _, _ in loaders))
             te = time.monotonic()
             if mode == "epochfs":  # as EpochfsSampler.__iter__: order/K, order/K+1, epoch K
                 if k == 0:
@@ -671,6 +675,8 @@ def job_main(job, mode, env, result_path, go_r, root=None, before_epoch=None):
                     ask(j + window)
                 time.sleep(job.compute_ms / 1000.0)  # the training step
             ep["time_s"] = time.monotonic() - te
+            ep["daemon_cpu_s"] = (proc_cpu_s(env.daemon.pid) - cpu0[0]) if mode == "epochfs" else 0.0
+            ep["loaders_cpu_s"] = sum(proc_cpu_s(pid) for pid, _, _ in loaders) - cpu0[1]
             if mode == "epochfs":
                 ej.report_position(k, job.n)  # and at the end of the epoch
                 ep["status"] = ej.status()
@@ -698,6 +704,16 @@ def job_main(job, mode, env, result_path, go_r, root=None, before_epoch=None):
                 pass
     with open(result_path, "w") as f:
         json.dump(res, f)
+
+
+def proc_cpu_s(pid):
+    """User and system CPU seconds of process `pid` so far, every thread (0 if gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=None,

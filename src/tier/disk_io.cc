@@ -108,7 +108,7 @@ int DiskIo::Open(const std::string& path, int flags, uint32_t mode) {
 }
 
 int DiskIo::Transfer(bool write, int fd, const std::vector<Span>& spans,
-                     std::shared_ptr<void> keep) {
+                     std::shared_ptr<void> keep, uint64_t* moved) {
   auto b = std::make_shared<Batch>();
   b->keep = std::move(keep);
   // Spans that follow one another in the file, together at most kOpBytes: one
@@ -149,6 +149,11 @@ int DiskIo::Transfer(bool write, int fd, const std::vector<Span>& spans,
   for (size_t i = 0; i < b->ops.size(); ++i) {
     if (b->res[i] < 0) return b->res[i];
   }
+  if (moved != nullptr) {
+    *moved = 0;
+    for (int r : b->res) *moved += static_cast<uint64_t>(r);
+    return 0;
+  }
   for (size_t i = 0; i < b->ops.size(); ++i) {
     if (static_cast<uint32_t>(b->res[i]) != b->ops[i].len) return kShort;
   }
@@ -165,7 +170,8 @@ void DiskIo::Close(int fd) {
 }
 
 DiskIo::FileRead DiskIo::ReadFile(const std::string& path, int flags,
-                                  const std::vector<Span>& spans, std::shared_ptr<void> keep) {
+                                  const std::vector<Span>& spans, std::shared_ptr<void> keep,
+                                  uint64_t* moved) {
   FileRead out;
   const int fd = Open(path, flags, 0);
   if (fd < 0) {
@@ -173,7 +179,7 @@ DiskIo::FileRead DiskIo::ReadFile(const std::string& path, int flags,
     out.result = fd;
     return out;
   }
-  out.result = Transfer(false, fd, spans, std::move(keep));
+  out.result = Transfer(false, fd, spans, std::move(keep), moved);
   if (out.result != kNoAnswer) Close(fd);
   return out;
 }

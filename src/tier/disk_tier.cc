@@ -21,6 +21,7 @@ namespace {
 struct Bufs {
   std::vector<uint8_t> head, sums;
   store::ObjectRef obj;
+  std::unique_ptr<DirectBuffers::Buffer> direct;  // an O_DIRECT read's: the whole file
 };
 
 }  // namespace
@@ -50,26 +51,54 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
     e = it->second;
   }
   const std::string path = PathOf(e.file_no);
-  auto bufs = std::make_shared<Bufs>();
   const size_t hlen = HeaderBytes(e.key);
-  bufs->head.resize(hlen);
-  bufs->sums.resize(SumsBytes(e.data_len));
+  const uint64_t slen = SumsBytes(e.data_len);
+  const uint64_t total = hlen + e.data_len + slen;
+  auto bufs = std::make_shared<Bufs>();
   auto obj = std::make_shared<store::Object>();
-  SizeForRead(&obj->data, e.data_len);  // its pages in one call, not a fault each
-  bufs->obj = obj;
-  const std::vector<uint8_t>& head = bufs->head;
-  const std::vector<uint8_t>& sums = bufs->sums;
-  const DiskIo::FileRead fr = io_->ReadFile(
-      path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
-      {{0, bufs->head.data(), hlen},
-       {hlen, reinterpret_cast<uint8_t*>(obj->data.data()), e.data_len},
-       {hlen + e.data_len, bufs->sums.data(), bufs->sums.size()}},
-      bufs);
+  bool direct = direct_.load(std::memory_order_relaxed) && total <= kDirectMaxBytes;
+  DiskIo::FileRead fr;
+  uint64_t moved = 0;
+  if (direct) {
+    // The whole file, rounded up to the alignment, into a reused buffer: no
+    // page cache copy, no fresh buffer to zero-fill and unmap.
+    bufs->direct = direct_buffers_.Take(total);
+    const uint64_t len = (total + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+    fr = io_->ReadFile(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT,
+                       {{0, bufs->direct->data, len}}, bufs, &moved);
+    if (fr.result == -EINVAL) {  // O_DIRECT refused (the filesystem, its block size)
+      if (direct_.exchange(false)) {
+        log::Info("disk tier " + opt_.path + ": no O_DIRECT reads here; buffered reads");
+      }
+      direct_buffers_.Give(std::move(bufs->direct));
+      direct = false;
+    }
+  }
+  if (!direct) {
+    bufs->head.resize(hlen);
+    bufs->sums.resize(slen);
+    SizeForRead(&obj->data, e.data_len);  // its pages in one call, not a fault each
+    bufs->obj = obj;
+    fr = io_->ReadFile(
+        path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+        {{0, bufs->head.data(), hlen},
+         {hlen, reinterpret_cast<uint8_t*>(obj->data.data()), e.data_len},
+         {hlen + e.data_len, bufs->sums.data(), slen}},
+        bufs);
+    moved = total;
+  }
   const int r = fr.result;
-  if (r == DiskIo::kNoAnswer) {
+  if (r == DiskIo::kNoAnswer) {  // bufs, the direct buffer with it, stay with the call
     Fail(path + ": " + (fr.open_failed ? "open: " : "read: ") + NoAnswer());
     return nullptr;
   }
+  // The direct buffer goes back when this returns; its bytes are copied out
+  // (or not served) before.
+  struct GiveBack {
+    DirectBuffers& to;
+    Bufs& bufs;
+    ~GiveBack() { to.Give(std::move(bufs.direct)); }
+  } give_back{direct_buffers_, *bufs};
   if (fr.open_failed) {
     {
       std::lock_guard lock(mu_);
@@ -83,15 +112,17 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
     Fail(path + ": read: " + std::strerror(-r));
     return nullptr;
   }
-  const bool whole = r == 0;
+  const bool whole = r == 0 && moved >= total;
+  const uint8_t* head = direct ? bufs->direct->data : bufs->head.data();
+  const char* data = direct ? reinterpret_cast<const char*>(head + hlen) : obj->data.data();
+  const uint8_t* sums = direct ? head + hlen + e.data_len : bufs->sums.data();
   store::LowerKey found;
   uint64_t found_len = 0;
   size_t found_hlen = 0;
-  const bool ok = whole &&
-                  DecodeHeader(head.data(), head.size(), &found, &found_len, &found_hlen).ok() &&
+  const bool ok = whole && DecodeHeader(head, hlen, &found, &found_len, &found_hlen).ok() &&
                   found == e.key && found_len == e.data_len &&
-                  BadBlocks(obj->data.data(), obj->data.size(), sums.data()) == 0;
-  c_.reads_bytes.fetch_add(hlen + e.data_len + sums.size(), std::memory_order_relaxed);
+                  BadBlocks(data, e.data_len, sums) == 0;
+  c_.reads_bytes.fetch_add(total, std::memory_order_relaxed);
   if (!ok) {  // torn or flipped: never served; the caller reads LOWER
     c_.checksum_errors.fetch_add(1, std::memory_order_relaxed);
     log::Warn("disk tier: " + path + " (" + e.key.rel + ") failed its checksum; read from LOWER");
@@ -100,11 +131,15 @@ store::ObjectRef DiskTier::Read(cache::ObjectId id, const store::LowerKey& key,
     if (it != index_.end() && it->second.file_no == e.file_no) DropLocked(id, true);
     return nullptr;
   }
+  if (direct) {
+    CopyFresh(&obj->data, data, e.data_len);  // the verified bytes
+    c_.direct_reads.fetch_add(1, std::memory_order_relaxed);
+  }
   obj->id = id;
   obj->version = v;
   // Every block verified against its sum: the object's checksum is theirs
   // (store/object.h), not a second pass over the bytes.
-  obj->checksum = store::ObjectChecksumOfSums(sums.data(), sums.size());
+  obj->checksum = store::ObjectChecksumOfSums(sums, slen);
   c_.hits.fetch_add(1, std::memory_order_relaxed);
   return obj;
 }

@@ -8,6 +8,10 @@
 // Where the kernel lacks the advice (before Linux 5.14) the pages fault in
 // as before. The bytes read are the same either way: all zero.
 //
+// CopyFresh: the same for bytes that are already in memory (a buffer an
+// O_DIRECT read filled): the pages made present in one call, then the bytes
+// copied in, without the zero-fill resize would make first.
+//
 // No state; thread-safe.
 #pragma once
 
@@ -18,5 +22,7 @@ namespace epochfs {
 
 // REQUIRES: v is empty.
 void SizeForRead(std::vector<char>* v, size_t n);
+// REQUIRES: v is empty. v holds the n bytes at src afterwards.
+void CopyFresh(std::vector<char>* v, const char* src, size_t n);
 
 }  // namespace epochfs

@@ -50,8 +50,11 @@ class DiskIo {
   // open(path, flags, mode): the fd, -errno, or kNoAnswer.
   int Open(const std::string& path, int flags, uint32_t mode);
   // Reads (or writes) every span of fd. `keep` owns the spans' buffers (held
-  // until the kernel returns, past a NoAnswer).
-  int Transfer(bool write, int fd, const std::vector<Span>& spans, std::shared_ptr<void> keep);
+  // until the kernel returns, past a NoAnswer). With `moved`, a transfer cut
+  // short (a read past the end of the file) is no error: it returns 0 and
+  // sets *moved to the bytes moved.
+  int Transfer(bool write, int fd, const std::vector<Span>& spans, std::shared_ptr<void> keep,
+               uint64_t* moved = nullptr);
   // Closes fd, not waited for.
   void Close(int fd);
 
@@ -62,8 +65,9 @@ class DiskIo {
     bool open_failed = false;  // result is the open's -errno
     int result = 0;            // 0, -errno, kShort or kNoAnswer
   };
+  // `moved` as for Transfer.
   FileRead ReadFile(const std::string& path, int flags, const std::vector<Span>& spans,
-                    std::shared_ptr<void> keep);
+                    std::shared_ptr<void> keep, uint64_t* moved = nullptr);
   // A call was given up on.
   bool hung() const { return hung_.load(std::memory_order_relaxed); }
   std::chrono::milliseconds timeout() const { return timeout_; }

@@ -45,6 +45,12 @@
 // not answered within `start_timeout` gives it up (TimedOut; the thread is
 // left to finish, and then closes what it opened), and the caller may go on
 // with FailedAtStart's tier instead: no tier, state "failed", stats alike.
+// Reads: files up to kDirectMaxBytes whole with O_DIRECT into a reused
+// aligned buffer (direct_buffers.h), verified there and copied once into the
+// object; the page cache is not involved, so no copy through it and no pages
+// of it to reclaim. Larger files, and every file once the filesystem refuses
+// O_DIRECT (EINVAL: tmpfs before Linux 6.6, a block larger than a page), are
+// read buffered into the object's bytes. Writes are buffered.
 // Thread safety: every public method is thread-safe; mu_ guards the index
 // and the news, and is never held across a disk call: readers make their own
 // (bounded, disk_io.h), the writer thread makes the rest (writes, the
@@ -68,6 +74,7 @@
 #include "epochfs/common/unique_fd.h"
 #include "epochfs/store/second_tier.h"
 #include "epochfs/tier/call_watch.h"
+#include "epochfs/tier/direct_buffers.h"
 #include "epochfs/tier/disk_io.h"
 #include "epochfs/tier/disk_journal.h"
 
@@ -93,6 +100,9 @@ struct DiskTierOptions {
   // 0: none): one not answered within it gives Open up (TimedOut).
   std::chrono::milliseconds start_timeout{0};
   uint64_t max_queued_bytes = 256ull << 20;  // writes waiting; more are skipped
+  // Reads with O_DIRECT where the filesystem takes it (false: buffered
+  // reads only; tests and measurements of the two).
+  bool direct_reads = true;
 };
 
 class DiskTier final : public store::SecondTier {
@@ -131,9 +141,14 @@ class DiskTier final : public store::SecondTier {
   std::string FileOf(cache::ObjectId id) const;
   // RAM held per indexed object by the index, estimated from its layout.
   static size_t EntryBytes(size_t path_len);
+  // Reads served through O_DIRECT (tests; the rest were buffered).
+  uint64_t direct_reads() const { return c_.direct_reads.load(std::memory_order_relaxed); }
+  // Object files up to this size (header, data, sums) are read with O_DIRECT.
+  static constexpr uint64_t kDirectMaxBytes = 2ull << 20;
 
  private:
-  explicit DiskTier(DiskTierOptions options) : opt_(std::move(options)) {}
+  explicit DiskTier(DiskTierOptions options)
+      : opt_(std::move(options)), direct_(opt_.direct_reads) {}
   struct Entry {
     uint64_t file_no = 0;
     uint64_t data_len = 0;
@@ -197,10 +212,14 @@ class DiskTier final : public store::SecondTier {
   std::atomic<bool> news_flag_{false};
   uint64_t since_check_ = 0;
   uint64_t last_check_ns_ = 0;
+  // Reads are O_DIRECT until the filesystem refuses one (EINVAL), buffered
+  // after; into buffers kept for reuse.
+  std::atomic<bool> direct_;
+  DirectBuffers direct_buffers_{16, kDirectMaxBytes};
 
   struct Counters {
     std::atomic<uint64_t> hits{0}, reads_bytes{0}, writes{0}, writes_bytes{0}, checksum_errors{0},
-        stale{0}, write_errors{0};
+        stale{0}, write_errors{0}, direct_reads{0};
   } c_;
 };
 

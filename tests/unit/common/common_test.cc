@@ -50,6 +50,17 @@ TEST(SizeForRead, SizesAndZeroes) {
   }
 }
 
+TEST(CopyFresh, HoldsTheSourcesBytes) {
+  for (size_t n : {size_t{0}, size_t{100}, size_t{64 * 1024}, size_t{(4 << 20) + 3}}) {
+    std::vector<char> src(n);
+    for (size_t i = 0; i < n; ++i) src[i] = static_cast<char>(1 + i * 7 + i / 4096);
+    std::vector<char> v;
+    CopyFresh(&v, src.data(), n);
+    ASSERT_EQ(v.size(), n);
+    EXPECT_TRUE(v == src) << n;
+  }
+}
+
 TEST(Checksum, BlockSumsAreEachBlocksLittleEndian) {
   std::vector<char> d(2 * 1000 + 5);
   for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<char>(i * 11);
