@@ -26,8 +26,7 @@ using spill::testing::TempDir;
 store::LowerKey Key(const std::string& rel, uint64_t size) {
   store::LowerKey k;
   k.rel = rel;
-  k.size = size;
-  k.mtime_ns = 11;
+  k.version = store::Version{size, 11, 0, 42};
   return k;
 }
 
@@ -39,7 +38,7 @@ store::ObjectRef Obj(const store::LowerKey& k, uint64_t size, char seed) {
   return o;
 }
 
-store::Version V(const store::LowerKey& k) { return store::Version{k.size, k.mtime_ns, 0, 42}; }
+store::Version V(const store::LowerKey& k) { return k.version; }
 
 // Whether files in dir can be opened with O_DIRECT (tmpfs before Linux 6.6
 // cannot: the tier reads buffered there).
