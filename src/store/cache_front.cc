@@ -320,7 +320,10 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
     if (resident->version == ref->version && resident->checksum == ref->checksum &&
         ram_.Replace(resident, ref)) {
       c_.refills.fetch_add(1, std::memory_order_relaxed);
-      if (loaded) c_.refill_bytes.fetch_add(ref->data.size(), std::memory_order_relaxed);
+      if (loaded) {
+        c_.refill_bytes.fetch_add(ref->data.size(), std::memory_order_relaxed);
+        LostByKernel(ref->data.size());  // under policy_mu_: gate_mu_ is a leaf
+      }
       if (!req.heard) {  // read from LOWER again: a refill, not a hit
         a.served = cache::Access::Served::kRefill;
         ApplyLocked(policy_->OnHit(a), nullptr);

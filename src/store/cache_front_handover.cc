@@ -15,8 +15,17 @@
 
 namespace epochfs::store {
 
+void CacheFront::LostByKernel(uint64_t bytes) {
+  std::lock_guard lock(gate_mu_);
+  gate_.Lost(bytes, NowNs());
+}
+
 bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
   if (!served || served->handed_over || ram_.Find(served->id) != served) return false;
+  {
+    std::lock_guard lock(gate_mu_);
+    if (!gate_.Open(ram_.budget(), NowNs())) return false;  // the daemon keeps its copy
+  }
   auto stub = std::make_shared<Object>();
   stub->id = served->id;
   stub->version = served->version;
@@ -103,6 +112,7 @@ Result<ObjectRef> CacheFront::RefillBlock(const GetRequest& req, const ObjectRef
   }
   if (first) c_.refills.fetch_add(1, std::memory_order_relaxed);
   c_.refill_bytes.fetch_add(len, std::memory_order_relaxed);
+  LostByKernel(len);
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug("refill " + req.rel + ": block " + std::to_string(index) + ", " +
                std::to_string(len) + " bytes from lower");
