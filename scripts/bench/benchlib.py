@@ -110,6 +110,27 @@ def drop_caches_count():
     return None
 
 
+# /proc/vmstat counters that say why the kernel let go of file pages during a
+# run: global reclaim (kswapd, direct), inodes reclaimed with their pages, and
+# drop_caches by anyone.
+VMSTAT_KEYS = ("pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct",
+               "pginodesteal", "kswapd_inodesteal", "drop_pagecache", "drop_slab")
+
+
+def vmstat(keys=VMSTAT_KEYS):
+    """The named /proc/vmstat counters ({} where the kernel has none)."""
+    out = {}
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                k, v = line.split()
+                if k in keys:
+                    out[k] = int(v)
+    except OSError:
+        pass
+    return out
+
+
 def drop_file_pages(root):
     """Drops the page cache of every file under `root` (POSIX_FADV_DONTNEED),
     and only theirs: the rest of the machine keeps its caches."""
@@ -711,6 +732,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     env.drop_cold()
     dev0 = env.device_read_bytes()
     drops0 = drop_caches_count()
+    vm0 = vmstat()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
     else:
@@ -765,6 +787,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
         rc = env.stop_daemon() if stop == "unmount" else env.kill_daemon()
     dev = env.device_read_bytes() - dev0
     drops1 = drop_caches_count()
+    vm1 = vmstat()
     for job in jobs:
         if results[job.name]["errors"]:
             raise RuntimeError("run %s, job %s:\n%s" % (label, job.name,
@@ -777,7 +800,8 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
             "daemon_rc": rc, "peak_used": sampler.peak_used,
             "outside_drops": sampler.outside_drops,
             "drop_caches": None if drops0 is None or drops1 is None else drops1 - drops0,
-            "peak_working": sampler.peak_working, "samples": sampler.samples}
+            "peak_working": sampler.peak_working, "samples": sampler.samples,
+            "vmstat": {k: vm1[k] - vm0[k] for k in vm1 if k in vm0}}
 
 
 # --------------------------------------------------------------------------
