@@ -65,6 +65,9 @@ BLKIO_ROOT = "/sys/fs/cgroup/blkio"
 MEMORY_ROOT = "/sys/fs/cgroup/memory"
 # Page-cache baseline: memory cgroup limit = budget + working memory + this.
 MEMCG_SLACK = 1 * MiB
+# Env.kernel_memory: the jobs' own memory on a mount (python, the loaders'
+# buffers), beside the kernel's pages in their memory cgroup.
+EPOCHFS_KERNEL_SLACK = 192 * MiB
 
 
 def log(msg=""):
@@ -212,6 +215,11 @@ class Env:
         # whole machine's, so that other programs keep their caches (the
         # test suite runs bench-jobs --smoke).
         self.drop_all_caches = True
+        # epochfs runs: None, or the bytes the jobs' memory cgroup gives the
+        # kernel's pages of the mount beyond its own working memory
+        # (EPOCHFS_KERNEL_SLACK): the kernel then reclaims handed-over pages
+        # as it would on a machine short of memory.
+        self.kernel_memory = None
 
     # -- storage ------------------------------------------------------------
     def setup(self, data_bytes):
@@ -613,6 +621,8 @@ def job_main(job, mode, env, result_path, go_r, root=None, before_epoch=None):
         elif mode == "local":
             base = os.path.join(root, job.subdir)
         else:
+            if env.kernel_memory is not None:
+                env.enter_memcg()
             base = os.path.join(root or env.mnt, job.subdir)
         ej = control.Job(env.mnt, job.name)  # the control protocol, as the package speaks it
         for _ in range(job.loaders):
@@ -735,6 +745,9 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     vm0 = vmstat()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
+        if env.kernel_memory is not None:
+            env.memcg_reset()
+            env.memcg_set_limit(env.kernel_memory + EPOCHFS_KERNEL_SLACK)
     else:
         env.memcg_reset()
         env.memcg_set_limit(budget + 256 * MiB)  # until the sampler's first tick
