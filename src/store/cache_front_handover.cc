@@ -20,6 +20,11 @@ void CacheFront::LostByKernel(uint64_t bytes) {
   gate_.Lost(bytes, NowNs());
 }
 
+bool CacheFront::HandsOver() const {
+  std::lock_guard lock(gate_mu_);
+  return gate_.Open(ram_.budget(), NowNs());
+}
+
 bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
   if (!served || served->handed_over || ram_.Find(served->id) != served) return false;
   {

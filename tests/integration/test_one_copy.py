@@ -383,6 +383,38 @@ class OneCopyTest(et.MountTestCase):
                                  after)
             self.assertEqual(after["used"], 16 * MiB, after)
 
+    def test_while_the_gate_is_shut_a_file_in_blocks_is_refilled_whole_and_kept(self):
+        # Nine files of one 1 MiB block lost and refilled (9 MiB: the gate
+        # shuts at 8), then the kernel loses 1.5 MiB of a file of 8 blocks:
+        # it is read back whole, not in blocks, and the daemon keeps it, so
+        # that losing those pages again reads nothing from LOWER.
+        block = MiB
+        lower, want = self.dataset([block] * 9 + [8 * block], seed=63)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB", "cache.block_size=%d" % block])
+        big = max(want, key=lambda n: len(want[n]))
+        small = [n for n in want if n != big]
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 10, 17 * block)
+        et.drop_pages(d.path(n) for n in small)
+        for name in small:
+            self.assertEqual(et.read_file(d.path(name)), want[name])
+        for lost in (1, 2):
+            before = d.stats()
+            got = self.lose_and_read_again(d, big, want[big], 3 * block + 100 * KiB,
+                                           3 * block // 2)
+            self.assertEqual(got, want[big])
+            after = d.stats()
+            self.assert_stats_sane(after)
+            read = after["bytes_read_lower"] - before["bytes_read_lower"]
+            if lost == 1:  # whole, and kept
+                self.assertEqual((read, after["refills"] - before["refills"]),
+                                 (8 * block, 1), after)
+            else:  # from the daemon's copy
+                self.assertEqual((read, after["refills"]), (0, before["refills"]), after)
+            self.assertEqual(after["handovers"], before["handovers"], after)
+            self.assertGreaterEqual(after["tiers"]["ram"]["bytes"], 8 * block, after)
+
     def test_one_copy_off_keeps_the_daemons_copy(self):
         lower, want = self.dataset([MiB + i for i in range(16)], seed=61)
         d = self.mount(lower, opts=["cache.memory=256MiB", "cache.policy=lru",

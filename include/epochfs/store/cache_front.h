@@ -165,6 +165,8 @@ class CacheFront {
   // HandoverGate), nothing is handed over: returns false and the daemon
   // keeps its copy.
   bool HandOver(const ObjectRef& served, uint64_t block = 0);
+  // Whether HandOver hands objects over now (its gate is open).
+  bool HandsOver() const;
   // Block `index` of handed-over `stub` (Object::block_sums), read again
   // from LOWER at req.rel for pages of it the kernel lost, checked against
   // the checksum handed over, and returned as an object of its own (id and
@@ -345,7 +347,7 @@ class CacheFront {
 
   // One copy: whether HandOver hands over now (the refills feed it).
   void LostByKernel(uint64_t bytes);
-  std::mutex gate_mu_;
+  mutable std::mutex gate_mu_;
   HandoverGate gate_;  // guarded by gate_mu_ (a leaf lock)
 
   struct AtomicCounters {
