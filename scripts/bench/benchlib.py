@@ -65,6 +65,9 @@ BLKIO_ROOT = "/sys/fs/cgroup/blkio"
 MEMORY_ROOT = "/sys/fs/cgroup/memory"
 # Page-cache baseline: memory cgroup limit = budget + working memory + this.
 MEMCG_SLACK = 1 * MiB
+# Env.kernel_memory: the jobs' own memory on a mount (python, the loaders'
+# buffers), beside the kernel's pages in their memory cgroup.
+EPOCHFS_KERNEL_SLACK = 192 * MiB
 
 
 def log(msg=""):
@@ -94,20 +97,46 @@ def drop_caches():
 
 
 def drop_caches_count():
-    """How many times anyone wrote /proc/sys/vm/drop_caches' page bit since
-    boot (vmstat drop_pagecache; None if this kernel does not count it). A
-    drop during an epochfs run takes the kernel's pages of its files: with
-    one copy (fuse.one_copy) each cached file is then read from LOWER again
-    (a refill), bytes the policy did not choose to read."""
+    """How many times anyone dropped the kernel's caches since boot: writes to
+    /proc/sys/vm/drop_caches, counted by their page bit and their slab bit
+    (vmstat drop_pagecache + drop_slab; "3" counts twice; None if this kernel
+    counts neither). Both take an epochfs run's cached files: the page bit
+    their pages, the slab bit ("2", as bench-scale and some integration tests
+    write) the inodes of files nobody holds open, and their pages with them.
+    With one copy (fuse.one_copy) each such file is then read from LOWER
+    again (a refill), bytes the policy did not choose to read."""
+    n, seen = 0, False
     try:
         with open("/proc/vmstat") as f:
             for line in f:
                 k, v = line.split()
-                if k == "drop_pagecache":
-                    return int(v)
+                if k in ("drop_pagecache", "drop_slab"):
+                    n += int(v)
+                    seen = True
     except OSError:
         pass
-    return None
+    return n if seen else None
+
+
+# /proc/vmstat counters that say why the kernel let go of file pages during a
+# run: global reclaim (kswapd, direct), inodes reclaimed with their pages, and
+# drop_caches by anyone.
+VMSTAT_KEYS = ("pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgsteal_direct",
+               "pginodesteal", "kswapd_inodesteal", "drop_pagecache", "drop_slab")
+
+
+def vmstat(keys=VMSTAT_KEYS):
+    """The named /proc/vmstat counters ({} where the kernel has none)."""
+    out = {}
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                k, v = line.split()
+                if k in keys:
+                    out[k] = int(v)
+    except OSError:
+        pass
+    return out
 
 
 def drop_file_pages(root):
@@ -191,6 +220,11 @@ class Env:
         # whole machine's, so that other programs keep their caches (the
         # test suite runs bench-jobs --smoke).
         self.drop_all_caches = True
+        # epochfs runs: None, or the bytes the jobs' memory cgroup gives the
+        # kernel's pages of the mount beyond its own working memory
+        # (EPOCHFS_KERNEL_SLACK): the kernel then reclaims handed-over pages
+        # as it would on a machine short of memory.
+        self.kernel_memory = None
 
     # -- storage ------------------------------------------------------------
     def setup(self, data_bytes):
@@ -592,6 +626,8 @@ def job_main(job, mode, env, result_path, go_r, root=None, before_epoch=None):
         elif mode == "local":
             base = os.path.join(root, job.subdir)
         else:
+            if env.kernel_memory is not None:
+                env.enter_memcg()
             base = os.path.join(root or env.mnt, job.subdir)
         ej = control.Job(env.mnt, job.name)  # the control protocol, as the package speaks it
         for _ in range(job.loaders):
@@ -727,8 +763,12 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     env.drop_cold()
     dev0 = env.device_read_bytes()
     drops0 = drop_caches_count()
+    vm0 = vmstat()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
+        if env.kernel_memory is not None:
+            env.memcg_reset()
+            env.memcg_set_limit(env.kernel_memory + EPOCHFS_KERNEL_SLACK)
     else:
         env.memcg_reset()
         env.memcg_set_limit(budget + 256 * MiB)  # until the sampler's first tick
@@ -781,6 +821,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
         rc = env.stop_daemon() if stop == "unmount" else env.kill_daemon()
     dev = env.device_read_bytes() - dev0
     drops1 = drop_caches_count()
+    vm1 = vmstat()
     for job in jobs:
         if results[job.name]["errors"]:
             raise RuntimeError("run %s, job %s:\n%s" % (label, job.name,
@@ -793,7 +834,8 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
             "daemon_rc": rc, "peak_used": sampler.peak_used,
             "outside_drops": sampler.outside_drops,
             "drop_caches": None if drops0 is None or drops1 is None else drops1 - drops0,
-            "peak_working": sampler.peak_working, "samples": sampler.samples}
+            "peak_working": sampler.peak_working, "samples": sampler.samples,
+            "vmstat": {k: vm1[k] - vm0[k] for k in vm1 if k in vm0}}
 
 
 # --------------------------------------------------------------------------

@@ -255,7 +255,12 @@ void DataView::Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFi
         std::lock_guard lock(f->mu);
         held = f->object;
       }
-      if (RefillsInBlocks(held)) return ReadRefill(req, ino, *f, held, size, off);
+      // While one copy's gate is shut (the kernel keeps losing what it is
+      // handed), the stub is refilled whole instead: the daemon keeps that
+      // copy, and the kernel's next loss of the file reads nothing from LOWER.
+      if (RefillsInBlocks(held) && ctx_.cache.HandsOver()) {
+        return ReadRefill(req, ino, *f, held, size, off);
+      }
       auto [o, refilled] = handover_.ObjectFor(ino, *f);
       if (!o.ok()) return (void)reply::Err(req, ToErrno(o.status()));
       const std::vector<char>& data = o.value()->data;

@@ -15,8 +15,22 @@
 
 namespace epochfs::store {
 
+void CacheFront::LostByKernel(uint64_t bytes) {
+  std::lock_guard lock(gate_mu_);
+  gate_.Lost(bytes, NowNs());
+}
+
+bool CacheFront::HandsOver() const {
+  std::lock_guard lock(gate_mu_);
+  return gate_.Open(ram_.budget(), NowNs());
+}
+
 bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
   if (!served || served->handed_over || ram_.Find(served->id) != served) return false;
+  {
+    std::lock_guard lock(gate_mu_);
+    if (!gate_.Open(ram_.budget(), NowNs())) return false;  // the daemon keeps its copy
+  }
   auto stub = std::make_shared<Object>();
   stub->id = served->id;
   stub->version = served->version;
@@ -125,6 +139,7 @@ Result<ObjectRef> CacheFront::RefillBlock(const GetRequest& req, const ObjectRef
     RefillOfHitLocked(req, stub->handed_size);
   }
   c_.refill_bytes.fetch_add(len, std::memory_order_relaxed);
+  LostByKernel(len);
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug("refill " + req.rel + ": block " + std::to_string(index) + ", " +
                std::to_string(len) + " bytes from lower");

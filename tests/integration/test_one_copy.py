@@ -20,6 +20,9 @@ page-cache residency (fincore(1) through the mount):
     rather than mix them with the kernel's pages of the old ones;
   - the memory governor counts only the bytes the daemon holds as cache
     (handed-over pages are already available memory to it);
+  - a kernel that keeps losing what it is handed (refills of an eighth of
+    the budget) gets no more hand-overs: the daemon keeps its copy, and the
+    next loss is answered from RAM, not LOWER;
   - fuse.one_copy = false keeps the daemon's copy.
 No check needs the kernel to keep pages longer than a read: what it reclaims
 on its own comes back as refills, which the checks allow for.
@@ -415,6 +418,76 @@ class OneCopyTest(et.MountTestCase):
         self.assertEqual(st["used"], 16 * MiB, st)
         self.assertEqual(st["governor"]["cache"], st["tiers"]["ram"]["bytes"], st["governor"])
         self.assertEqual(st["governor"]["cache"], 0, st["governor"])
+
+    def test_a_kernel_that_keeps_losing_pages_gets_the_daemons_copy(self):
+        # 16 files of 1 MiB through a 64 MiB budget, handed over, then lost
+        # by the kernel (all of them, as a drop_caches does) and read again:
+        # each is refilled from LOWER, and once the refills reach an eighth of
+        # the budget (8 MiB) the daemon keeps its copy of the rest rather
+        # than hand them back. Lost again, those are answered from RAM: LOWER
+        # gives only the few handed back before.
+        lower, want = self.dataset([MiB] * 16, seed=62)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB"])
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 16, 16 * MiB)
+        back = None  # files handed back after the first loss
+        for lost in (1, 2):
+            before = d.stats()
+            et.drop_pages(d.path(n) for n in want)
+            for name, data in sorted(want.items()):
+                self.assertEqual(et.read_file(d.path(name)), data, name)
+            after = d.stats()
+            self.assert_stats_sane(after)
+            read = after["bytes_read_lower"] - before["bytes_read_lower"]
+            refills = after["refills"] - before["refills"]
+            self.assertEqual(read, after["refill_bytes"] - before["refill_bytes"], after)
+            if lost == 1:
+                # Every file read again from LOWER; handed back until 8 MiB
+                # were refilled (7 or 8 of them: the losses decay meanwhile).
+                self.assertEqual((refills, read), (16, 16 * MiB), after)
+                back = after["handovers"] - before["handovers"]
+                self.assertIn(back, (7, 8), after)
+                self.assertEqual(after["tiers"]["ram"],
+                                 {"objects": 16 - back, "bytes": (16 - back) * MiB}, after)
+            else:  # those kept are served from RAM; only those handed back are read
+                self.assertEqual((refills, read), (back, back * MiB), after)
+                self.assertEqual(after["handovers"], before["handovers"], after)
+                self.assertEqual(after["tiers"]["ram"], {"objects": 16, "bytes": 16 * MiB},
+                                 after)
+            self.assertEqual(after["used"], 16 * MiB, after)
+
+    def test_while_the_gate_is_shut_a_file_in_blocks_is_refilled_whole_and_kept(self):
+        # Nine files of one 1 MiB block lost and refilled (9 MiB: the gate
+        # shuts at 8), then the kernel loses 1.5 MiB of a file of 8 blocks:
+        # it is read back whole, not in blocks, and the daemon keeps it, so
+        # that losing those pages again reads nothing from LOWER.
+        block = MiB
+        lower, want = self.dataset([block] * 9 + [8 * block], seed=63)
+        d = self.mount_one_copy(lower, ["cache.memory=64MiB", "cache.block_size=%d" % block])
+        big = max(want, key=lambda n: len(want[n]))
+        small = [n for n in want if n != big]
+        for name, data in want.items():
+            self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 10, 17 * block)
+        et.drop_pages(d.path(n) for n in small)
+        for name in small:
+            self.assertEqual(et.read_file(d.path(name)), want[name])
+        for lost in (1, 2):
+            before = d.stats()
+            got = self.lose_and_read_again(d, big, want[big], 3 * block + 100 * KiB,
+                                           3 * block // 2)
+            self.assertEqual(got, want[big])
+            after = d.stats()
+            self.assert_stats_sane(after)
+            read = after["bytes_read_lower"] - before["bytes_read_lower"]
+            if lost == 1:  # whole, and kept
+                self.assertEqual((read, after["refills"] - before["refills"]),
+                                 (8 * block, 1), after)
+            else:  # from the daemon's copy
+                self.assertEqual((read, after["refills"]), (0, before["refills"]), after)
+            self.assertEqual(after["handovers"], before["handovers"], after)
+            self.assertGreaterEqual(after["tiers"]["ram"]["bytes"], 8 * block, after)
 
     def test_one_copy_off_keeps_the_daemons_copy(self):
         lower, want = self.dataset([MiB + i for i in range(16)], seed=61)

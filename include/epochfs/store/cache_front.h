@@ -26,8 +26,8 @@
 // (cache_front_tier.cc).
 //
 // Thread safety: thread-safe. Lock order: flights_mu_ is never held while
-// taking policy_mu_; either may be held while taking a RamStore shard lock
-// or the second tier's own lock.
+// taking policy_mu_; either may be held while taking a RamStore shard lock,
+// the second tier's own lock or gate_mu_ (one copy's HandoverGate, a leaf).
 // Errors: those of Lower (NotFound, PermissionDenied, IoError).
 #pragma once
 
@@ -47,6 +47,7 @@
 #include "epochfs/cache/tier_placement.h"
 #include "epochfs/common/access_rule.h"
 #include "epochfs/common/histogram.h"
+#include "epochfs/store/handover_gate.h"
 #include "epochfs/store/lower.h"
 #include "epochfs/store/object.h"
 #include "epochfs/store/ram_store.h"
@@ -167,7 +168,12 @@ class CacheFront {
   // `block` > 0 and `served` larger than it: the stub keeps a checksum of
   // each `block` bytes (Object::block_sums), and a refill may read back
   // only the blocks the kernel lost (RefillBlock).
+  // While the kernel keeps losing what it is handed (the refills' bytes,
+  // HandoverGate), nothing is handed over: returns false and the daemon
+  // keeps its copy.
   bool HandOver(const ObjectRef& served, uint64_t block = 0);
+  // Whether HandOver hands objects over now (its gate is open).
+  bool HandsOver() const;
   // Block `index` of handed-over `stub` (Object::block_sums), read again
   // from LOWER at req.rel for pages of it the kernel lost, checked against
   // the checksum handed over, and returned as an object of its own (id and
@@ -352,6 +358,11 @@ class CacheFront {
 
   Histogram load_time_;
   Histogram read_wait_;
+
+  // One copy: whether HandOver hands over now (the refills feed it).
+  void LostByKernel(uint64_t bytes);
+  mutable std::mutex gate_mu_;
+  HandoverGate gate_;  // guarded by gate_mu_ (a leaf lock)
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},

@@ -582,6 +582,61 @@ TEST(CacheFront, HandedOverObjectsAreRefilledFromLower) {
   EXPECT_EQ(f.cache->ram().objects(), 0u);
 }
 
+// One copy while the kernel keeps losing what it is handed: once the bytes
+// refilled from LOWER reach an eighth of the budget (HandoverGate), nothing
+// is handed over, so that the daemon's copy answers the next loss from RAM
+// (no read of LOWER); a refill under that is handed back.
+TEST(CacheFront, AKernelThatKeepsLosingPagesGetsNoMoreHandovers) {
+  constexpr uint64_t kSize = 40 << 10;  // 8 of them: 320 KiB, the shut point 128 KiB
+  Front f(1 << 20);
+  std::vector<std::string> want;
+  for (int i = 0; i < 9; ++i) {
+    want.push_back(f.dir.Write("k" + std::to_string(i), kSize, 20 + i));
+    auto r = f.cache->Get(f.Req("k" + std::to_string(i), 100 + i));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(f.cache->HandOver(r.value())) << i;
+  }
+  // The kernel loses the first one: refilled, and handed back (one loss is
+  // the price of one copy).
+  auto r0 = f.cache->Get(f.Req("k0", 100));
+  ASSERT_TRUE(r0.ok());
+  EXPECT_TRUE(f.cache->HandOver(r0.value())) << "40 KiB lost: under an eighth of 1 MiB";
+  // It loses all of them (a drop_caches): each is read again from LOWER.
+  for (int i = 0; i < 8; ++i) {
+    auto r = f.cache->Get(f.Req("k" + std::to_string(i), 100 + i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(std::string(r.value()->data.begin(), r.value()->data.end()), want[i]);
+    const bool handed = f.cache->HandOver(r.value());
+    // 40 KiB lost before these; shut from the third (128 KiB) on.
+    EXPECT_EQ(handed, i < 2) << i;
+    ObjectRef now = f.cache->ram().Find(100 + i);
+    ASSERT_TRUE(now);
+    EXPECT_EQ(now->handed_over, handed) << i;
+  }
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.refills, 9u);
+  EXPECT_EQ(c.refill_bytes, 9 * kSize);
+  EXPECT_EQ(c.handovers, 9u + 1 + 2);
+  EXPECT_EQ(f.cache->ram().handed_objects(), 3u) << "k2..k7 kept, k8 never lost";
+  EXPECT_EQ(f.cache->ram().used(), 9 * kSize) << "the charge does not move";
+  // Kept: their next reads are hits from RAM, LOWER is not read again.
+  const uint64_t lower = c.bytes_read_lower;
+  for (int i = 2; i < 8; ++i) {
+    auto r = f.cache->Get(f.Req("k" + std::to_string(i), 100 + i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(std::string(r.value()->data.begin(), r.value()->data.end()), want[i]);
+  }
+  c = f.cache->counters();
+  EXPECT_EQ(c.bytes_read_lower, lower);
+  EXPECT_EQ(c.hits, 6u);
+  // An object never lost is not handed over either while the gate is shut.
+  f.dir.Write("k9", kSize, 40);
+  auto r9 = f.cache->Get(f.Req("k9", 109));
+  ASSERT_TRUE(r9.ok());
+  EXPECT_FALSE(f.cache->HandOver(r9.value()));
+  EXPECT_FALSE(f.cache->ram().Find(109)->handed_over);
+}
+
 // One copy on a mount that answers OPEN: the open of a handed-over object is
 // the policy's access (HitHandedOver), and the refill its READ may need
 // later (GetRequest::heard) admits nothing: the open's hit becomes a refill
