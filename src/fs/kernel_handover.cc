@@ -15,7 +15,7 @@ store::ObjectRef KernelHandover::ServedStub(fuse_ino_t ino, const store::GetRequ
       !ctx_.inodes.Served(ino, g.version)) {
     return nullptr;
   }
-  kernel_cache_.Remember(g.id, ino);
+  kernel_cache_.Remember(g.id, ino, g.version);
   return ctx_.cache.HitHandedOver(g);
 }
 
@@ -25,7 +25,7 @@ store::ObjectRef KernelHandover::ServedStub(fuse_ino_t ino, const store::GetRequ
 bool KernelHandover::Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object) {
   const bool same = ctx_.inodes.MarkServed(ino, object->version);
   if (ctx_.cfg.fuse.kernel_cache && ctx_.cache.ram().Find(id) == object) {
-    kernel_cache_.Remember(id, ino);
+    kernel_cache_.Remember(id, ino, object->version);
     return same;
   }
   return false;
@@ -38,10 +38,21 @@ void KernelHandover::RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t i
                                    const store::ObjectRef& block) {
   if (!ctx_.cfg.fuse.kernel_cache) return;
   if (Resident(block)) {
-    kernel_cache_.Remember(block->id, ino, index * f.block_size, block->data.size());
+    kernel_cache_.Remember(block->id, ino, block->version, index * f.block_size,
+                           block->data.size());
   } else if (ctx_.role == Role::kDataset) {
     kernel_cache_.Drop(ino, index * f.block_size, block->data.size());
   }
+}
+
+// A drop queued for an evicted object is skipped when the same version was
+// loaded again and its pages remembered since (kernel_cache.h): the RAM tier
+// must hold that version when the worker gets to it.
+void KernelHandover::Start(fuse_session* se) {
+  kernel_cache_.Start(se, [this](cache::ObjectId id, const store::Version& v) {
+    store::ObjectRef r = ctx_.cache.ram().Find(id);
+    return r && r->version == v;
+  });
 }
 
 bool KernelHandover::Resident(const store::ObjectRef& o) const {
@@ -63,7 +74,7 @@ bool KernelHandover::KeptByKernel(fuse_ino_t ino, const std::shared_ptr<OpenFile
     if (o->data.size() > kMaxPassHeldBytes) kernel_cache_.Drop(ino);  // no pass holds it
     return false;  // else the pages go with the pass that holds the object
   }
-  kernel_cache_.Remember(o->id, ino);
+  kernel_cache_.Remember(o->id, ino, o->version);
   // Checked again after Remember: an eviction in between found nothing
   // remembered, and would leave the pages behind.
   if (!Resident(o)) {

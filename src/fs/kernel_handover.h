@@ -52,7 +52,7 @@ class KernelHandover {
   explicit KernelHandover(const FsContext& ctx) : ctx_(ctx) {}
 
   // Starts and stops the invalidator (Filesystem::Attach, Detach).
-  void Start(fuse_session* se) { kernel_cache_.Start(se); }
+  void Start(fuse_session* se);
   void Stop() { kernel_cache_.Stop(); }
 
   // The RAM tier dropped `id`: drops the kernel's pages of it and returns

@@ -15,21 +15,23 @@
 
 namespace epochfs::store {
 
+uint64_t CacheFront::GateNow() const { return gate_now_ ? gate_now_() : NowNs(); }
+
 void CacheFront::LostByKernel(uint64_t bytes) {
   std::lock_guard lock(gate_mu_);
-  gate_.Lost(bytes, NowNs());
+  gate_.Lost(bytes, GateNow());
 }
 
 bool CacheFront::HandsOver() const {
   std::lock_guard lock(gate_mu_);
-  return gate_.Open(ram_.budget(), NowNs());
+  return gate_.Open(ram_.budget(), GateNow());
 }
 
 bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
   if (!served || served->handed_over || ram_.Find(served->id) != served) return false;
   {
     std::lock_guard lock(gate_mu_);
-    if (!gate_.Open(ram_.budget(), NowNs())) return false;  // the daemon keeps its copy
+    if (!gate_.Open(ram_.budget(), GateNow())) return false;  // the daemon keeps its copy
   }
   auto stub = std::make_shared<Object>();
   stub->id = served->id;

@@ -174,6 +174,11 @@ class CacheFront {
   bool HandOver(const ObjectRef& served, uint64_t block = 0);
   // Whether HandOver hands objects over now (its gate is open).
   bool HandsOver() const;
+  // The clock the gate's losses decay by (steady nanoseconds; NowNs by
+  // default), so that a test can say how much time passes. REQUIRES: called
+  // before the first Get.
+  using Clock = std::function<uint64_t()>;
+  void SetGateClock(Clock now) { gate_now_ = std::move(now); }
   // Block `index` of handed-over `stub` (Object::block_sums), read again
   // from LOWER at req.rel for pages of it the kernel lost, checked against
   // the checksum handed over, and returned as an object of its own (id and
@@ -363,6 +368,8 @@ class CacheFront {
   void LostByKernel(uint64_t bytes);
   mutable std::mutex gate_mu_;
   HandoverGate gate_;  // guarded by gate_mu_ (a leaf lock)
+  Clock gate_now_;     // the gate's clock; NowNs when empty
+  uint64_t GateNow() const;
 
   struct AtomicCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, coalesced{0}, bytes_read_lower{0}, evictions{0},

@@ -143,10 +143,14 @@ struct Front {
   TempDir dir;
   std::unique_ptr<Lower> lower;
   std::unique_ptr<CacheFront> cache;
+  // The one-copy gate's clock (CacheFront::SetGateClock): time passes only
+  // when a test moves it, so no test depends on how fast it runs.
+  std::shared_ptr<std::atomic<uint64_t>> gate_ns = std::make_shared<std::atomic<uint64_t>>(1);
   explicit Front(uint64_t budget, std::unique_ptr<cache::Policy> policy = nullptr) {
     lower = std::move(Lower::Open(dir.path())).value();
     if (!policy) policy = cache::MakeLruPolicy(budget);
     cache = std::make_unique<CacheFront>(*lower, std::move(policy), budget);
+    cache->SetGateClock([clock = gate_ns] { return clock->load(); });
   }
   GetRequest Req(const std::string& rel, cache::ObjectId id) {
     struct stat st;
@@ -635,6 +639,16 @@ TEST(CacheFront, AKernelThatKeepsLosingPagesGetsNoMoreHandovers) {
   ASSERT_TRUE(r9.ok());
   EXPECT_FALSE(f.cache->HandOver(r9.value()));
   EXPECT_FALSE(f.cache->ram().Find(109)->handed_over);
+  EXPECT_FALSE(f.cache->HandsOver());
+  // The losses (360 KiB) halve every minute: still shut after one (180 KiB),
+  // open again after two (90 KiB, under the 128 KiB shut point).
+  *f.gate_ns += HandoverGate::kHalfLifeNs;
+  EXPECT_FALSE(f.cache->HandsOver());
+  EXPECT_FALSE(f.cache->HandOver(r9.value()));
+  *f.gate_ns += HandoverGate::kHalfLifeNs;
+  EXPECT_TRUE(f.cache->HandsOver());
+  EXPECT_TRUE(f.cache->HandOver(r9.value()));
+  EXPECT_TRUE(f.cache->ram().Find(109)->handed_over);
 }
 
 // One copy on a mount that answers OPEN: the open of a handed-over object is
