@@ -303,7 +303,8 @@ class NoOpenTest(et.MountTestCase):
     def test_one_copy_of_blocks_read_sequentially(self):
         # 8 MiB budget: a 3 MiB file is cached in 12 blocks of 256 KiB. Read
         # front to back, each block goes to the kernel when its last byte
-        # does; after the kernel drops its pages, the blocks are refilled.
+        # does; after the kernel drops its pages, the blocks are refilled (and
+        # kept: the gate of one copy).
         size = 3 * MiB
         lower, want = self.dataset([size], seed=70)
         d = self.mount_no_open(lower, ["cache.memory=8MiB", "cache.block_size=256KiB"])
@@ -323,8 +324,12 @@ class NoOpenTest(et.MountTestCase):
         self.assertLessEqual(st["bytes_read_lower"], size + 2 * block, st)
         et.drop_pages([d.path(name)])
         self.assertEqual(et.read_file(d.path(name)), want[name])
-        self.assertTrue(et.wait_for(one_copy, WAIT), d.stats())
+        # The kernel lost 3 MiB it had been handed, more than an eighth of the
+        # budget: one copy's gate shuts (store/handover_gate.h), so the blocks
+        # refilled after that keep the daemon's copy instead of going back to
+        # a kernel that drops them.
         after = d.stats()
+        self.assertGreater(after["tiers"]["ram"]["bytes"], 2 * block, after)
         # Every block the kernel had dropped came back from LOWER.
         self.assertGreaterEqual(after["refills"], st["tiers"]["kernel"]["objects"], after)
         self.assertGreaterEqual(after["bytes_read_lower"] - st["bytes_read_lower"],
