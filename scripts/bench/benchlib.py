@@ -139,6 +139,50 @@ def vmstat(keys=VMSTAT_KEYS):
     return out
 
 
+def file_pages_reclaimed():
+    """Page-cache pages the kernel's reclaim took since boot (vmstat
+    pgsteal_file: kswapd's, direct and a memory cgroup's reclaim alike; None
+    if this kernel does not count it). DAMON's pageout action (damon_pageout)
+    is not counted there."""
+    return vmstat(("pgsteal_file",)).get("pgsteal_file")
+
+
+DAMON_ADMIN = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def damon_pageout():
+    """DAMON schemes that page memory out, running now (sysfs, read only):
+    ["kdamond K scheme S"], [] when none. Such a scheme (DAMON_RECLAIM, or
+    one an administrator set) reclaims page-cache pages of regions it finds
+    idle, a FUSE file's too, and vmstat's reclaim counters do not count
+    them: with one copy (fuse.one_copy) each file it took pages of is read
+    from LOWER again at its next read (a refill)."""
+    out = []
+    try:
+        kdamonds = sorted(os.listdir(DAMON_ADMIN), key=lambda k: (len(k), k))
+    except OSError:
+        return out
+    for k in kdamonds:
+        base = os.path.join(DAMON_ADMIN, k)
+        try:
+            with open(os.path.join(base, "state")) as f:
+                if f.read().strip() != "on":
+                    continue
+            for c in os.listdir(os.path.join(base, "contexts")):
+                schemes = os.path.join(base, "contexts", c, "schemes")
+                if not os.path.isdir(schemes):
+                    continue
+                for sc in sorted(os.listdir(schemes)):
+                    action = os.path.join(schemes, sc, "action")
+                    if os.path.exists(action):
+                        with open(action) as f:
+                            if f.read().strip() == "pageout":
+                                out.append("kdamond %s scheme %s" % (k, sc))
+        except OSError:
+            continue
+    return out
+
+
 def drop_file_pages(root):
     """Drops the page cache of every file under `root` (POSIX_FADV_DONTNEED),
     and only theirs: the rest of the machine keeps its caches."""
