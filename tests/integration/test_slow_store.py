@@ -10,6 +10,11 @@ kernel's entry and attribute timeouts have passed. Before, each hot open
 looked its file up and stat'ed it on LOWER once those timeouts passed, and a
 hung LOWER made every cached file wait for lower.timeout and fail.
 
+With one copy, a file whose pages the kernel let go of after it was
+handed over is a refill at its next read, counted as one and never as a
+hit: LOWER sees that file's load, and nothing for the files the kernel
+still holds.
+
 On a store where every call waits (SOURCE/.latency_ms), prefetch keeps up
 to cache.prefetch loads in flight on workers of its own, and never more:
 the fixture counts the most calls it served at once (max_in_flight).
@@ -99,6 +104,51 @@ class SlowStoreTest(et.MountTestCase):
         self.assertEqual((fixture, daemon), ({}, {}),
                          "LOWER calls in hot passes (the fixture's count, the daemon's)")
         self.assertGreater(d.stats()["known_answers"], 0)
+
+    def refilled_pass(self, d):
+        """A hot pass (still()) in which every LOWER call is a refill's: per
+        refill, at the daemon, the open (a lookup of the path), its stat and
+        one read; at the fixture, one open and one read, and stats of the
+        path. Every other open is a hit. Returns the refills and the bytes
+        they read."""
+        before = d.stats()
+        fixture, daemon = self.still(d, passes=1)
+        after = d.stats()
+        n = after["refills"] - before["refills"]
+        self.assertEqual(after["hits"] - before["hits"], len(self.files) - n, after)
+        self.assertEqual((after["misses"], after["coalesced"]),
+                         (before["misses"], before["coalesced"]), after)
+        self.assertEqual(daemon, {"open": n, "read": n, "stat": n} if n else {}, daemon)
+        self.assertEqual((fixture.get("open", 0), fixture.get("read", 0)), (n, n), fixture)
+        self.assertEqual(set(fixture) - {"open", "read", "stat", "lookup"}, set(), fixture)
+        read = after["bytes_read_lower"] - before["bytes_read_lower"]
+        self.assertEqual(after["refill_bytes"] - before["refill_bytes"], read, after)
+        return n, read
+
+    def test_pages_the_kernel_let_go_of_cost_one_refill_each_and_nothing_more(self):
+        # One copy hands every file read whole to the kernel, and a hot pass
+        # costs LOWER nothing. A file whose pages the kernel then lets go of
+        # (its reclaim, a DAMON pageout scheme, drop_caches; here
+        # POSIX_FADV_DONTNEED) is read from LOWER again at its next read: a
+        # refill, counted as one and not as a hit, costing LOWER that file's
+        # load and nothing for the other files. What the slow-store
+        # benchmark's hot epochs count. (The kernel may let go of more pages
+        # on its own meanwhile: those are refills too, and checked alike.)
+        d = self.mount_short("fuse.one_copy=true")
+        self.walk(d)  # cold: loads, and hands each file over
+        want = {"objects": len(self.files), "bytes": sum(len(v) for v in self.files.values())}
+        self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == want, 30), d.stats())
+        self.refilled_pass(d)
+        lost = ["a/f2.bin", "b/c/f4.bin"]
+        et.drop_pages(d.path(rel) for rel in lost)
+        for rel in lost:
+            self.assertEqual(et.cached_bytes(d.path(rel)), 0, rel)
+        n, read = self.refilled_pass(d)
+        self.assertGreaterEqual(n, len(lost))
+        self.assertGreaterEqual(read, sum(len(self.files[rel]) for rel in lost))
+        # Handed back: the kernel holds every file again.
+        self.assertTrue(et.wait_for(lambda: d.stats()["tiers"]["kernel"] == want, 30), d.stats())
+        self.refilled_pass(d)
 
     def test_without_memory_of_lower_hot_passes_reach_it(self):
         # The same walk with cache.metadata_entries = 0: lookups and stats
