@@ -404,11 +404,13 @@ class SlowStoreTest(et.MountTestCase):
 
 class InFlightTest(et.MountTestCase):
     def test_prefetch_keeps_its_bound_of_loads_in_flight_on_a_latency_store(self):
-        # Every call waits 100 ms and the store serves 64 at once: loads side
+        # Every call waits 400 ms and the store serves 64 at once: loads side
         # by side take as long as one alone, so prefetch's loads in flight
         # climb from 4 towards cache.prefetch (16), and never past it (each load
         # makes one call at a time). Before, at most lower.workers - 1 (7)
-        # ran. 96 files: 8 loads at 4, 8 at 8, then 16 at once.
+        # ran. 96 files: 8 loads at 4, 8 at 8, then 16 at once. The wait is
+        # long beside a busy machine's scheduling delays, so the 8 loads of
+        # the second window are at the store together whatever the load.
         src = self.make_dir("src")
         names = ["f%03d.bin" % i for i in range(96)]
         want = {}
@@ -427,7 +429,7 @@ class InFlightTest(et.MountTestCase):
         for name in names:
             os.stat(os.path.join(faultmnt, "data", name))
         latency = os.path.join(src, ".latency_ms")
-        et.write_file(latency, b"100\n")
+        et.write_file(latency, b"400\n")
         self.addCleanup(lambda: os.path.exists(latency) and os.unlink(latency))
         job.declare(0, list(range(len(names))))
         job.start_epoch(0)
