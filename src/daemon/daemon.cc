@@ -321,6 +321,13 @@ void Mount::MakePrefetcher() {
   cache_->SetActivityListener([pf] { pf->Kick(); });
   cache_->SetPrefetchAttrListener([known = known_.get()](const std::string& rel,
                                                          const struct stat& st) { known->Learn(rel, st); });
+  // Attributes ahead for what will not be loaded ahead: remembered only under
+  // "immutable", so only then (a stat not remembered would be a call for nothing).
+  if (fs::KnownLowerOptionsOf(cfg()).remember) {
+    pf->SetStatAhead([known = known_.get()](const SampleFile& f) {
+      (void)known->Stat(f.rel, store::LowerCall::kLookup);
+    });
+  }
 }
 
 Status Mount::MakeFilesystems() {

@@ -81,7 +81,37 @@ void Prefetcher::Worker(bool polls) {
       std::lock_guard lock(wake_mu_);
       if (stop_) return;
     }
+    // Nothing to load now: the attributes of what will not be loaded.
+    for (std::vector<SampleFile> files; !(files = TakeStats()).empty();) {
+      Kick();  // the next names: another worker, side by side
+      for (const SampleFile& f : files) stat_ahead_(f);
+      std::lock_guard lock(wake_mu_);
+      if (stop_) return;
+    }
   }
+}
+
+std::vector<SampleFile> Prefetcher::TakeStats() {
+  if (!stat_ahead_) return {};
+  std::lock_guard lock(mu_);
+  std::vector<cache::PrefetchHint> loading;
+  loading.reserve(claimed_.size());
+  for (const auto& [id, hint] : claimed_) loading.push_back(hint);
+  const std::vector<cache::PrefetchHint> hints = cache_.StatHints(
+      kStatWindow,
+      [&](cache::ObjectId o) {
+        return claimed_.count(o) != 0 || failed_.count(o) != 0 || statted_.count(o) != 0;
+      },
+      loading);
+  std::vector<SampleFile> files;
+  for (const cache::PrefetchHint& h : hints) {
+    if (files.size() == kStatsPerTake) break;
+    if (statted_.size() >= kStatRemembered) statted_.clear();  // a bound
+    statted_.insert(h.object);
+    std::optional<SampleFile> file = path_of_(h.job, h.sample);
+    if (file && !file->hidden) files.push_back(std::move(*file));
+  }
+  return files;
 }
 
 std::optional<Prefetcher::Task> Prefetcher::Take() {

@@ -36,6 +36,18 @@
 // that declared it (not hidden) and a file that owner may read; any other
 // is unreadable as a missing file is, and nothing of it is read.
 //
+// Attributes ahead (SetStatAhead): a declared file the policy will not
+// load ahead (Prefetching::StatHints: a budget too small for it, or no room
+// for a load now) has its attributes fetched instead, by the workers when
+// they find nothing to load: a window of the next kStatWindow declared
+// names per job, in reading order, each stat'ed once (kStatsPerTake at a
+// time per worker, so several run side by side), through the stat-ahead
+// function (the daemon's: remembered under "immutable", so the reader's
+// lookup then costs LOWER nothing). Memory: the ids of the names stat'ed
+// (at most kStatRemembered, ~40 bytes each; past it the set starts again),
+// and what the stat-ahead function keeps (KnownLower: ~100 bytes a path,
+// within cache.metadata_entries). Hidden samples are never stat'ed.
+//
 // Thread safety: thread-safe. Start after any fork; Stop before the cache
 // front goes. Lock order: mu_ → the cache front's locks and the path
 // source's; Kick takes wake_mu_ only.
@@ -91,6 +103,13 @@ class Prefetcher {
   using UnreadableListener =
       std::function<void(const cache::PrefetchHint& hint, const std::string& rel, const Status& why)>;
   void SetUnreadableListener(UnreadableListener fn) { on_unreadable_ = std::move(fn); }
+  // Fetches the attributes of a declared file ahead of its read (above).
+  // REQUIRES: set before Start; unset: none are.
+  using StatAhead = std::function<void(const SampleFile& file)>;
+  void SetStatAhead(StatAhead fn) { stat_ahead_ = std::move(fn); }
+  static constexpr size_t kStatWindow = 64;      // names ahead per job
+  static constexpr size_t kStatsPerTake = 8;     // names one worker stats in turn
+  static constexpr size_t kStatRemembered = 1 << 16;
   // Something changed (a read, a declaration): the workers look again.
   void Kick();
   void Start();
@@ -107,6 +126,8 @@ class Prefetcher {
   // does; the others sleep until kicked).
   void Worker(bool polls);
   std::optional<Task> Take();
+  // Up to kStatsPerTake declared files to stat ahead (marked as done).
+  std::vector<SampleFile> TakeStats();
   void Done(const Task& t, const Result<bool>& r, uint64_t bytes);
   // REQUIRES: mu_ held. The bytes a load of `h` will hold: its size, else the
   // mean of the loads so far; 0 when neither is known.
@@ -116,6 +137,7 @@ class Prefetcher {
   const uint32_t depth_;
   PathSource path_of_;
   UnreadableListener on_unreadable_;
+  StatAhead stat_ahead_;
 
   std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
   // Our loads in flight reach the target (inflight_ >= target, as of the
@@ -127,6 +149,7 @@ class Prefetcher {
   std::unordered_map<cache::ObjectId, cache::PrefetchHint> claimed_;  // loads of ours in flight
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
+  std::unordered_set<cache::ObjectId> statted_;  // attributes fetched ahead
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
   uint64_t inflight_bytes_ = 0;  // the estimates (ByteEstimate) of the claimed

@@ -15,7 +15,10 @@ SOURCE/.hang exists):
   in flight, and all start once it answers; with 2 they run beside it;
 - with a budget smaller than the dataset, what is prefetched stays within it;
 - samples that cannot be loaded (missing, a directory) are reported in the
-  job's status once each and the prefetch goes on past them.
+  job's status once each and the prefetch goes on past them;
+- with a budget too small for the declared files, their attributes are
+  fetched ahead instead: the reader's lookups and stats then ask LOWER
+  nothing (the fixture's counts), and the reads are byte-exact.
 
 Nothing here depends on timing: every wait is for a state the daemon must
 reach (et.wait_for with a long bound), every check on counters and bytes
@@ -314,6 +317,33 @@ class PrefetchTest(et.MountTestCase):
         unread = st["prefetched"] - st["prefetch_hits"] - st["prefetch_wasted"]
         self.assertGreaterEqual(unread, 0, st)
         self.assertLessEqual(unread, st["objects"], st)
+        sampler.close()
+        self.assertTrue(d.alive())
+
+    def test_files_the_budget_cannot_hold_have_their_attributes_fetched_ahead(self):
+        names = ["f%02d.bin" % i for i in range(16)]
+        want = self.dataset(names)
+        et.write_file(os.path.join(self.src, ".latency_ms"), b"20\n")  # every call waits
+        faultmnt = self.mount_faultfs(self.src)
+        d = self.mount(faultmnt, opts=["cache.policy=future", "cache.prefetch=4",
+                                       "cache.memory=%d" % (SIZE // 2)])  # not one file
+        order = list(reversed(range(len(names))))
+        sampler, paths = self.job(d, names, order, epochs=1)
+        it = iter(sampler)  # declares the epoch; nothing read yet
+        self.assertTrue(et.wait_for(lambda: d.stats()["known_paths"] >= len(names), WAIT),
+                        d.stats())
+
+        def stats_at_lower():
+            text = os.getxattr(faultmnt, "user.faultfs.counts.%d" % d.proc.pid).decode()
+            return dict(kv.split("=") for kv in text.split())["stat"]
+        os.stat(d.path("data"))  # the directory: not a declared file, looked up once
+        before = stats_at_lower()
+        for p in paths:  # the reader's lookups and stats, in a fresh kernel
+            os.stat(p)
+        self.assertEqual(stats_at_lower(), before, "lookups that reached LOWER")
+        self.assertEqual(d.stats()["prefetched"], 0, d.stats())
+        for k in it:
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
         sampler.close()
         self.assertTrue(d.alive())
 
