@@ -325,7 +325,7 @@ void Mount::MakePrefetcher() {
   // "immutable", so only then (a stat not remembered would be a call for nothing).
   if (fs::KnownLowerOptionsOf(cfg()).remember) {
     pf->SetStatAhead([known = known_.get()](const SampleFile& f) {
-      (void)known->Stat(f.rel, store::LowerCall::kLookup);
+      known->Ahead(f.rel);
     });
   }
 }
