@@ -97,16 +97,18 @@ std::vector<SampleFile> Prefetcher::TakeStats() {
   std::vector<cache::PrefetchHint> loading;
   loading.reserve(claimed_.size());
   for (const auto& [id, hint] : claimed_) loading.push_back(hint);
+  // The window: the next kStatWindow names of each job not read, resident or
+  // loading, stat'ed ahead or not (a name stat'ed ahead still takes its
+  // place: the stat-ahead runs at most kStatWindow names before the reader).
   const std::vector<cache::PrefetchHint> hints = cache_.StatHints(
       kStatWindow,
-      [&](cache::ObjectId o) {
-        return claimed_.count(o) != 0 || failed_.count(o) != 0 || statted_.count(o) != 0;
-      },
+      [&](cache::ObjectId o) { return claimed_.count(o) != 0 || failed_.count(o) != 0; },
       loading);
   std::vector<SampleFile> files;
   for (const cache::PrefetchHint& h : hints) {
     if (files.size() == kStatsPerTake) break;
-    if (statted_.size() >= kStatRemembered) statted_.clear();  // a bound
+    if (statted_.count(h.object) != 0) continue;
+    if (statted_.size() >= kStatRemembered) statted_.clear();  // the bound: some stat'ed again
     statted_.insert(h.object);
     std::optional<SampleFile> file = path_of_(h.job, h.sample);
     if (file && !file->hidden) files.push_back(std::move(*file));

@@ -39,14 +39,23 @@
 // Attributes ahead (SetStatAhead): a declared file the policy will not
 // load ahead (Prefetching::StatHints: a budget too small for it, or no room
 // for a load now) has its attributes fetched instead, by the workers when
-// they find nothing to load: a window of the next kStatWindow declared
-// names per job, in reading order, each stat'ed once (kStatsPerTake at a
-// time per worker, so several run side by side), through the stat-ahead
-// function (the daemon's: remembered under "immutable", so the reader's
-// lookup then costs LOWER nothing). Memory: the ids of the names stat'ed
-// (at most kStatRemembered, ~40 bytes each; past it the set starts again),
-// and what the stat-ahead function keeps (KnownLower: ~100 bytes a path,
-// within cache.metadata_entries). Hidden samples are never stat'ed.
+// they find nothing to load, so that the reader's LOOKUP and GETATTR of it
+// wait for no LOWER call. The window: the next kStatWindow names of each
+// job in reading order that are not read, resident or loading (a name
+// already stat'ed keeps its place, so the stats run at most kStatWindow
+// names ahead of the reader); each name is stat'ed once, kStatsPerTake at a
+// time per worker (several workers side by side), on the prefetch lane.
+// The stat-ahead function is the daemon's (KnownLower::Ahead): set only
+// under "immutable", where the attributes are remembered; under "open" none
+// is set (each lookup asks LOWER anyway) and nothing is stat'ed ahead.
+// Hidden samples (their job's owner may not reach them) are never stat'ed;
+// the others are names the owner reaches, and what is remembered of them
+// answers any user's lookup only after the kernel's own permission checks
+// of the directories on the way, and on a shared mount only until
+// fuse.permission_timeout passes (docs/security.md). Memory: the ids of the
+// names stat'ed (at most kStatRemembered, ~40 bytes each, 2.6 MB at most;
+// past it the set starts again), and what KnownLower keeps (~100 bytes a
+// path, within cache.metadata_entries).
 //
 // Thread safety: thread-safe. Start after any fork; Stop before the cache
 // front goes. Lock order: mu_ → the cache front's locks and the path
