@@ -44,7 +44,10 @@
 // job in reading order that are not read, resident or loading (a name
 // already stat'ed keeps its place, so the stats run at most kStatWindow
 // names ahead of the reader); each name is stat'ed once, kStatsPerTake at a
-// time per worker (several workers side by side), on the prefetch lane.
+// time per worker (several workers side by side), on the prefetch lane;
+// a worker looks for a load again after each batch. Once the window holds
+// nothing new, the policy is asked again only after kStatsPerTake reads or
+// loads (each read kicks a worker: a query at each would cost every read).
 // The stat-ahead function is the daemon's (KnownLower::Ahead): set only
 // under "immutable", where the attributes are remembered; under "open" none
 // is set (each lookup asks LOWER anyway) and nothing is stat'ed ahead.
@@ -116,7 +119,7 @@ class Prefetcher {
   // REQUIRES: set before Start; unset: none are.
   using StatAhead = std::function<void(const SampleFile& file)>;
   void SetStatAhead(StatAhead fn) { stat_ahead_ = std::move(fn); }
-  static constexpr size_t kStatWindow = 64;      // names ahead per job
+  static constexpr size_t kStatWindow = 16;      // names ahead per job
   static constexpr size_t kStatsPerTake = 8;     // names one worker stats in turn
   static constexpr size_t kStatRemembered = 1 << 16;
   // Something changed (a read, a declaration): the workers look again.
@@ -159,6 +162,11 @@ class Prefetcher {
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
   std::unordered_set<cache::ObjectId> statted_;  // attributes fetched ahead
+  // Kicks and loads done: the stat window is asked for again only after
+  // kStatsPerTake of them since it last found nothing new (stats_dry_).
+  std::atomic<uint64_t> activity_{0};
+  bool stats_dry_ = false;  // guarded by mu_
+  uint64_t dry_at_ = 0;     // guarded by mu_: activity_ then
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
   uint64_t inflight_bytes_ = 0;  // the estimates (ByteEstimate) of the claimed
