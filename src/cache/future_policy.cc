@@ -87,6 +87,19 @@ class FuturePolicy final : public Policy, public Prefetching, public ReadOrder {
       return MayDisplace(h.object, h.size);
     });
   }
+  std::vector<PrefetchHint> StatHints(size_t max, uint64_t now_ns,
+                                      const std::function<bool(ObjectId)>& skip,
+                                      const std::vector<PrefetchHint>& loading) override {
+    std::vector<PrefetchHint> upcoming;
+    future_.Upcoming(max, [&](ObjectId o) { return cache_.Holds(o); }, skip, &upcoming);
+    if (upcoming.empty()) return {};
+    const std::vector<PrefetchHint> loads = PrefetchHints(upcoming.size(), now_ns, skip, loading);
+    std::erase_if(upcoming, [&](const PrefetchHint& h) {
+      return std::any_of(loads.begin(), loads.end(),
+                         [&](const PrefetchHint& l) { return l.object == h.object; });
+    });
+    return upcoming;
+  }
   Decision OnPrefetched(const Access& a, uint64_t /*load_ns*/) override {
     now_ = std::max(now_, a.now_ns);
     future_.Touch(a.object, a.now_ns, a.size);  // no job read it: positions stay

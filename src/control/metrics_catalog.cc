@@ -56,6 +56,7 @@ constexpr Entry kCatalog[] = {
     {"known_answers", "epochfs_known_answers_total", C, 1, "Metadata calls answered from memory instead of LOWER."},
     {"known_last_known", "epochfs_known_last_known_total", C, 1, "Of those, answered with last known attributes because LOWER failed."},
     {"known_full", "epochfs_known_full_total", C, 1, "Paths or listings not remembered: cache.metadata_entries reached."},
+    {"stat_ahead", "epochfs_stat_ahead_total", C, 1, "Declared files whose attributes were fetched ahead of their read (not loaded ahead)."},
     {"read_waits", "epochfs_read_slot_waits_total", C, 1, "Loads that waited for a read slot (lower.read_slots)."},
     {"read_wait_ms", "epochfs_read_slot_wait_seconds_total", C, 1e-3, "Time loads waited for a read slot."},
     {"read_aged", "epochfs_read_slot_aged_total", C, 1, "Loads started after waiting the longest a load waits."},

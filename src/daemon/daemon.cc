@@ -303,14 +303,13 @@ Status Mount::OpenDiskTier() {
   return Status::Ok();
 }
 
-// Prefetch, on the gate's prefetch lane (OpenLower). It brings each file's
-// attributes with its bytes: under "immutable" its lookup then asks LOWER nothing.
+// Prefetch, on the gate's prefetch lane (OpenLower). It brings the attributes of the files it loads,
+// and of the next ones it will not (stat-ahead): under "immutable" their lookups ask LOWER nothing.
 void Mount::MakePrefetcher() {
   const uint32_t prefetch = PrefetchLoads(cfg());
   if (prefetch == 0) return;
   PolicyJobSink& sink = *sink_;
-  prefetcher_ = std::make_unique<Prefetcher>(
-      *cache_, prefetch,
+  prefetcher_ = std::make_unique<Prefetcher>(*cache_, prefetch,
       [&sink](cache::JobId job, uint32_t sample) { return sink.SampleFileOf(job, sample); });
   Prefetcher* pf = prefetcher_.get();
   sink.SetSamplesListener([pf] { pf->Arm(); });
@@ -321,6 +320,9 @@ void Mount::MakePrefetcher() {
   cache_->SetActivityListener([pf] { pf->Kick(); });
   cache_->SetPrefetchAttrListener([known = known_.get()](const std::string& rel,
                                                          const struct stat& st) { known->Learn(rel, st); });
+  if (fs::KnownLowerOptionsOf(cfg()).remember) {  // kept only under "immutable": stat'ed only then
+    pf->SetStatAhead([known = known_.get()](const SampleFile& f) { known->Ahead(f.rel); });
+  }
 }
 
 Status Mount::MakeFilesystems() {

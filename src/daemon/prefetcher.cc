@@ -25,6 +25,7 @@ void Prefetcher::Kick() {
   // Until a job's samples are known there is nothing to prefetch: reads of a
   // mount no job uses cost no wake-up.
   if (!armed_.load(std::memory_order_relaxed)) return;
+  activity_.fetch_add(1, std::memory_order_relaxed);
   // Our loads alone fill the target: each worker takes its next load as it
   // finishes one, so a worker woken now would find no room (two thread
   // switches for nothing, at every read and every load taken).
@@ -67,21 +68,62 @@ void Prefetcher::Worker(bool polls) {
       if (stop_) return;
       seen = kicks_;
     }
-    while (std::optional<Task> t = Take()) {
-      Kick();  // there may be more: the next worker looks
-      if (t->file.hidden) {
-        Done(*t, store::MissingOnLower(t->file.rel), 0);
+    // Loads first; a batch of stats ahead only when there is nothing to
+    // load, and the loads are looked for again after each batch.
+    for (;;) {
+      if (std::optional<Task> t = Take()) {
+        Kick();  // there may be more: the next worker looks
+        if (t->file.hidden) {
+          Done(*t, store::MissingOnLower(t->file.rel), 0);
+        } else {
+          store::GetRequest req{t->hint.object, t->file.rel, {}, t->hint.job, t->hint.sample};
+          req.as = t->file.as;
+          uint64_t bytes = 0;
+          Result<bool> r = cache_.Prefetch(req, &bytes);
+          Done(*t, r, bytes);
+        }
+      } else if (std::vector<SampleFile> files = TakeStats(); !files.empty()) {
+        Kick();  // the next names: another worker, side by side
+        for (const SampleFile& f : files) stat_ahead_(f);
       } else {
-        store::GetRequest req{t->hint.object, t->file.rel, {}, t->hint.job, t->hint.sample};
-        req.as = t->file.as;
-        uint64_t bytes = 0;
-        Result<bool> r = cache_.Prefetch(req, &bytes);
-        Done(*t, r, bytes);
+        break;
       }
       std::lock_guard lock(wake_mu_);
       if (stop_) return;
     }
   }
+}
+
+std::vector<SampleFile> Prefetcher::TakeStats() {
+  if (!stat_ahead_) return {};
+  // The window found nothing new: it moves only with reads and loads, so the
+  // policy is asked again once kStatsPerTake of them have happened (a read
+  // kicks a worker: asking at each would cost every read the query).
+  const uint64_t activity = activity_.load(std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  if (stats_dry_ && activity - dry_at_ < kStatsPerTake) return {};
+  std::vector<cache::PrefetchHint> loading;
+  loading.reserve(claimed_.size());
+  for (const auto& [id, hint] : claimed_) loading.push_back(hint);
+  // The window: the next kStatWindow names of each job not read, resident or
+  // loading, stat'ed ahead or not (a name stat'ed ahead still takes its
+  // place: the stat-ahead runs at most kStatWindow names before the reader).
+  const std::vector<cache::PrefetchHint> hints = cache_.StatHints(
+      kStatWindow,
+      [&](cache::ObjectId o) { return claimed_.count(o) != 0 || failed_.count(o) != 0; },
+      loading);
+  std::vector<SampleFile> files;
+  for (const cache::PrefetchHint& h : hints) {
+    if (files.size() == kStatsPerTake) break;
+    if (statted_.count(h.object) != 0) continue;
+    if (statted_.size() >= kStatRemembered) statted_.clear();  // the bound: some stat'ed again
+    statted_.insert(h.object);
+    std::optional<SampleFile> file = path_of_(h.job, h.sample);
+    if (file && !file->hidden) files.push_back(std::move(*file));
+  }
+  stats_dry_ = files.empty();
+  dry_at_ = activity;
+  return files;
 }
 
 std::optional<Prefetcher::Task> Prefetcher::Take() {
@@ -143,6 +185,7 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
   const bool unreadable = !r.ok() && r.status().code() == Code::kNotFound;
   const bool never = unreadable || (!r.ok() && r.status().code() == Code::kInvalidArgument);
   bool grew = false;  // the target rose: more workers may start
+  activity_.fetch_add(1, std::memory_order_relaxed);  // the window may have moved
   {
     std::lock_guard lock(mu_);
     claimed_.erase(t.hint.object);

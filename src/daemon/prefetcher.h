@@ -36,6 +36,30 @@
 // that declared it (not hidden) and a file that owner may read; any other
 // is unreadable as a missing file is, and nothing of it is read.
 //
+// Attributes ahead (SetStatAhead): a declared file the policy will not
+// load ahead (Prefetching::StatHints: a budget too small for it, or no room
+// for a load now) has its attributes fetched instead, by the workers when
+// they find nothing to load, so that the reader's LOOKUP and GETATTR of it
+// wait for no LOWER call. The window: the next kStatWindow names of each
+// job in reading order that are not read, resident or loading (a name
+// already stat'ed keeps its place, so the stats run at most kStatWindow
+// names ahead of the reader); each name is stat'ed once, kStatsPerTake at a
+// time per worker (several workers side by side), on the prefetch lane;
+// a worker looks for a load again after each batch. Once the window holds
+// nothing new, the policy is asked again only after kStatsPerTake reads or
+// loads (each read kicks a worker: a query at each would cost every read).
+// The stat-ahead function is the daemon's (KnownLower::Ahead): set only
+// under "immutable", where the attributes are remembered; under "open" none
+// is set (each lookup asks LOWER anyway) and nothing is stat'ed ahead.
+// Hidden samples (their job's owner may not reach them) are never stat'ed;
+// the others are names the owner reaches, and what is remembered of them
+// answers any user's lookup only after the kernel's own permission checks
+// of the directories on the way, and on a shared mount only until
+// fuse.permission_timeout passes (docs/security.md). Memory: the ids of the
+// names stat'ed (at most kStatRemembered, ~40 bytes each, 2.6 MB at most;
+// past it the set starts again), and what KnownLower keeps (~100 bytes a
+// path, within cache.metadata_entries).
+//
 // Thread safety: thread-safe. Start after any fork; Stop before the cache
 // front goes. Lock order: mu_ → the cache front's locks and the path
 // source's; Kick takes wake_mu_ only.
@@ -91,6 +115,13 @@ class Prefetcher {
   using UnreadableListener =
       std::function<void(const cache::PrefetchHint& hint, const std::string& rel, const Status& why)>;
   void SetUnreadableListener(UnreadableListener fn) { on_unreadable_ = std::move(fn); }
+  // Fetches the attributes of a declared file ahead of its read (above).
+  // REQUIRES: set before Start; unset: none are.
+  using StatAhead = std::function<void(const SampleFile& file)>;
+  void SetStatAhead(StatAhead fn) { stat_ahead_ = std::move(fn); }
+  static constexpr size_t kStatWindow = 16;      // names ahead per job
+  static constexpr size_t kStatsPerTake = 8;     // names one worker stats in turn
+  static constexpr size_t kStatRemembered = 1 << 16;
   // Something changed (a read, a declaration): the workers look again.
   void Kick();
   void Start();
@@ -107,6 +138,8 @@ class Prefetcher {
   // does; the others sleep until kicked).
   void Worker(bool polls);
   std::optional<Task> Take();
+  // Up to kStatsPerTake declared files to stat ahead (marked as done).
+  std::vector<SampleFile> TakeStats();
   void Done(const Task& t, const Result<bool>& r, uint64_t bytes);
   // REQUIRES: mu_ held. The bytes a load of `h` will hold: its size, else the
   // mean of the loads so far; 0 when neither is known.
@@ -116,6 +149,7 @@ class Prefetcher {
   const uint32_t depth_;
   PathSource path_of_;
   UnreadableListener on_unreadable_;
+  StatAhead stat_ahead_;
 
   std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
   // Our loads in flight reach the target (inflight_ >= target, as of the
@@ -127,6 +161,12 @@ class Prefetcher {
   std::unordered_map<cache::ObjectId, cache::PrefetchHint> claimed_;  // loads of ours in flight
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
+  std::unordered_set<cache::ObjectId> statted_;  // attributes fetched ahead
+  // Kicks and loads done: the stat window is asked for again only after
+  // kStatsPerTake of them since it last found nothing new (stats_dry_).
+  std::atomic<uint64_t> activity_{0};
+  bool stats_dry_ = false;  // guarded by mu_
+  uint64_t dry_at_ = 0;     // guarded by mu_: activity_ then
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
   uint64_t inflight_bytes_ = 0;  // the estimates (ByteEstimate) of the claimed

@@ -77,6 +77,7 @@ std::string StatsJson(const std::string& mountpoint, store::CacheFront& cf, cons
   j["known_answers"] = known_c.answered;
   j["known_last_known"] = known_c.last_known;
   j["known_full"] = known_c.full;
+  j["stat_ahead"] = known_c.ahead;
   const store::ReadSlotsCounters rs = cf.read_slots_counters();
   j["read_waits"] = rs.waits;
   j["read_wait_ms"] = rs.wait_ns / 1'000'000;

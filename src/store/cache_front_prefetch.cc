@@ -31,6 +31,18 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req, uint64_t* loaded_bytes)
 std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
     size_t max, const std::function<bool(cache::ObjectId)>& skip,
     const std::vector<cache::PrefetchHint>& loading) {
+  return Hints(/*stats=*/false, max, skip, loading);
+}
+
+std::vector<cache::PrefetchHint> CacheFront::StatHints(
+    size_t max, const std::function<bool(cache::ObjectId)>& skip,
+    const std::vector<cache::PrefetchHint>& loading) {
+  return Hints(/*stats=*/true, max, skip, loading);
+}
+
+std::vector<cache::PrefetchHint> CacheFront::Hints(
+    bool stats, size_t max, const std::function<bool(cache::ObjectId)>& skip,
+    const std::vector<cache::PrefetchHint>& loading) {
   std::unordered_set<cache::ObjectId> flying;
   {
     std::lock_guard lock(flights_mu_);
@@ -41,7 +53,8 @@ std::vector<cache::PrefetchHint> CacheFront::PrefetchHints(
   std::lock_guard lock(policy_mu_);
   cache::Prefetching* pf = policy_->prefetching();
   if (pf == nullptr) return {};
-  return pf->PrefetchHints(max, NowNs(), skipped, loading);
+  return stats ? pf->StatHints(max, NowNs(), skipped, loading)
+               : pf->PrefetchHints(max, NowNs(), skipped, loading);
 }
 
 }  // namespace epochfs::store

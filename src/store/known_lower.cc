@@ -78,6 +78,18 @@ void KnownLower::Forget(const std::string& rel) const {
   attrs_.erase(ObjectIdOf(rel));
 }
 
+void KnownLower::Ahead(const std::string& rel) const {
+  if (!opt_.remember) return;
+  bool young = false;
+  {
+    std::shared_lock lk(mu_);
+    auto it = attrs_.find(ObjectIdOf(rel));
+    young = it != attrs_.end() && Young(it->second, NowMs());
+  }
+  if (!young) (void)Stat(rel, LowerCall::kLookup);
+  ahead_.fetch_add(1, std::memory_order_relaxed);
+}
+
 Result<struct stat> KnownLower::Stat(const std::string& rel, LowerCall kind,
                                      double* age_s) const {
   if (age_s != nullptr) *age_s = 0;
@@ -201,6 +213,7 @@ KnownLowerCounters KnownLower::counters() const {
   c.answered = answered_.load(std::memory_order_relaxed);
   c.last_known = last_known_.load(std::memory_order_relaxed);
   c.full = full_.load(std::memory_order_relaxed);
+  c.ahead = ahead_.load(std::memory_order_relaxed);
   return c;
 }
 

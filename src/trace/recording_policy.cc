@@ -68,6 +68,11 @@ class RecordingPolicy final : public cache::Policy, public cache::Prefetching {
     // A question: not recorded.
     return inner_->prefetching()->PrefetchHints(max, now_ns, skip, loading);
   }
+  std::vector<cache::PrefetchHint> StatHints(
+      size_t max, uint64_t now_ns, const std::function<bool(ObjectId)>& skip,
+      const std::vector<cache::PrefetchHint>& loading) override {
+    return inner_->prefetching()->StatHints(max, now_ns, skip, loading);  // a question
+  }
   Decision OnPrefetched(const Access& a, uint64_t load_ns) override {
     TraceEvent e;
     e.kind = TraceKind::kPrefetch;

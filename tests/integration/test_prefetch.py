@@ -15,7 +15,14 @@ SOURCE/.hang exists):
   in flight, and all start once it answers; with 2 they run beside it;
 - with a budget smaller than the dataset, what is prefetched stays within it;
 - samples that cannot be loaded (missing, a directory) are reported in the
-  job's status once each and the prefetch goes on past them.
+  job's status once each and the prefetch goes on past them;
+- with a budget too small for the declared files, their attributes are
+  fetched ahead instead (under "immutable"; under "open" none are): the
+  reader's lookups and stats then ask LOWER nothing (the fixture's counts),
+  and the reads are byte-exact;
+- a file that changed between the lookup of its load's path walk and its
+  open (the fixture holds the open: SOURCE/.hang_open) is read again within
+  that load, one open of LOWER.
 
 Nothing here depends on timing: every wait is for a state the daemon must
 reach (et.wait_for with a long bound), every check on counters and bytes
@@ -317,6 +324,90 @@ class PrefetchTest(et.MountTestCase):
         sampler.close()
         self.assertTrue(d.alive())
 
+    def daemon_counts(self, faultmnt, d):
+        """The fixture's counts of the daemon's calls by kind."""
+        text = os.getxattr(faultmnt, "user.faultfs.counts.%d" % d.proc.pid).decode()
+        return dict((k, int(v)) for k, v in (kv.split("=") for kv in text.split()))
+
+    def test_files_the_budget_cannot_hold_have_their_attributes_fetched_ahead(self):
+        names = ["f%02d.bin" % i for i in range(16)]
+        want = self.dataset(names)
+        faultmnt = self.mount_faultfs(self.src)
+        # Room for four files (each is cached whole: a quarter of the budget
+        # is more than the largest): the other twelve are never loaded ahead.
+        d = self.mount(faultmnt, opts=["cache.policy=future", "cache.prefetch=4",
+                                       "cache.memory=%d" % (5 * SIZE)])
+        order = list(reversed(range(len(names))))
+        sampler, paths = self.job(d, names, order, epochs=1)
+        it = iter(sampler)  # declares the epoch; nothing read yet
+
+        def quiet():  # every name loaded or stat'ed ahead, nothing in flight
+            st = d.stats()
+            return (st["prefetched"] >= 1 and st["stat_ahead"] + st["prefetched"] >= len(names)
+                    and st["lower_in_flight"] == 0)
+        self.assertTrue(et.wait_for(quiet, WAIT), d.stats())
+        st = d.stats()
+        self.assertLessEqual(st["prefetched"], 4, st)
+        self.assertGreaterEqual(st["stat_ahead"], len(names) - 4, st)
+        os.stat(d.path("data"))  # the directory: not a declared file
+        before, calls = self.daemon_counts(faultmnt, d), d.stats()["lower_calls"]
+        for p, n in zip(paths, names):  # the reader's lookups and stats, in a fresh kernel
+            self.assertEqual(os.stat(p).st_size, len(want[n]), n)
+        after = self.daemon_counts(faultmnt, d)
+        self.assertEqual({k: after[k] - before[k] for k in after
+                          if k != "max_in_flight" and after[k] != before[k]}, {},
+                         "the reader's lookups reached LOWER")
+        self.assertEqual(d.stats()["lower_calls"], calls, d.stats())
+        for k in it:
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        sampler.close()
+        self.assertTrue(d.alive())
+
+    def test_under_open_nothing_is_stat_ahead(self):
+        names = ["f%02d.bin" % i for i in range(8)]
+        want = self.dataset(names)
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=2", "cache.consistency=open",
+                             "cache.memory=%d" % (5 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))), epochs=1)
+        it = iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] >= 1, WAIT), d.stats())
+        for k in it:
+            self.assertEqual(et.read_file_raw(paths[k]), want[names[k]], names[k])
+        self.assertEqual(d.stats()["stat_ahead"], 0, d.stats())
+        sampler.close()
+
+    def test_a_file_changed_between_its_lookup_and_its_load_is_read_again_once(self):
+        # The load's open hangs (the fixture's .hang_open) after the path walk
+        # looked the file up; the file grows meanwhile: the size the kernel
+        # holds from that lookup is not the file's. The load asks LOWER again
+        # and reads the file once more within the same open.
+        name = "a_HANG.bin"
+        old, new = et.det_bytes(SIZE, 1), et.det_bytes(SIZE + 500, 2)
+        rel = os.path.join(self.src, "data", name)
+        et.write_file(rel, old)
+        hang_open = os.path.join(self.src, ".hang_open")
+        et.write_file(hang_open, b"")
+        self.addCleanup(lambda: os.path.exists(hang_open) and os.unlink(hang_open))
+        faultmnt = self.mount_faultfs(self.src)
+        d = self.mount(faultmnt, opts=["cache.policy=future", "cache.prefetch=1",
+                                       "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, [name], [0], epochs=1)
+        it = iter(sampler)
+        self.assertTrue(et.wait_for(lambda: self.daemon_counts(faultmnt, d)["open"] >= 1
+                                    and d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        with open(rel, "r+b") as f:  # in place: the inode the open will reach
+            f.write(new)
+        os.unlink(hang_open)
+        self.assertTrue(et.wait_for(lambda: d.stats()["prefetched"] == 1, WAIT), d.stats())
+        self.assertEqual(self.daemon_counts(faultmnt, d)["open"], 1, "the load was tried again")
+        self.assertEqual(d.stats()["prefetch_bytes"], len(new), d.stats())
+        for k in it:
+            self.assertEqual(et.read_file_raw(paths[k]), new)
+        st = d.stats()
+        self.assertEqual((st["hits"], st["misses"]), (1, 0), st)
+        sampler.close()
+        self.assertTrue(d.alive())
 
 if __name__ == "__main__":
     et.main()

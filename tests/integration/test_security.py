@@ -1043,6 +1043,33 @@ class OwnerReachTest(et.MountTestCase):
         self.assertEqual((st["hits"], st["misses"]), (hits, misses + 1), st)
         self.assertTrue(self.d.alive())
 
+    def test_files_behind_a_directory_the_owner_cannot_search_are_never_stat_ahead(self):
+        # A budget for the four pub/ files and no more (a quarter of it holds
+        # one): the names after them are stat'ed ahead rather than loaded. Bob's job
+        # names Alice's secret files on one mount, missing files in their
+        # places on another; pub/private.bin (which Bob sees) comes last, so
+        # once it is stat'ed ahead the names before it have been passed. Had
+        # the secret ones been stat'ed (as root), the daemon would remember
+        # them: known_paths, which every user reads in stats, would tell
+        # Bob that they exist.
+        pub = ["pub/p0.bin", "pub/p1.bin", "pub/q0.bin", "pub/q1.bin"]
+        known = []
+        for hidden in (["secret/s0.bin", "secret/s1.bin"], ["secret/n0.bin", "secret/n1.bin"]):
+            self.d = self.mount(self.lower, opts=["allow_other", "cache.policy=future",
+                                                  "cache.prefetch=1", "cache.memory=%d" % (164 * KiB)])
+            self.jobs = self.d.path(".epochfs", "jobs")
+            self.assertEqual(self.declare(self.BOB, "b", pub + hidden + ["pub/private.bin"]), 0)
+
+            def quiet():
+                st = self.d.stats()
+                return (st["prefetched"] >= 1 and st["stat_ahead"] >= 1
+                        and st["lower_in_flight"] == 0)
+            self.assertTrue(et.wait_for(quiet, WAIT), self.d.stats())
+            st = self.d.stats()
+            known.append((st["known_paths"], st["stat_ahead"]))
+        self.assertEqual(known[0], known[1])
+        self.assertTrue(self.d.alive())
+
     def test_a_supplementary_group_reaches_its_directory(self):
         # Carol may search grp/ by a supplementary group: her sample there is
         # prefetched; Bob's same sample is not.

@@ -28,6 +28,18 @@ class Prefetching {
   virtual std::vector<PrefetchHint> PrefetchHints(size_t max, uint64_t now_ns,
                                                   const std::function<bool(ObjectId)>& skip,
                                                   const std::vector<PrefetchHint>& loading) = 0;
+  // Up to `max` objects per job, in the order each job reads them, that are
+  // declared and not resident, not `skip`ped, and that PrefetchHints would
+  // not return now (the policy would not admit them, or no load ahead has
+  // room): their attributes may be fetched ahead of their reads (a stat, no
+  // bytes), so that the reader's lookup waits for no LOWER call. The default:
+  // none.
+  virtual std::vector<PrefetchHint> StatHints(size_t max, uint64_t now_ns,
+                                              const std::function<bool(ObjectId)>& skip,
+                                              const std::vector<PrefetchHint>& loading) {
+    (void)max, (void)now_ns, (void)skip, (void)loading;
+    return {};
+  }
   // `a.object` was loaded ahead of any read of it (in load_ns). Admitted or
   // not as a miss would be, but nobody has read it: no job's position or
   // counters move. REQUIRES: not resident.

@@ -204,6 +204,11 @@ class CacheFront {
   std::vector<cache::PrefetchHint> PrefetchHints(size_t max,
                                                  const std::function<bool(cache::ObjectId)>& skip,
                                                  const std::vector<cache::PrefetchHint>& loading);
+  // Whose attributes the policy would fetch ahead now (Prefetching::StatHints),
+  // skipping as PrefetchHints does.
+  std::vector<cache::PrefetchHint> StatHints(size_t max,
+                                             const std::function<bool(cache::ObjectId)>& skip,
+                                             const std::vector<cache::PrefetchHint>& loading);
   // Orders the readers' loads from LOWER (ReadSlots; the default: no bound):
   // each waits for its turn by the policy's BytesLeft of its job. An
   // interrupted wait is Interrupted, for that read only. REQUIRES: called
@@ -280,6 +285,10 @@ class CacheFront {
   std::string policy_name() const { return policy_->name(); }
 
  private:
+  // PrefetchHints (`stats` false) or StatHints (true).
+  std::vector<cache::PrefetchHint> Hints(bool stats, size_t max,
+                                         const std::function<bool(cache::ObjectId)>& skip,
+                                         const std::vector<cache::PrefetchHint>& loading);
   // A resident object of the requested version, found without policy_mu_.
   // Counts a hit and reports the read to the policy.
   // `served`: kJoined for a read that joined a prefetch's load (counted in

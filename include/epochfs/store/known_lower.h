@@ -69,6 +69,7 @@ struct KnownLowerCounters {
   uint64_t answered = 0;   // calls answered from memory
   uint64_t last_known = 0; // of those, answered with last known attributes because LOWER failed
   uint64_t full = 0;       // paths or listings not remembered: the bound was reached
+  uint64_t ahead = 0;      // names dealt with by Ahead (stat'ed, or already remembered)
 };
 
 class KnownLower {
@@ -95,6 +96,13 @@ class KnownLower {
   // the file's attributes with its bytes and the reader's lookup costs LOWER
   // nothing. Nothing under "open".
   void Learn(const std::string& rel, const struct stat& st) const;
+  // The attributes of `rel` fetched ahead of a reader's lookup (the
+  // prefetcher's stat-ahead of a declared file it will not load): a LOWER
+  // stat (kind kLookup) remembered as Stat's, unless attributes young
+  // enough are remembered already (then nothing, and no `answered` is
+  // counted). Counted in `ahead` once done, whatever LOWER said. Nothing
+  // under "open" (nothing would be remembered): not even counted.
+  void Ahead(const std::string& rel) const;
   // `rel` was seen to have changed on LOWER (a load found another version
   // than its remembered attributes say): its attributes are forgotten, and
   // the next call asks LOWER. "immutable" trusts LOWER not to change; this
@@ -123,7 +131,7 @@ class KnownLower {
   mutable std::unordered_map<uint64_t, Attr> attrs_;                   // guarded by mu_
   mutable std::unordered_map<uint64_t, std::vector<DirEntry>> lists_;  // guarded by mu_
   mutable uint64_t names_ = 0;                                         // guarded by mu_
-  mutable std::atomic<uint64_t> answered_{0}, last_known_{0}, full_{0};
+  mutable std::atomic<uint64_t> answered_{0}, last_known_{0}, full_{0}, ahead_{0};
 };
 
 }  // namespace epochfs::store

@@ -513,6 +513,32 @@ TEST(FuturePolicyPrefetch, HintsFollowTheDeclaredOrderAndDoNotMoveTheJob) {
   EXPECT_EQ(after.current.misses, 1u);
 }
 
+// Attributes ahead: StatHints names the declared files in reading order that
+// PrefetchHints would not load now: all of them under a budget too small for
+// any, none of those a load ahead is hinted for.
+TEST(FuturePolicyPrefetch, StatHintsAreTheDeclaredFilesNotLoadedAhead) {
+  Harness tiny(Future(50));  // no sample (100 bytes) fits
+  tiny.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  Prefetching& pt = *tiny.policy().prefetching();
+  EXPECT_TRUE(pt.StatHints(4, 1, nullptr, {}).empty()) << "no order declared yet";
+  ASSERT_TRUE(tiny.policy().SetOrder(1, 0, Reversed(10)).ok());
+  EXPECT_TRUE(pt.PrefetchHints(4, 1, nullptr, {}).empty());
+  std::vector<PrefetchHint> stats = pt.StatHints(4, 1, [](ObjectId o) { return o == 1008; }, {});
+  ASSERT_EQ(stats.size(), 4u);
+  const uint32_t want[] = {9, 7, 6, 5};  // 8 skipped
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(stats[i].sample, want[i]) << i;
+
+  Harness roomy(Future(1000));  // room for all 10
+  roomy.AddJob(Spec(1, 2), UniformSamples(10, 100, 1000));
+  ASSERT_TRUE(roomy.policy().SetOrder(1, 0, Reversed(10)).ok());
+  Prefetching& pr = *roomy.policy().prefetching();
+  const std::vector<PrefetchHint> loads = pr.PrefetchHints(4, 1, nullptr, {});
+  ASSERT_FALSE(loads.empty());
+  for (const PrefetchHint& s : pr.StatHints(4, 1, nullptr, {})) {
+    for (const PrefetchHint& l : loads) EXPECT_NE(s.object, l.object) << s.sample;
+  }
+}
+
 // With order_jobs (lower.read_slots): the hints of the job first in line (the
 // smallest BytesLeft) come first; without it, the soonest reads across jobs.
 TEST(FuturePolicyPrefetch, WithOrderedJobsTheJobFirstInLineIsPrefetchedFirst) {
