@@ -85,6 +85,7 @@ void Prefetcher::Worker(bool polls) {
       } else if (std::vector<SampleFile> files = TakeStats(); !files.empty()) {
         Kick();  // the next names: another worker, side by side
         for (const SampleFile& f : files) stat_ahead_(f);
+        StatsDone();
       } else {
         break;
       }
@@ -101,6 +102,8 @@ std::vector<SampleFile> Prefetcher::TakeStats() {
   // kicks a worker: asking at each would cost every read the query).
   const uint64_t activity = activity_.load(std::memory_order_relaxed);
   std::lock_guard lock(mu_);
+  // A batch of stats is a LOWER call in flight as a load is: within the target.
+  if (InFlightLocked() + cache_.demand_loads() >= target_.target()) return {};
   if (stats_dry_ && activity - dry_at_ < kStatsPerTake) return {};
   std::vector<cache::PrefetchHint> loading;
   loading.reserve(claimed_.size());
@@ -123,15 +126,30 @@ std::vector<SampleFile> Prefetcher::TakeStats() {
   }
   stats_dry_ = files.empty();
   dry_at_ = activity;
+  if (!files.empty()) {
+    ++statting_;
+    full_.store(InFlightLocked() >= target_.target(), std::memory_order_relaxed);
+  }
   return files;
+}
+
+void Prefetcher::StatsDone() {
+  bool room = false;
+  {
+    std::lock_guard lock(mu_);
+    --statting_;
+    room = InFlightLocked() < target_.target();
+    full_.store(!room, std::memory_order_relaxed);
+  }
+  if (room) Kick();
 }
 
 std::optional<Prefetcher::Task> Prefetcher::Take() {
   std::lock_guard lock(mu_);
-  if (inflight_ + cache_.demand_loads() >= target_.target()) return std::nullopt;
+  if (InFlightLocked() + cache_.demand_loads() >= target_.target()) return std::nullopt;
   struct Full {  // full_ as it is when Take returns
     const Prefetcher& p;
-    ~Full() { p.full_.store(p.inflight_ >= p.target_.target(), std::memory_order_relaxed); }
+    ~Full() { p.full_.store(p.InFlightLocked() >= p.target_.target(), std::memory_order_relaxed); }
   } full{*this};
   const uint64_t now = store::NowNs();
   if (now - refused_since_ns_ >= kRefusedForNs) {
@@ -197,13 +215,13 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
       loaded_bytes_ += bytes;
       const uint64_t now = store::NowNs();
       if (target_.OnLoad(t.generation, now - t.start_ns, now)) {
-        grew = target_.target() > inflight_;
+        grew = target_.target() > InFlightLocked();
         if (log::Enabled(log::Level::kDebug)) {
           log::Debug("prefetch: " + std::to_string(target_.target()) + " loads in flight at most");
         }
       }
     }
-    full_.store(inflight_ >= target_.target(), std::memory_order_relaxed);
+    full_.store(InFlightLocked() >= target_.target(), std::memory_order_relaxed);
     if (never) {
       failed_.insert(t.hint.object);
     } else if (!r.ok() || !r.value()) {

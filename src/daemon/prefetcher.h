@@ -138,8 +138,13 @@ class Prefetcher {
   // does; the others sleep until kicked).
   void Worker(bool polls);
   std::optional<Task> Take();
-  // Up to kStatsPerTake declared files to stat ahead (marked as done).
+  // Up to kStatsPerTake declared files to stat ahead (marked as done), only
+  // when the target has room: a batch counts as one load in flight (its
+  // stats go one at a time) until StatsDone.
   std::vector<SampleFile> TakeStats();
+  void StatsDone();
+  // REQUIRES: mu_ held. Our LOWER calls in flight: loads and stat batches.
+  uint32_t InFlightLocked() const { return inflight_ + statting_; }
   void Done(const Task& t, const Result<bool>& r, uint64_t bytes);
   // REQUIRES: mu_ held. The bytes a load of `h` will hold: its size, else the
   // mean of the loads so far; 0 when neither is known.
@@ -152,9 +157,9 @@ class Prefetcher {
   StatAhead stat_ahead_;
 
   std::atomic<bool> armed_{false};  // a samples list is known: Kick wakes workers
-  // Our loads in flight reach the target (inflight_ >= target, as of the
-  // last Take or Done): Kick wakes no one, as the worker of each load in
-  // flight takes the next one when it finishes.
+  // Our loads and stat batches in flight reach the target (as of the last
+  // Take, TakeStats, StatsDone or Done): Kick wakes no one, as the worker of
+  // each takes the next one when it finishes.
   mutable std::atomic<bool> full_{false};
 
   mutable std::mutex mu_;
@@ -169,6 +174,7 @@ class Prefetcher {
   uint64_t dry_at_ = 0;     // guarded by mu_: activity_ then
   uint64_t refused_since_ns_ = 0;
   uint32_t inflight_ = 0;  // == claimed_.size()
+  uint32_t statting_ = 0;  // stat batches in flight
   uint64_t inflight_bytes_ = 0;  // the estimates (ByteEstimate) of the claimed
   std::unordered_map<cache::ObjectId, uint64_t> estimate_;  // of each claimed
   uint64_t loaded_ = 0, loaded_bytes_ = 0;  // loads done, and their bytes
