@@ -4,7 +4,7 @@
 // but for its kinds: "lookup=N stat=N open=N read=N opendir=N list=N
 // readlink=N statfs=N access=N in_flight=N max_in_flight=N".
 //
-// A call is in flight from Begin to End (its answer sent). A calling
+// A call is in flight from Begin to End (just before its answer is sent). A calling
 // thread's process (thread group) is read from /proc once and remembered (at
 // most 65536 threads; past that the memory starts again).
 // Thread safety: thread-safe (one mutex).

@@ -173,8 +173,10 @@ template <class F>
 void Reply(fuse_req_t req, Kind kind, const std::chrono::milliseconds latency, F f) {
   const pid_t process = g_counts.Begin(kind, fuse_req_ctx(req)->pid);
   auto answer = MakeAnswer([f = std::move(f), process]() mutable {
-    f();
+    // Out of flight before the answer goes: the caller's next call may
+    // arrive as soon as it is sent and must not be counted beside it.
     g_counts.End(process);
+    f();
   });
   if (latency.count() == 0) return answer->Send();
   g_queue->Push(Clock::now() + latency, std::move(answer));

@@ -52,6 +52,12 @@ def faultfs_bin():
         REPO, "build", "tests", "integration", "faultfs")
 
 
+def latencyfs_bin():
+    """The benchmarks' latency store (tests/bench/latencyfs.cc)."""
+    return os.environ.get("LATENCYFS_BIN") or os.path.join(
+        REPO, "build", "tests", "bench", "latencyfs")
+
+
 def skip_reason():
     if not os.path.exists("/dev/fuse"):
         return "/dev/fuse missing"
@@ -395,11 +401,18 @@ class MountTestCase(unittest.TestCase):
     def mount_faultfs(self, source, extra=()):
         """Mount faultfs(source) on a temp dir (`extra`: more libfuse options);
         returns its mountpoint."""
-        mnt = self.make_mountpoint("faultfs")
-        binary = faultfs_bin()
+        return self._mount_fixture("faultfs", faultfs_bin(), "FAULTFS_BIN", source, extra)
+
+    def mount_latencyfs(self, source, extra=()):
+        """Mount latencyfs(source): every call waits SOURCE/.latency_ms, any
+        number at once, counted as faultfs counts; returns its mountpoint."""
+        return self._mount_fixture("latencyfs", latencyfs_bin(), "LATENCYFS_BIN", source, extra)
+
+    def _mount_fixture(self, name, binary, env, source, extra):
+        mnt = self.make_mountpoint(name)
         if not os.access(binary, os.X_OK):
-            self.fail("faultfs fixture not found: %s (set FAULTFS_BIN)" % binary)
-        errp = os.path.join(self.tmp, "faultfs.stderr")
+            self.fail("%s fixture not found: %s (set %s)" % (name, binary, env))
+        errp = os.path.join(self.tmp, "%s.stderr" % name)
         errf = open(errp, "wb")
         proc = subprocess.Popen([binary, source, mnt, "-f", "-o", "allow_other", *extra],
                                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf)
@@ -414,7 +427,7 @@ class MountTestCase(unittest.TestCase):
         if not wait_for(lambda: is_mounted(mnt) or proc.poll() is not None, MOUNT_TIMEOUT) \
                 or proc.poll() is not None:
             with open(errp, errors="replace") as f:
-                self.fail("faultfs did not mount: %s" % f.read())
+                self.fail("%s did not mount: %s" % (name, f.read()))
         return mnt
 
     def assert_errno(self, expected, fn, *args, **kwargs):

@@ -50,11 +50,6 @@ def leftovers():
     return out
 
 
-def latencyfs_bin():
-    return os.environ.get("LATENCYFS_BIN") or os.path.join(
-        et.REPO, "build", "tests", "bench", "latencyfs")
-
-
 class LatencyfsSmoke(unittest.TestCase):
     """A few calls through latencyfs, in seconds: what bench-slow-store relies on."""
 
@@ -69,7 +64,7 @@ class LatencyfsSmoke(unittest.TestCase):
             et.write_file(os.path.join(self.src, "d", "f%d" % i), b"%d" % i)
         os.symlink("d/a.bin", os.path.join(self.src, "link"))
         self.latency(50)
-        binary = latencyfs_bin()
+        binary = et.latencyfs_bin()
         self.assertTrue(os.access(binary, os.X_OK), "no latencyfs at %s (LATENCYFS_BIN)" % binary)
         self.proc = subprocess.Popen([binary, self.src, self.mnt, "-f", "-o", "allow_other"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)

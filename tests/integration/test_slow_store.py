@@ -404,32 +404,29 @@ class SlowStoreTest(et.MountTestCase):
 
 class InFlightTest(et.MountTestCase):
     def test_prefetch_keeps_its_bound_of_loads_in_flight_on_a_latency_store(self):
-        # Every call waits 400 ms and the store serves 64 at once: loads side
-        # by side take as long as one alone, so prefetch's loads in flight
-        # climb from 4 towards cache.prefetch (16), and never past it (each load
-        # makes one call at a time). Before, at most lower.workers - 1 (7)
-        # ran. 96 files: 8 loads at 4, 8 at 8, then 16 at once. The wait is
-        # long beside a busy machine's scheduling delays, so the 8 loads of
-        # the second window are at the store together whatever the load.
+        # Every call waits 100 ms and the store (latencyfs) serves any number
+        # at once, lookups in a directory side by side: loads side by side
+        # take as long as one alone, so prefetch's loads in flight climb from
+        # 4 towards cache.prefetch (16), and never past it (each load makes one
+        # call at a time). Before, at most lower.workers - 1 (7) ran. 96
+        # files: 8 loads at 4, 8 at 8, then 16 at once. (Over faultfs, loads
+        # did not run side by side: at 400 ms a call one ended every 400 ms
+        # whatever the loads in flight, and the target rightly came back to 4.)
         src = self.make_dir("src")
         names = ["f%03d.bin" % i for i in range(96)]
         want = {}
         for i, name in enumerate(names):
             want[name] = et.det_bytes(4096 + 13 * i, 500 + i)
             et.write_file(os.path.join(src, "data", name), want[name])
-        faultmnt = self.mount_faultfs(src, extra=["-o", "max_threads=64"])
+        faultmnt = self.mount_latencyfs(src)
         d = self.mount(faultmnt, opts=["cache.policy=future", "cache.prefetch=16",
                                        "cache.memory=%d" % (64 * 1024 * KiB)])
         job = epochfs.job.Job(d.mnt, "wide")
         job.create()
         job.configure(batch_size=1, epochs=1, root="data")
         job.set_samples(names)
-        # The fixture looks up a name it does not know yet one at a time per
-        # directory (faultfs.cc): known, every call runs side by side.
-        for name in names:
-            os.stat(os.path.join(faultmnt, "data", name))
         latency = os.path.join(src, ".latency_ms")
-        et.write_file(latency, b"400\n")
+        et.write_file(latency, b"100\n")
         self.addCleanup(lambda: os.path.exists(latency) and os.unlink(latency))
         job.declare(0, list(range(len(names))))
         job.start_epoch(0)
