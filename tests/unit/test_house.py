@@ -51,7 +51,6 @@ BIG_FILES = {
     "src/control/job_registry.cc":
         "the jobs and their control-file writes under one lock (orphans and re-attach are the "
         "next cut)",
-    "src/sim/engine.cc": "the simulator's discrete-event loop, one model of time",
     "src/spill/spill_store.cc":
         "the spill namespace (create, mkdir, rename, chown, the scan at open) over store_core",
 }
