@@ -18,8 +18,8 @@
 namespace epochfs::sim {
 namespace engine_impl {
 
-Engine::Engine(const Trace& trace, PolicyKind kind, const EngineOptions& opt)
-    : trace_(trace), kind_(kind), opt_(opt), budget_(trace.budget()) {
+Engine::Engine(const Trace& trace, PolicyKind kind, uint64_t check_every)
+    : trace_(trace), kind_(kind), check_every_(check_every), budget_(trace.budget()) {
   max_object_ = std::min<uint64_t>(budget_ / 4, uint64_t{1} << 30);
   const Workload& wl = trace.workload();
   const StorageSpec& st = wl.storage;
@@ -111,7 +111,7 @@ Result<RunResult> Engine::Go() {
         break;
     }
     if (prefetch_limit_ != 0) PrefetchMore(now_);
-    if (opt_.check_every != 0 && events_ % opt_.check_every == 0) {
+    if (check_every_ != 0 && events_ % check_every_ == 0) {
       if (Status s = policy_->CheckInvariants(); !s.ok()) return s;
     }
     disk_->Drain();
@@ -233,7 +233,7 @@ RunResult Engine::Collect() {
 }  // namespace engine_impl
 
 Result<RunResult> Run(const Trace& trace, PolicyKind policy, const EngineOptions& opt) {
-  engine_impl::Engine e(trace, policy, opt);
+  engine_impl::Engine e(trace, policy, opt.check_every);
   return e.Go();
 }
 

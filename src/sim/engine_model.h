@@ -1,7 +1,8 @@
 // The simulator's engine inside: the state of one run (jobs, workers, the
 // model store, the loads in flight, the event queue) and the class that
 // drives it. Private to src/sim: Run (epochfs/sim/engine.h) is the face; the
-// model it implements is stated there.
+// model it implements is stated there. It includes what it needs below that
+// face (the run's result: run_result.h), never engine.h itself.
 //
 // The class is one run's state; its methods live by concept:
 //   engine.cc          construction, the event loop, the future it shows
@@ -34,7 +35,7 @@
 #include "epochfs/common/policy_kind.h"
 #include "epochfs/common/status.h"
 #include "epochfs/sim/disk_model.h"
-#include "epochfs/sim/engine.h"
+#include "epochfs/sim/run_result.h"
 #include "epochfs/sim/trace.h"
 #include "epochfs/sim/workload.h"
 
@@ -104,7 +105,8 @@ inline std::vector<uint32_t> Inverse(const std::vector<uint32_t>& order, uint32_
 
 class Engine final : public cache::Future {
  public:
-  Engine(const Trace& trace, PolicyKind kind, const EngineOptions& opt);
+  // check_every: EngineOptions::check_every (engine.h).
+  Engine(const Trace& trace, PolicyKind kind, uint64_t check_every);
 
   // Runs the trace to its end (or the first failure): the run's result.
   Result<RunResult> Go();
@@ -167,7 +169,7 @@ class Engine final : public cache::Future {
 
   const Trace& trace_;
   const PolicyKind kind_;
-  const EngineOptions opt_;
+  const uint64_t check_every_;
   const uint64_t budget_;
   uint64_t max_object_ = 0;
   uint64_t latency_ns_ = 0;
