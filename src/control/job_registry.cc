@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "epochfs/common/log.h"
-#include "job_registry_job.h"
 
 namespace epochfs::control {
 

@@ -1,9 +1,9 @@
 // JobRegistry: a dataset read-open attributed to a job (by its registered
 // processes, else by the orders it holds), and the epoch tracking it drives:
 // the epoch a read begins, the job done after its last.
-#include <optional>
+#include "epochfs/control/job_registry.h"
 
-#include "job_registry_job.h"
+#include <optional>
 
 namespace epochfs::control {
 

@@ -3,6 +3,8 @@
 // writer may write it (re-attaching an orphan), checks what it declares
 // against the declarations' rules, forwards it to the JobSink and records a
 // failure as the job's last_error.
+#include "epochfs/control/job_registry.h"
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,7 +13,6 @@
 #include "epochfs/common/hash.h"
 #include "epochfs/control/pid_namespace.h"
 #include "epochfs/declarations/declaration_rules.h"
-#include "job_registry_job.h"
 
 namespace epochfs::control {
 namespace {
