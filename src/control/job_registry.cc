@@ -113,6 +113,11 @@ Result<JobRegistry::Job*> JobRegistry::FindForWrite(std::string_view name, uid_t
   return job;
 }
 
+JobRegistry::Job* JobRegistry::FindByIdLocked(JobId id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
 Status JobRegistry::CheckWrite(std::string_view name, uid_t caller, std::string_view file) {
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
@@ -183,10 +188,6 @@ void JobRegistry::RestartEpochLocked(Job* job) {
   sink_.OnEpochRestart(job->id);
 }
 
-void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
-  if (OrphanedLocked(job)) ReattachLocked(job, writer_pid);
-}
-
 void JobRegistry::StartFreshLocked(Job* job) {
   sink_.OnJobEnd(job->id);  // releases the old declarations' cache
   job->config.reset();
@@ -212,9 +213,8 @@ std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grac
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, l] : seen) {
-      auto it = by_id_.find(id);
-      if (it == by_id_.end()) continue;  // removed meanwhile
-      Job* job = it->second;
+      Job* job = FindByIdLocked(id);
+      if (job == nullptr) continue;  // removed meanwhile
       if (l.registered == 0 || l.alive > 0 || attributor_.Alive(id).alive > 0) {
         job->orphaned_since_ns.reset();
         continue;

@@ -27,10 +27,8 @@ AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader
   std::lock_guard<std::mutex> lock(mu_);
   Job* job = nullptr;
   if (via_process != kNoJob) {
-    if (auto it = by_id_.find(via_process); it != by_id_.end()) {
-      job = it->second;
-      info.source = AttributionSource::kProcess;
-    }
+    job = FindByIdLocked(via_process);
+    if (job != nullptr) info.source = AttributionSource::kProcess;
   }
   if (job == nullptr) {
     int matches = 0;

@@ -17,6 +17,8 @@
 namespace epochfs::control {
 namespace {
 
+using declarations::NeedsSamples;
+
 uint64_t Fingerprint(const PathList& paths) {
   uint64_t h = paths.size();
   for (size_t k = 0; k < paths.size(); ++k) {
@@ -28,14 +30,38 @@ uint64_t Fingerprint(const PathList& paths) {
 
 }  // namespace
 
+Result<JobRegistry::Job*> JobRegistry::WritableLocked(std::string_view name, uid_t caller,
+                                                      pid_t writer_pid) {
+  Result<Job*> r = FindForWrite(name, caller);
+  if (r.ok() && OrphanedLocked(r.value())) ReattachLocked(r.value(), writer_pid);
+  return r;
+}
+
+Status JobRegistry::SamplesWrittenLocked(Job* job, declarations::NeedsSamples what,
+                                         const char* file) {
+  return Fail(job, file, declarations::CheckSamplesWritten(job->tracker != nullptr, what));
+}
+
+Status JobRegistry::ConfigureLocked(Job* job, const JobConfig& cfg, const char* file) {
+  cache::JobSpec spec;
+  spec.id = job->id;
+  spec.name = job->name;
+  spec.batch_size = cfg.batch_size;
+  spec.epochs = cfg.epochs;
+  spec.loaders = cfg.loaders;
+  if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, file, s);
+  job->config = cfg;
+  job->state = JobPhase::kConfigured;
+  return Status::Ok();
+}
+
 Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text,
                                 pid_t writer_pid) {
   Result<JobConfig> parsed = ParseJobConfig(text);
   std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
+  Result<Job*> r = WritableLocked(name, caller, writer_pid);
   if (!r.ok()) return r.status();
   Job* job = r.value();
-  ReattachIfOrphanedLocked(job, writer_pid);
   if (!parsed.ok()) return Fail(job, "config", parsed.status());
   const JobConfig& cfg = parsed.value();
   if (job->config && *job->config != cfg && job->reattach_pending) StartFreshLocked(job);
@@ -45,16 +71,7 @@ Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string
                 InvalidArgument("config is already set and differs; rmdir and mkdir the job to "
                                 "change it"));
   }
-  cache::JobSpec spec;
-  spec.id = job->id;
-  spec.name = job->name;
-  spec.batch_size = cfg.batch_size;
-  spec.epochs = cfg.epochs;
-  spec.loaders = cfg.loaders;
-  if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "config", s);
-  job->config = cfg;
-  job->state = JobPhase::kConfigured;
-  return Status::Ok();
+  return ConfigureLocked(job, cfg, "config");
 }
 
 Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
@@ -65,10 +82,9 @@ Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
   std::shared_ptr<const Credentials> owner;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Result<Job*> r = FindForWrite(name, caller);
+    Result<Job*> r = WritableLocked(name, caller, writer_pid);
     if (!r.ok()) return r.status();
     Job* job = r.value();
-    ReattachIfOrphanedLocked(job, writer_pid);
     if (!job->config) {
       return Fail(job, "samples", InvalidArgument("write config before samples"));
     }
@@ -82,10 +98,6 @@ Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
   // and resolving touches the lower store.
   Result<PathList> parsed = ParseSampleList(text);
   uint64_t fp = parsed.ok() ? Fingerprint(parsed.value()) : 0;
-  auto relock_same_job = [&]() -> Job* {
-    auto it = by_id_.find(id);
-    return it == by_id_.end() ? nullptr : it->second;
-  };
   // Returns true when the write is decided (*out set): an error or a repeat.
   auto decided = [&](Job* job, Status* out) -> bool {
     if (job == nullptr) {
@@ -128,12 +140,12 @@ Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
   {
     std::lock_guard<std::mutex> lock(mu_);
     Status out;
-    if (decided(relock_same_job(), &out)) return out;
+    if (decided(FindByIdLocked(id), &out)) return out;
   }
   Result<ResolvedSamples> refs = sink_.ResolveSamples(root, parsed.value(), *owner);
   SampleIndex map = refs.ok() ? SampleIndex(refs.value().refs) : SampleIndex();
   std::lock_guard<std::mutex> lock(mu_);
-  Job* job = relock_same_job();
+  Job* job = FindByIdLocked(id);
   Status out;
   if (decided(job, &out)) return out;
   if (!job->config || job->config->root != root) {  // a re-attach started it afresh meanwhile
@@ -148,15 +160,7 @@ Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
   if (job->tracker) {  // re-attached with a different list: the config stays
     const JobConfig cfg = *job->config;
     StartFreshLocked(job);
-    cache::JobSpec spec;
-    spec.id = job->id;
-    spec.name = job->name;
-    spec.batch_size = cfg.batch_size;
-    spec.epochs = cfg.epochs;
-    spec.loaders = cfg.loaders;
-    if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "samples", s);
-    job->config = cfg;
-    job->state = JobPhase::kConfigured;
+    if (Status s = ConfigureLocked(job, cfg, "samples"); !s.ok()) return s;
   }
   const size_t n = refs.value().refs.size();
   auto list = std::make_shared<SampleList>();
@@ -185,15 +189,10 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   size_t count;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Result<Job*> r = FindForWrite(name, caller);
+    Result<Job*> r = WritableLocked(name, caller, writer_pid);
     if (!r.ok()) return r.status();
     Job* job = r.value();
-    ReattachIfOrphanedLocked(job, writer_pid);
-    if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                     declarations::NeedsSamples::kOrder);
-        !s.ok()) {
-      return Fail(job, file.c_str(), s);
-    }
+    if (Status s = SamplesWrittenLocked(job, NeedsSamples::kOrder, file.c_str()); !s.ok()) return s;
     if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch); !s.ok()) {
       return Fail(job, file.c_str(), s);
     }
@@ -202,15 +201,10 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
   }
   Result<std::vector<uint32_t>> order = ParseOrder(text, count);  // without the mutex
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
-  Job* job = it->second;
+  Job* job = FindByIdLocked(id);
+  if (job == nullptr) return NotFound("job '" + std::string(name) + "' was removed");
   if (!order.ok()) return Fail(job, file.c_str(), order.status());
-  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                   declarations::NeedsSamples::kOrder);
-      !s.ok()) {
-    return Fail(job, file.c_str(), s);
-  }
+  if (Status s = SamplesWrittenLocked(job, NeedsSamples::kOrder, file.c_str()); !s.ok()) return s;
   if (job->tracker->SameOrder(epoch, order.value())) {
     job->reattach_pending = false;
     return Status::Ok();
@@ -229,17 +223,12 @@ Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epo
 Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
                                 pid_t writer_pid) {
   std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
+  Result<Job*> r = WritableLocked(name, caller, writer_pid);
   if (!r.ok()) return r.status();
   Job* job = r.value();
-  ReattachIfOrphanedLocked(job, writer_pid);
   Result<uint32_t> epoch = ParseEpochMarker(text);
   if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
-  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                   declarations::NeedsSamples::kEpochMarker);
-      !s.ok()) {
-    return Fail(job, "epoch", s);
-  }
+  if (Status s = SamplesWrittenLocked(job, NeedsSamples::kEpochMarker, "epoch"); !s.ok()) return s;
   if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch.value()); !s.ok()) {
     return Fail(job, "epoch", s);
   }
@@ -256,17 +245,12 @@ Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_
 Status JobRegistry::WritePosition(std::string_view name, uid_t caller, std::string_view text,
                                   pid_t writer_pid) {
   std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
+  Result<Job*> r = WritableLocked(name, caller, writer_pid);
   if (!r.ok()) return r.status();
   Job* job = r.value();
-  ReattachIfOrphanedLocked(job, writer_pid);
   Result<PositionReport> report = ParsePosition(text);
   if (!report.ok()) return Fail(job, "position", report.status());
-  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                   declarations::NeedsSamples::kPosition);
-      !s.ok()) {
-    return Fail(job, "position", s);
-  }
+  if (Status s = SamplesWrittenLocked(job, NeedsSamples::kPosition, "position"); !s.ok()) return s;
   const auto [epoch, position] = report.value();
   Result<declarations::PositionVerdict> verdict = declarations::CheckPosition(
       job->tracker->current_epoch(), job->tracker->OrderSize(epoch), epoch, position);

@@ -85,6 +85,7 @@
 #include "epochfs/control/control_parse.h"
 #include "epochfs/control/epoch_tracker.h"
 #include "epochfs/control/sample_index.h"
+#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::control {
 
@@ -314,7 +315,20 @@ class JobRegistry {
 
   // REQUIRES: mu_ held.
   Result<Job*> FindForWrite(std::string_view name, uid_t caller) const;
+  // REQUIRES: mu_ held. The job with that id; null once removed.
+  Job* FindByIdLocked(JobId id) const;
+  // Records a failure as the job's last_error ("FILE: reason"); returns `s`.
   Status Fail(Job* job, const char* file, Status s);
+  // REQUIRES: mu_ held. The start of every control-file write: the job as
+  // FindForWrite finds it, re-attached first when it is orphaned.
+  Result<Job*> WritableLocked(std::string_view name, uid_t caller, pid_t writer_pid);
+  // REQUIRES: mu_ held. `file` declares what needs the samples list first:
+  // declarations::CheckSamplesWritten, a failure recorded against `file`.
+  Status SamplesWrittenLocked(Job* job, declarations::NeedsSamples what, const char* file);
+  // REQUIRES: mu_ held. Takes `cfg` as the job's config: JobSink::OnConfigured
+  // (Policy::AddJob), then kConfigured; the sink's refusal is recorded
+  // against `file` and nothing changes.
+  Status ConfigureLocked(Job* job, const JobConfig& cfg, const char* file);
   // REQUIRES: mu_ held. Forwards a tracker result to the sink and the state.
   void ApplyTracked(Job* job, const TrackedAccess& t);
   void BeginEpochLocked(Job* job, uint32_t epoch);
@@ -325,8 +339,6 @@ class JobRegistry {
   bool OrphanedLocked(Job* job) const;
   // REQUIRES: mu_ held. See "Re-attach" above.
   void ReattachLocked(Job* job, pid_t pid);
-  // REQUIRES: mu_ held. Re-attaches `job` when it is orphaned.
-  void ReattachIfOrphanedLocked(Job* job, pid_t writer_pid);
   // REQUIRES: mu_ held, job->tracker set. Tracker and policy restart epoch K.
   void RestartEpochLocked(Job* job);
   // REQUIRES: mu_ held. The re-attached job declared something different:
