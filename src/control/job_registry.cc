@@ -1,14 +1,17 @@
+// JobRegistry: the jobs' lifetime: registration (names, limits, ids),
+// removal, orphans and their re-attach or fresh start, and the lookups and
+// snapshots readdir and `status` show. The writes of the jobs' files are in
+// job_registry_writes.cc, the reads they are asked about in
+// job_registry_reads.cc.
 #include "epochfs/control/job_registry.h"
 
-#include <algorithm>
 #include <limits>
-#include <optional>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
-#include "epochfs/common/hash.h"
 #include "epochfs/common/log.h"
-#include "epochfs/control/pid_namespace.h"
-#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::control {
 
@@ -23,71 +26,6 @@ const char* JobPhaseName(JobPhase s) {
 }
 
 namespace {
-
-// Object → sample index of one job's list: (object, sample) pairs sorted, so
-// a list of millions is one allocation and one sort (built without the
-// registry mutex). An object listed twice (two paths, one id) is its first
-// sample.
-class SampleIndex {
- public:
-  SampleIndex() = default;
-  explicit SampleIndex(const std::vector<cache::SampleRef>& refs) : sorted_(refs.size()) {
-    for (size_t k = 0; k < refs.size(); ++k) sorted_[k] = {refs[k].object, static_cast<uint32_t>(k)};
-    std::sort(sorted_.begin(), sorted_.end());
-  }
-  std::optional<uint32_t> Find(cache::ObjectId object) const {
-    auto it = std::lower_bound(sorted_.begin(), sorted_.end(),
-                               std::pair<cache::ObjectId, uint32_t>{object, 0});
-    if (it == sorted_.end() || it->first != object) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  std::vector<std::pair<cache::ObjectId, uint32_t>> sorted_;
-};
-
-}  // namespace
-
-struct JobRegistry::Job {
-  JobId id = kNoJob;
-  std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
-  std::string name;
-  uid_t owner = 0;
-  // The owner's credentials as last seen (mkdir, their samples writes): the
-  // samples are resolved and loaded as they reach LOWER.
-  std::shared_ptr<const Credentials> owner_creds;
-  JobPhase state = JobPhase::kRegistered;
-  std::optional<JobConfig> config;
-  // The sample list is kept as its fingerprint (identical rewrites are no-ops)
-  // and as object → sample for attribution; the paths themselves live in the
-  // daemon's store once resolved.
-  size_t sample_count = 0;
-  uint64_t samples_hash = 0;
-  SampleIndex object_to_sample;
-  std::unique_ptr<EpochTracker> tracker;  // set with the samples
-  std::optional<PositionReport> position;  // the last accepted `position`
-  uint64_t accesses = 0;
-  std::string last_error;
-  uint32_t reattached = 0;
-  uint32_t fresh_starts = 0;
-  // Re-attached and not confirmed yet: a different config or samples list
-  // starts the job afresh (see the header).
-  bool reattach_pending = false;
-  // Re-attached and nothing read since: an `epoch` marker for the current
-  // epoch restarts it.
-  bool restart_on_marker = false;
-};
-
-namespace {
-
-uint64_t Fingerprint(const PathList& paths) {
-  uint64_t h = paths.size();
-  for (size_t k = 0; k < paths.size(); ++k) {
-    const std::string_view p = paths[k];
-    h = (h ^ Checksum(p.data(), p.size())) * 0x100000001b3ULL;
-  }
-  return h;
-}
 
 Status Exists(std::string m) { return {Code::kExists, std::move(m)}; }
 
@@ -175,6 +113,11 @@ Result<JobRegistry::Job*> JobRegistry::FindForWrite(std::string_view name, uid_t
   return job;
 }
 
+JobRegistry::Job* JobRegistry::FindByIdLocked(JobId id) const {
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
 Status JobRegistry::CheckWrite(std::string_view name, uid_t caller, std::string_view file) {
   std::lock_guard<std::mutex> lock(mu_);
   Result<Job*> r = FindForWrite(name, caller);
@@ -245,10 +188,6 @@ void JobRegistry::RestartEpochLocked(Job* job) {
   sink_.OnEpochRestart(job->id);
 }
 
-void JobRegistry::ReattachIfOrphanedLocked(Job* job, pid_t writer_pid) {
-  if (OrphanedLocked(job)) ReattachLocked(job, writer_pid);
-}
-
 void JobRegistry::StartFreshLocked(Job* job) {
   sink_.OnJobEnd(job->id);  // releases the old declarations' cache
   job->config.reset();
@@ -274,9 +213,8 @@ std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grac
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, l] : seen) {
-      auto it = by_id_.find(id);
-      if (it == by_id_.end()) continue;  // removed meanwhile
-      Job* job = it->second;
+      Job* job = FindByIdLocked(id);
+      if (job == nullptr) continue;  // removed meanwhile
       if (l.registered == 0 || l.alive > 0 || attributor_.Alive(id).alive > 0) {
         job->orphaned_since_ns.reset();
         continue;
@@ -299,333 +237,6 @@ std::vector<std::string> JobRegistry::ReapOrphans(uint64_t now_ns, uint64_t grac
   return removed;
 }
 
-Status JobRegistry::WriteConfig(std::string_view name, uid_t caller, std::string_view text,
-                                pid_t writer_pid) {
-  Result<JobConfig> parsed = ParseJobConfig(text);
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
-  if (!r.ok()) return r.status();
-  Job* job = r.value();
-  ReattachIfOrphanedLocked(job, writer_pid);
-  if (!parsed.ok()) return Fail(job, "config", parsed.status());
-  const JobConfig& cfg = parsed.value();
-  if (job->config && *job->config != cfg && job->reattach_pending) StartFreshLocked(job);
-  if (job->config) {
-    if (*job->config == cfg) return Status::Ok();
-    return Fail(job, "config",
-                InvalidArgument("config is already set and differs; rmdir and mkdir the job to "
-                                "change it"));
-  }
-  cache::JobSpec spec;
-  spec.id = job->id;
-  spec.name = job->name;
-  spec.batch_size = cfg.batch_size;
-  spec.epochs = cfg.epochs;
-  spec.loaders = cfg.loaders;
-  if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "config", s);
-  job->config = cfg;
-  job->state = JobPhase::kConfigured;
-  return Status::Ok();
-}
-
-Status JobRegistry::WriteSamples(std::string_view name, const Credentials& who,
-                                 std::string_view text, pid_t writer_pid) {
-  const uid_t caller = who.uid;
-  JobId id;
-  std::string root;
-  std::shared_ptr<const Credentials> owner;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Result<Job*> r = FindForWrite(name, caller);
-    if (!r.ok()) return r.status();
-    Job* job = r.value();
-    ReattachIfOrphanedLocked(job, writer_pid);
-    if (!job->config) {
-      return Fail(job, "samples", InvalidArgument("write config before samples"));
-    }
-    id = job->id;
-    root = job->config->root;
-    // The owner's own write tells their groups as they are now.
-    if (caller == job->owner) job->owner_creds = std::make_shared<const Credentials>(who);
-    owner = job->owner_creds;
-  }
-  // Parsing and resolving run without the mutex: lists can be millions long
-  // and resolving touches the lower store.
-  Result<PathList> parsed = ParseSampleList(text);
-  uint64_t fp = parsed.ok() ? Fingerprint(parsed.value()) : 0;
-  auto relock_same_job = [&]() -> Job* {
-    auto it = by_id_.find(id);
-    return it == by_id_.end() ? nullptr : it->second;
-  };
-  // Returns true when the write is decided (*out set): an error or a repeat.
-  auto decided = [&](Job* job, Status* out) -> bool {
-    if (job == nullptr) {
-      *out = NotFound("job '" + std::string(name) + "' was removed");
-      return true;
-    }
-    if (!parsed.ok()) {
-      *out = Fail(job, "samples", parsed.status());
-      return true;
-    }
-    if (job->owner != 0) {
-      uint64_t held = 0;  // by the owner's other jobs
-      for (const auto& [n, j] : jobs_) {
-        if (j.get() != job && j->owner == job->owner) held += j->sample_count;
-      }
-      if (held + parsed.value().size() > opt_.max_samples_per_user) {
-        *out = Fail(job, "samples",
-                    NoSpace(std::to_string(parsed.value().size()) + " samples; uid " +
-                            std::to_string(job->owner) + "'s jobs hold " + std::to_string(held) +
-                            " of at most " + std::to_string(opt_.max_samples_per_user) +
-                            " (limits.samples_per_user)"));
-        return true;
-      }
-    }
-    if (job->tracker) {
-      if (job->sample_count == parsed.value().size() && job->samples_hash == fp) {
-        job->reattach_pending = false;  // the restarted job is the same job
-        *out = Status::Ok();
-      } else if (job->reattach_pending) {
-        return false;  // a different job under the old name: starts afresh below
-      } else {
-        *out = Fail(job, "samples",
-                    InvalidArgument("samples are already set and differ; rmdir and mkdir the job "
-                                    "to change them"));
-      }
-      return true;
-    }
-    return false;
-  };
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Status out;
-    if (decided(relock_same_job(), &out)) return out;
-  }
-  Result<ResolvedSamples> refs = sink_.ResolveSamples(root, parsed.value(), *owner);
-  SampleIndex map = refs.ok() ? SampleIndex(refs.value().refs) : SampleIndex();
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = relock_same_job();
-  Status out;
-  if (decided(job, &out)) return out;
-  if (!job->config || job->config->root != root) {  // a re-attach started it afresh meanwhile
-    return Fail(job, "samples", InvalidArgument("config changed during the samples write; write "
-                                                "the samples again"));
-  }
-  if (!refs.ok()) return Fail(job, "samples", refs.status());
-  if (refs.value().refs.size() != parsed.value().size() ||
-      (!refs.value().hidden.empty() && refs.value().hidden.size() != parsed.value().size())) {
-    return Fail(job, "samples", Internal("sample resolution returned a different count"));
-  }
-  if (job->tracker) {  // re-attached with a different list: the config stays
-    const JobConfig cfg = *job->config;
-    StartFreshLocked(job);
-    cache::JobSpec spec;
-    spec.id = job->id;
-    spec.name = job->name;
-    spec.batch_size = cfg.batch_size;
-    spec.epochs = cfg.epochs;
-    spec.loaders = cfg.loaders;
-    if (Status s = sink_.OnConfigured(spec, cfg); !s.ok()) return Fail(job, "samples", s);
-    job->config = cfg;
-    job->state = JobPhase::kConfigured;
-  }
-  const size_t n = refs.value().refs.size();
-  auto list = std::make_shared<SampleList>();
-  list->root = root;
-  list->paths = std::move(parsed).value();
-  if (owner->uid != 0) list->owner = owner;
-  list->hidden = std::move(refs.value().hidden);
-  if (Status s = sink_.OnSamples(id, std::move(refs.value().refs), std::move(list)); !s.ok()) {
-    return Fail(job, "samples", s);
-  }
-  job->sample_count = n;
-  job->samples_hash = fp;
-  job->object_to_sample = std::move(map);
-  EpochTrackerOptions topt;
-  topt.batch_size = job->config->batch_size;
-  topt.loaders = job->config->loaders;
-  topt.prefetch_factor = opt_.prefetch_factor;
-  job->tracker = std::make_unique<EpochTracker>(static_cast<uint32_t>(n), topt);
-  return Status::Ok();
-}
-
-Status JobRegistry::WriteOrder(std::string_view name, uid_t caller, uint32_t epoch,
-                               std::string_view text, pid_t writer_pid) {
-  const std::string file = "order/" + std::to_string(epoch);
-  JobId id;
-  size_t count;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Result<Job*> r = FindForWrite(name, caller);
-    if (!r.ok()) return r.status();
-    Job* job = r.value();
-    ReattachIfOrphanedLocked(job, writer_pid);
-    if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                     declarations::NeedsSamples::kOrder);
-        !s.ok()) {
-      return Fail(job, file.c_str(), s);
-    }
-    if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch); !s.ok()) {
-      return Fail(job, file.c_str(), s);
-    }
-    id = job->id;
-    count = job->sample_count;
-  }
-  Result<std::vector<uint32_t>> order = ParseOrder(text, count);  // without the mutex
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return NotFound("job '" + std::string(name) + "' was removed");
-  Job* job = it->second;
-  if (!order.ok()) return Fail(job, file.c_str(), order.status());
-  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                   declarations::NeedsSamples::kOrder);
-      !s.ok()) {
-    return Fail(job, file.c_str(), s);
-  }
-  if (job->tracker->SameOrder(epoch, order.value())) {
-    job->reattach_pending = false;
-    return Status::Ok();
-  }
-  if (Status s = job->tracker->CheckOrder(epoch, order.value()); !s.ok()) {
-    return Fail(job, file.c_str(), s);
-  }
-  if (Status s = sink_.OnOrder(id, epoch, order.value()); !s.ok()) {
-    return Fail(job, file.c_str(), s);
-  }
-  Status s = job->tracker->SetOrder(epoch, order.value());
-  if (s.ok()) job->reattach_pending = false;
-  return Fail(job, file.c_str(), s);
-}
-
-Status JobRegistry::WriteEpoch(std::string_view name, uid_t caller, std::string_view text,
-                                pid_t writer_pid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
-  if (!r.ok()) return r.status();
-  Job* job = r.value();
-  ReattachIfOrphanedLocked(job, writer_pid);
-  Result<uint32_t> epoch = ParseEpochMarker(text);
-  if (!epoch.ok()) return Fail(job, "epoch", epoch.status());
-  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                   declarations::NeedsSamples::kEpochMarker);
-      !s.ok()) {
-    return Fail(job, "epoch", s);
-  }
-  if (Status s = declarations::CheckEpochInRun(job->config->epochs, epoch.value()); !s.ok()) {
-    return Fail(job, "epoch", s);
-  }
-  Result<bool> began = job->tracker->MarkEpoch(epoch.value());
-  if (!began.ok()) return Fail(job, "epoch", began.status());
-  job->reattach_pending = false;
-  // A re-attached job says it starts the current epoch (again).
-  if (!began.value() && job->restart_on_marker) RestartEpochLocked(job);
-  job->restart_on_marker = false;
-  if (began.value()) BeginEpochLocked(job, epoch.value());
-  return Status::Ok();
-}
-
-Status JobRegistry::WritePosition(std::string_view name, uid_t caller, std::string_view text,
-                                  pid_t writer_pid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
-  if (!r.ok()) return r.status();
-  Job* job = r.value();
-  ReattachIfOrphanedLocked(job, writer_pid);
-  Result<PositionReport> report = ParsePosition(text);
-  if (!report.ok()) return Fail(job, "position", report.status());
-  if (Status s = declarations::CheckSamplesWritten(job->tracker != nullptr,
-                                                   declarations::NeedsSamples::kPosition);
-      !s.ok()) {
-    return Fail(job, "position", s);
-  }
-  const auto [epoch, position] = report.value();
-  Result<declarations::PositionVerdict> verdict = declarations::CheckPosition(
-      job->tracker->current_epoch(), job->tracker->OrderSize(epoch), epoch, position);
-  if (!verdict.ok()) return Fail(job, "position", verdict.status());
-  if (verdict.value() == declarations::PositionVerdict::kLate) return Status::Ok();  // ignored
-  job->position = report.value();
-  job->reattach_pending = false;
-  sink_.OnPosition(job->id, epoch, position);
-  return Status::Ok();
-}
-
-Status JobRegistry::WritePids(std::string_view name, uid_t caller, std::string_view text,
-                              pid_t writer_pid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Job*> r = FindForWrite(name, caller);
-  if (!r.ok()) return r.status();
-  Job* job = r.value();
-  Result<std::vector<pid_t>> written = ParsePidList(text);
-  if (!written.ok()) return Fail(job, "pids", written.status());
-  // As the writer numbers them (a container's pid namespace): the daemon's.
-  Result<std::vector<pid_t>> pids = PidsOfWriter(written.value(), writer_pid);
-  if (!pids.ok()) return Fail(job, "pids", pids.status());
-  const bool orphaned = OrphanedLocked(job);
-  // A user registers only their own processes; root any.
-  if (Status s = attributor_.AddPids(job->id, pids.value(), caller == 0 ? kAnyOwner : caller);
-      !s.ok()) {
-    return Fail(job, "pids", s);
-  }
-  if (writer_pid > 0) (void)attributor_.AddPid(job->id, writer_pid);  // best effort
-  if (orphaned) ReattachLocked(job, 0);
-  return Status::Ok();
-}
-
-void JobRegistry::BeginEpochLocked(Job* job, uint32_t epoch) {
-  if (epoch >= job->config->epochs) {  // reads past the last epoch (evaluation, extra passes)
-    job->state = JobPhase::kDone;
-    return;
-  }
-  if (job->state != JobPhase::kDone) job->state = JobPhase::kRunning;
-  sink_.OnEpochBegin(job->id, epoch);
-}
-
-void JobRegistry::ApplyTracked(Job* job, const TrackedAccess& t) {
-  if (t.began) BeginEpochLocked(job, *t.began);
-  if (t.completed && *t.completed + 1 >= job->config->epochs) job->state = JobPhase::kDone;
-}
-
-AccessInfo JobRegistry::OnAccess(pid_t pid, cache::ObjectId object, uid_t reader) {
-  const JobId via_process = attributor_.Lookup(pid);  // before mu_: reads /proc
-  AccessInfo info;
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = nullptr;
-  if (via_process != kNoJob) {
-    if (auto it = by_id_.find(via_process); it != by_id_.end()) {
-      job = it->second;
-      info.source = AttributionSource::kProcess;
-    }
-  }
-  if (job == nullptr) {
-    int matches = 0;
-    for (auto& [name, j] : jobs_) {
-      if (j->state == JobPhase::kDone || !j->tracker) continue;
-      const std::optional<uint32_t> s = j->object_to_sample.Find(object);
-      if (s && j->tracker->InPendingOrders(*s)) {
-        if (reader != kAnyOwner && reader != j->owner) continue;  // another user
-        if (pid != 0 && attributor_.Alive(j->id).alive > 0) continue;  // not its process
-        ++matches;
-        job = j.get();
-      }
-    }
-    if (matches != 1) return info;
-    info.source = AttributionSource::kOrders;
-  }
-  info.job = job->id;
-  ++job->accesses;
-  if (!job->tracker) return info;
-  const std::optional<uint32_t> s = job->object_to_sample.Find(object);
-  if (!s) return info;
-  info.sample = *s;
-  job->reattach_pending = false;
-  job->restart_on_marker = false;
-  TrackedAccess t = job->tracker->OnAccess(*s);
-  ApplyTracked(job, t);
-  info.epoch = t.epoch;
-  info.batch = t.batch;
-  info.repeat = t.repeat;
-  return info;
-}
 
 std::vector<std::string> JobRegistry::JobNames(uid_t owner) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -48,10 +48,6 @@ BIG_FILES = {
         "index updated together (splitting the pace model out is the next cut)",
     "src/config/config.cc":
         "the key table, one row per key (the one place a key is defined), and its TOML walker",
-    "src/control/job_registry.cc":
-        "the jobs and their control-file writes under one lock (orphans and re-attach are the "
-        "next cut)",
-    "src/sim/engine.cc": "the simulator's discrete-event loop, one model of time",
     "src/spill/spill_store.cc":
         "the spill namespace (create, mkdir, rename, chown, the scan at open) over store_core",
 }

@@ -52,6 +52,10 @@
 // nothing already accepted is changed by a failed write (a write by the owner
 // to an orphan re-attaches it even when its content is refused).
 //
+// Implemented by concept: job_registry.cc (registration, removal, orphans,
+// snapshots), job_registry_writes.cc (the control files' writes),
+// job_registry_reads.cc (a dataset read's job, sample and epoch).
+//
 // Thread safety: all methods are thread-safe. Lock order, outermost first:
 //   JobRegistry::mu_  →  Attributor's mutex  →  the policy's mutex (inside JobSink)
 // JobSink callbacks other than ResolveSamples run with mu_ held and must not
@@ -80,6 +84,8 @@
 #include "epochfs/control/attribution.h"
 #include "epochfs/control/control_parse.h"
 #include "epochfs/control/epoch_tracker.h"
+#include "epochfs/control/sample_index.h"
+#include "epochfs/declarations/declaration_rules.h"
 
 namespace epochfs::control {
 
@@ -276,11 +282,53 @@ class JobRegistry {
   Result<JobId> Find(std::string_view name) const;
 
  private:
-  struct Job;
+  // The registry's record of one job; guarded by mu_.
+  struct Job {
+    JobId id = kNoJob;
+    std::optional<uint64_t> orphaned_since_ns;  // see ReapOrphans
+    std::string name;
+    uid_t owner = 0;
+    // The owner's credentials as last seen (mkdir, their samples writes): the
+    // samples are resolved and loaded as they reach LOWER.
+    std::shared_ptr<const Credentials> owner_creds;
+    JobPhase state = JobPhase::kRegistered;
+    std::optional<JobConfig> config;
+    // The sample list is kept as its fingerprint (identical rewrites are no-ops)
+    // and as object → sample for attribution; the paths themselves live in the
+    // daemon's store once resolved.
+    size_t sample_count = 0;
+    uint64_t samples_hash = 0;
+    SampleIndex object_to_sample;
+    std::unique_ptr<EpochTracker> tracker;  // set with the samples
+    std::optional<PositionReport> position;  // the last accepted `position`
+    uint64_t accesses = 0;
+    std::string last_error;
+    uint32_t reattached = 0;
+    uint32_t fresh_starts = 0;
+    // Re-attached and not confirmed yet: a different config or samples list
+    // starts the job afresh (see "Re-attach" above).
+    bool reattach_pending = false;
+    // Re-attached and nothing read since: an `epoch` marker for the current
+    // epoch restarts it.
+    bool restart_on_marker = false;
+  };
 
   // REQUIRES: mu_ held.
   Result<Job*> FindForWrite(std::string_view name, uid_t caller) const;
+  // REQUIRES: mu_ held. The job with that id; null once removed.
+  Job* FindByIdLocked(JobId id) const;
+  // Records a failure as the job's last_error ("FILE: reason"); returns `s`.
   Status Fail(Job* job, const char* file, Status s);
+  // REQUIRES: mu_ held. The start of every control-file write: the job as
+  // FindForWrite finds it, re-attached first when it is orphaned.
+  Result<Job*> WritableLocked(std::string_view name, uid_t caller, pid_t writer_pid);
+  // REQUIRES: mu_ held. `file` declares what needs the samples list first:
+  // declarations::CheckSamplesWritten, a failure recorded against `file`.
+  Status SamplesWrittenLocked(Job* job, declarations::NeedsSamples what, const char* file);
+  // REQUIRES: mu_ held. Takes `cfg` as the job's config: JobSink::OnConfigured
+  // (Policy::AddJob), then kConfigured; the sink's refusal is recorded
+  // against `file` and nothing changes.
+  Status ConfigureLocked(Job* job, const JobConfig& cfg, const char* file);
   // REQUIRES: mu_ held. Forwards a tracker result to the sink and the state.
   void ApplyTracked(Job* job, const TrackedAccess& t);
   void BeginEpochLocked(Job* job, uint32_t epoch);
@@ -291,8 +339,6 @@ class JobRegistry {
   bool OrphanedLocked(Job* job) const;
   // REQUIRES: mu_ held. See "Re-attach" above.
   void ReattachLocked(Job* job, pid_t pid);
-  // REQUIRES: mu_ held. Re-attaches `job` when it is orphaned.
-  void ReattachIfOrphanedLocked(Job* job, pid_t writer_pid);
   // REQUIRES: mu_ held, job->tracker set. Tracker and policy restart epoch K.
   void RestartEpochLocked(Job* job);
   // REQUIRES: mu_ held. The re-attached job declared something different:

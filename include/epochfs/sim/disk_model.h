@@ -36,19 +36,10 @@
 
 #include "epochfs/cache/policy.h"
 #include "epochfs/cache/tier_placement.h"
+#include "epochfs/sim/run_result.h"
 #include "epochfs/sim/workload.h"
 
 namespace epochfs::sim {
-
-struct DiskCounters {
-  uint64_t budget_bytes = 0;
-  uint64_t reads = 0, bytes_read = 0;      // objects served from the disk (readers', prefetches')
-  uint64_t writes = 0, bytes_written = 0;  // objects written (SSD endurance)
-  uint64_t skipped = 0;    // objects offered (loaded from LOWER, or moved down) and not written
-  uint64_t evictions = 0;  // objects the placement let go
-  uint64_t moved_up = 0;   // exclusive: objects that left the disk for RAM
-  uint64_t max_used_bytes = 0;  // peak bytes on the disk
-};
 
 class DiskModel {
  public:
