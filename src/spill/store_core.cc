@@ -347,6 +347,7 @@ uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFile
     e->scratch = opt_.compress ? staging_->TakeScratch() : -1;  // one per write in flight
     e->io_counts_ok = CountsFor(*e, e->io_stored, &e->io_counts);
     e->io_count_pass = false;
+    e->io_sum_ok = SumFor(*e, e->io_stored, &e->io_sum);
     IoOp& op = e->op;
     op.write = true;
     op.fd = f->fd();
@@ -414,7 +415,11 @@ void StoreCore::WritePrepare(Entry* e) {
       }
     }
   }
-  h.checksum = Checksum(wbuf + kBlock, h.stored_len);
+  // A raw slot's checksum is the one the writer kept while it copied, when
+  // that covers exactly the chunk's logical bytes; otherwise a pass here.
+  const bool kept = h.mode == ZvcMode::kRaw && e->io_sum_ok;
+  h.checksum = kept ? e->io_sum : Checksum(wbuf + kBlock, h.stored_len);
+  e->io_sum_ok = kept;
   EncodeChunkHeader(h, {wbuf, kBlock});
   e->io_stored = h.stored_len;
   e->io_compressed = h.mode != ZvcMode::kRaw;
@@ -440,6 +445,7 @@ void StoreCore::WriteDone(Entry* e, int res) {
       stats_.ssd_write_bytes += static_cast<uint64_t>(res);
       if (e->io_compressed) ++stats_.chunks_compressed; else ++stats_.chunks_raw;
       if (e->io_count_pass) ++stats_.count_passes;
+      if (!e->io_compressed && !e->io_sum_ok && e->io_stored > 0) ++stats_.checksum_passes;
       writeback_error_ = Status::Ok();
       if (e->chunk < f->disk.size()) {
         const uint32_t old = f->disk[e->chunk];
