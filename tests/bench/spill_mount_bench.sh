@@ -36,7 +36,7 @@ work=$(mktemp -d "${BENCH_DIR:-/var/tmp}/epochfs-spill-bench.XXXXXX")
 lower=$work/lower ssd=$work/ssd results=$work/results
 mkdir -p "$lower" "$ssd/fio" "$work/mnt"
 : > "$results"
-pid= mnt= bw=
+pid= mnt= bw= cpu=
 cleanup() {
   if [ -n "$pid" ]; then
     fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
@@ -85,13 +85,21 @@ mount_epochfs() {  # mount_epochfs BIN STORE_DIR
   exit 1
 }
 
+# CPU seconds the daemon has used (all threads, user + system): steadier
+# than wall time on a shared machine.
+daemon_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' \
+    "/proc/$pid/stat"
+}
+
 unmount_epochfs() {
   fusermount3 -u "$mnt"
   wait "$pid" || true
   pid=
 }
 
-# measure WHO RW KIND: sets bw to the MiB/s of one fio job (no subshell, so
+# measure WHO RW KIND: sets bw to the MiB/s of one fio job and cpu to the
+# daemon's CPU seconds for it (through the mount; "-" for fio) (no subshell, so
 # that the drop count and the mount's pid stay in this shell); WHO is fio (the SSD directory
 # itself), A or B (through that binary's mount, its own store directory).
 measure() {
@@ -101,12 +109,16 @@ measure() {
     [ "$rw" = write ] && rm -f "$ssd/fio/data"
     drop
     bw=$(fio_bw "$ssd/fio" "$rw" $(data_args "$kind"))
+    cpu=-
   else
     local b=$bin_a; [ "$who" = B ] && b=$bin_b
     [ "$rw" = write ] && rm -rf "$ssd/store$who"
     drop  # a read starts from the SSD, not from staging
     mount_epochfs "$b" "$ssd/store$who"
+    local c0; c0=$(daemon_cpu)
     bw=$(fio_bw "$mnt/.spill" "$rw" $(data_args "$kind"))
+    cpu=$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[2]) - float(sys.argv[1])))' \
+      "$c0" "$(daemon_cpu)")
     unmount_epochfs
   fi
 }
@@ -119,25 +131,27 @@ echo "$rounds rounds, fio and the mount back to back in each (order alternating)
 echo "binary A: $bin_a${bin_b:+   binary B: $bin_b}   directory: $work   cores: $(nproc)"
 echo "load average before: $(loadavg)"
 drops0=$(drops_seen)
-printf "%-5s %-7s %-3s %8s %8s %6s   %8s %8s %6s   %s\n" round data who write fio ratio \
-  read fio ratio "load average"
+echo "MiB/s; cpu: the daemon's CPU seconds for the job (all threads, user + system)"
+printf "%-5s %-7s %-3s %8s %8s %6s %5s   %8s %8s %6s %5s   %s\n" round data who write fio ratio \
+  cpu read fio ratio cpu "load average"
 for r in $(seq "$rounds"); do
   for kind in $data_kinds; do
     order=$who_list
     [ $((r % 2)) -eq 0 ] && order=$(echo "$who_list" | tr ' ' '\n' | tac | tr '\n' ' ')
-    declare -A w=() rd=()
-    for who in $order; do measure "$who" write "$kind"; w[$who]=$bw; done
-    for who in $order; do measure "$who" read "$kind"; rd[$who]=$bw; done
+    declare -A w=() rd=() wc=() rc=()
+    for who in $order; do measure "$who" write "$kind"; w[$who]=$bw; wc[$who]=$cpu; done
+    for who in $order; do measure "$who" read "$kind"; rd[$who]=$bw; rc[$who]=$cpu; done
     rm -rf "$ssd/fio/data" "$ssd"/store?
     la=$(loadavg)
     for who in ${who_list#fio }; do
-      echo "$kind $who ${w[$who]} ${w[fio]} ${rd[$who]} ${rd[fio]}" >> "$results"
-      python3 -c 'import sys; r, k, who, ew, fw, er, fr, la = sys.argv[1:]
-print("%-5s %-7s %-3s %8s %8s %6.2f   %8s %8s %6.2f   %s" % (r, k, who, ew, fw,
-      float(ew) / float(fw), er, fr, float(er) / float(fr), la))' \
-        "$r" "$kind" "$who" "${w[$who]}" "${w[fio]}" "${rd[$who]}" "${rd[fio]}" "$la"
+      echo "$kind $who ${w[$who]} ${w[fio]} ${rd[$who]} ${rd[fio]} ${wc[$who]} ${rc[$who]}" >> "$results"
+      python3 -c 'import sys; r, k, who, ew, fw, er, fr, cw, cr, la = sys.argv[1:]
+print("%-5s %-7s %-3s %8s %8s %6.2f %5s   %8s %8s %6.2f %5s   %s" % (r, k, who, ew, fw,
+      float(ew) / float(fw), cw, er, fr, float(er) / float(fr), cr, la))' \
+        "$r" "$kind" "$who" "${w[$who]}" "${w[fio]}" "${rd[$who]}" "${rd[fio]}" \
+        "${wc[$who]}" "${rc[$who]}" "$la"
     done
-    unset w rd
+    unset w rd wc rc
   done
 done
 
@@ -174,11 +188,14 @@ for kind in dict.fromkeys(r[0] for r in rows):
         sel = [r for r in rows if r[0] == kind and r[1] == who]
         w = [float(r[2]) / float(r[3]) for r in sel]
         rd = [float(r[4]) / float(r[5]) for r in sel]
+        cw = statistics.median(float(r[6]) for r in sel)
+        cr = statistics.median(float(r[7]) for r in sel)
         print("%-23s %s  write ratio %.2f (%.2f-%.2f)  read ratio %.2f (%.2f-%.2f)  "
-              "rounds >= 0.8: write %d/%d, read %d/%d" % (
+              "rounds >= 0.8: write %d/%d, read %d/%d; daemon CPU s (median): write %.2f, "
+              "read %.2f" % (
                   names.get(kind, kind), who, statistics.median(w), min(w), max(w),
                   statistics.median(rd), min(rd), max(rd),
-                  sum(x >= 0.8 for x in w), len(w), sum(x >= 0.8 for x in rd), len(rd)))
+                  sum(x >= 0.8 for x in w), len(w), sum(x >= 0.8 for x in rd), len(rd), cw, cr))
 if sys.argv[2]:
     nw, fw, nr, fr = map(float, sys.argv[2].split())
     print("null FUSE (no store)    write %.1f MiB/s, fio %.1f: ratio %.2f; read %.1f, fio %.1f: "
