@@ -10,10 +10,6 @@
 #include "spill_file.h"
 
 namespace epochfs::spill {
-namespace {
-
-
-}  // namespace
 
 Result<std::shared_ptr<StoreCore>> StoreCore::Create(const SpillOptions& options, UniqueFd root) {
   std::shared_ptr<StoreCore> c(new StoreCore());
@@ -415,8 +411,7 @@ void StoreCore::WritePrepare(Entry* e) {
       }
     }
   }
-  // A raw slot's checksum is the one the writer kept while it copied, when
-  // that covers exactly the chunk's logical bytes; otherwise a pass here.
+  // A raw slot's checksum: the writer's (SumFor), or a pass over the bytes here.
   const bool kept = h.mode == ZvcMode::kRaw && e->io_sum_ok;
   h.checksum = kept ? e->io_sum : Checksum(wbuf + kBlock, h.stored_len);
   e->io_sum_ok = kept;
