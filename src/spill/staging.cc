@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "chunk_format.h"
+
 namespace epochfs::spill {
 
 Result<std::unique_ptr<Staging>> Staging::Create(uint32_t chunk_bytes, size_t buf_bytes,
@@ -143,7 +145,6 @@ void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
     return;
   }
   const ZvcCounts c = ZvcCopyCount({data + lo, in.size()}, in);
-  KeepSum(e, lo, hi, in);
   if (append) {
     e->counts.nz32 += c.nz32;
     e->counts.nz16 += c.nz16;
@@ -151,6 +152,10 @@ void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
     e->counts = c;
   }
   e->counted = hi;
+  // A chunk whose bytes so far would be stored compressed gets its checksum
+  // over the encoded bytes at write-back: the kept one would be wasted.
+  if (StoredCompressed(ZvcChoose(hi, e->counts), hi)) e->sum_ok = false;
+  KeepSum(e, lo, hi, in);
 }
 
 bool SumFor(const Entry& e, uint32_t logical, uint64_t* out) {

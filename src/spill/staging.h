@@ -104,7 +104,9 @@ inline void ForgetKept(Entry* e) {
 // ended on one) adds its counts; one from 0 that covers every counted byte
 // replaces them; any other write clears counts_ok (a plain copy). It keeps
 // e's checksum the same way, except that a write must start exactly at
-// `summed` to extend it (or at 0, covering every summed byte, to restart it).
+// `summed` to extend it (or at 0, covering every summed byte, to restart it),
+// and drops it once the counts show the chunk so far would be stored
+// compressed (the slot's checksum is then over the encoded bytes).
 // REQUIRES: the caller pins e for writing; lo + in.size() <= chunk_bytes.
 void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
                    std::span<const uint8_t> in);

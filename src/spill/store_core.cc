@@ -396,7 +396,7 @@ void StoreCore::WritePrepare(Entry* e) {
     const ZvcChoice choice = ZvcChoose(logical, e->io_counts);
     // Compressed only when it saves at least one block of I/O; otherwise the
     // slot is written straight from the staging buffer, with no copy.
-    if (choice.mode != ZvcMode::kRaw && RoundUp(choice.size, kBlock) < RoundUp(logical, kBlock)) {
+    if (StoredCompressed(choice, logical)) {
       uint8_t* sbuf = staging_->buffer(static_cast<uint32_t>(e->scratch));
       auto n = ZvcEncodeChosen({in, logical}, choice,
                                {sbuf + kBlock, staging_->buf_bytes() - kBlock});

@@ -156,6 +156,13 @@ TEST(KeptSum, WritesOutOfOrderDropIt) {
   CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data(), 4096});
   ForgetKept(&e);  // a truncate zeroed part of it
   EXPECT_FALSE(SumFor(e, 4096, &got));
+  // Bytes that will be stored compressed: the slot's checksum is over the
+  // encoded bytes, so none is kept (the counts are).
+  const Bytes sparse = Sparse(rng, 8192);
+  CountsZeroed(&e);
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {sparse.data(), 8192});
+  EXPECT_TRUE(e.counts_ok);
+  EXPECT_FALSE(SumFor(e, 8192, &got));
 }
 
 constexpr uint32_t kChunk = 16384;
