@@ -50,6 +50,12 @@ inline constexpr uint32_t kBlock = 4096;  // O_DIRECT alignment and header block
 
 inline constexpr uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
+// A chunk of `logical` bytes is stored in the ZVC mode `c` chose only when
+// that saves at least one block of I/O; otherwise it is stored raw.
+inline bool StoredCompressed(const ZvcChoice& c, uint64_t logical) {
+  return c.mode != ZvcMode::kRaw && RoundUp(c.size, kBlock) < RoundUp(logical, kBlock);
+}
+
 // Chunks per index group, and the bytes of one group's bitmap.
 inline constexpr uint64_t kIndexChunks = 16384;
 inline constexpr size_t kIndexBitmapBytes = kIndexChunks / 8;

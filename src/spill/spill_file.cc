@@ -192,7 +192,7 @@ Status SpillFileImpl::Truncate(uint64_t size) {
     if (tail) {
       // The old bytes past the new end must never come back.
       std::memset(c_.data(tail) + size % cb, 0, cb - size % cb);
-      tail->counts_ok = false;
+      ForgetKept(tail);
       c_.MarkDirty(tail);
       c_.Unpin(tail);
     }

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "chunk_format.h"
+
 namespace epochfs::spill {
 
 Result<std::unique_ptr<Staging>> Staging::Create(uint32_t chunk_bytes, size_t buf_bytes,
@@ -51,7 +53,7 @@ Entry* Staging::Allocate(void* owner, uint64_t chunk) {
   e->pins = 0;
   e->error = Status::Ok();
   e->wb_failed = false;
-  e->counts_ok = false;
+  ForgetKept(e);
   e->state = Entry::State::kClean;  // the caller sets the real state
   ++used_;
   PushBack(e);
@@ -112,6 +114,24 @@ void Staging::PushBack(Entry* e) {
   lru_tail_ = e;
 }
 
+namespace {
+
+// Extends or restarts e's kept checksum with the bytes just copied to
+// [lo, hi) (read from the writer's buffer, which the copy left in the cache).
+void KeepSum(Entry* e, uint32_t lo, uint32_t hi, std::span<const uint8_t> in) {
+  if (!e->sum_ok) return;
+  if (lo == 0 && hi >= e->summed) {
+    e->sum.Reset();
+  } else if (lo != e->summed) {
+    e->sum_ok = false;
+    return;
+  }
+  e->sum.Update(in.data(), in.size());
+  e->summed = hi;
+}
+
+}  // namespace
+
 void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
                    std::span<const uint8_t> in) {
   const uint32_t hi = lo + static_cast<uint32_t>(in.size());
@@ -121,6 +141,7 @@ void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
   if (!e->counts_ok || lo % 4 != 0 || !(append || replace)) {
     e->counts_ok = false;
     std::memcpy(data + lo, in.data(), in.size());
+    KeepSum(e, lo, hi, in);
     return;
   }
   const ZvcCounts c = ZvcCopyCount({data + lo, in.size()}, in);
@@ -131,6 +152,16 @@ void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
     e->counts = c;
   }
   e->counted = hi;
+  // A chunk whose bytes so far would be stored compressed gets its checksum
+  // over the encoded bytes at write-back: the kept one would be wasted.
+  if (StoredCompressed(ZvcChoose(hi, e->counts), hi)) e->sum_ok = false;
+  KeepSum(e, lo, hi, in);
+}
+
+bool SumFor(const Entry& e, uint32_t logical, uint64_t* out) {
+  if (!e.sum_ok || e.summed != logical) return false;
+  *out = e.sum.Digest();
+  return true;
 }
 
 bool CountsFor(const Entry& e, uint32_t logical, ZvcCounts* out) {

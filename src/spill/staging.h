@@ -28,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "epochfs/common/hash.h"
 #include "epochfs/common/status.h"
 #include "epochfs/spill/uring_engine.h"
 #include "epochfs/spill/zvc.h"
@@ -64,29 +65,57 @@ struct Entry {
   bool counts_ok = false;
   uint32_t counted = 0;
   ZvcCounts counts;
+  // The checksum of the buffer's first `summed` data bytes while sum_ok, fed
+  // by CopyIntoChunk from the writer's bytes right after it copied them
+  // (still in the cache), so that the write-back of a raw chunk needs no
+  // pass of its own over the buffer. Same ownership as the counts.
+  bool sum_ok = false;
+  uint32_t summed = 0;
+  ChecksumStream sum;
+  // Write-back in flight: the checksum of the chunk's logical bytes, when
+  // the kept one covers exactly them (io_sum_ok).
+  bool io_sum_ok = false;
+  uint64_t io_sum = 0;
   Entry* prev = nullptr;   // LRU list (head: least recently used)
   Entry* next = nullptr;
   IoOp op;
 };
 
-// The buffer of `e` now holds only zeros: its counts are exact (and zero).
+// The buffer of `e` now holds only zeros: its counts are exact (and zero),
+// its kept checksum covers nothing yet.
 inline void CountsZeroed(Entry* e) {
   e->counts_ok = true;
   e->counted = 0;
   e->counts = {};
+  e->sum_ok = true;
+  e->summed = 0;
+}
+
+// The buffer of `e` changed other than through CopyIntoChunk: nothing kept
+// about it holds.
+inline void ForgetKept(Entry* e) {
+  e->counts_ok = false;
+  e->sum_ok = false;
 }
 
 // Copies `in` to data + lo, where `data` is e's chunk data (chunk_bytes long),
 // and keeps e's counts: a write of the whole chunk sets them; a write at or
 // past `counted` that starts on a 4-byte boundary (after a counted run that
 // ended on one) adds its counts; one from 0 that covers every counted byte
-// replaces them; any other write clears counts_ok (a plain copy).
+// replaces them; any other write clears counts_ok (a plain copy). It keeps
+// e's checksum the same way, except that a write must start exactly at
+// `summed` to extend it (or at 0, covering every summed byte, to restart it),
+// and drops it once the counts show the chunk so far would be stored
+// compressed (the slot's checksum is then over the encoded bytes).
 // REQUIRES: the caller pins e for writing; lo + in.size() <= chunk_bytes.
 void CopyIntoChunk(Entry* e, uint8_t* data, uint32_t chunk_bytes, uint32_t lo,
                    std::span<const uint8_t> in);
 
 // The counts of e's first `logical` data bytes, if the kept counts give them.
 bool CountsFor(const Entry& e, uint32_t logical, ZvcCounts* out);
+// The checksum (common/hash.h) of e's first `logical` data bytes, if the kept
+// checksum covers exactly them.
+bool SumFor(const Entry& e, uint32_t logical, uint64_t* out);
 
 class Staging {
  public:

@@ -10,10 +10,6 @@
 #include "spill_file.h"
 
 namespace epochfs::spill {
-namespace {
-
-
-}  // namespace
 
 Result<std::shared_ptr<StoreCore>> StoreCore::Create(const SpillOptions& options, UniqueFd root) {
   std::shared_ptr<StoreCore> c(new StoreCore());
@@ -347,6 +343,7 @@ uint32_t StoreCore::StartWriteBack(std::unique_lock<std::mutex>& lock, SpillFile
     e->scratch = opt_.compress ? staging_->TakeScratch() : -1;  // one per write in flight
     e->io_counts_ok = CountsFor(*e, e->io_stored, &e->io_counts);
     e->io_count_pass = false;
+    e->io_sum_ok = SumFor(*e, e->io_stored, &e->io_sum);
     IoOp& op = e->op;
     op.write = true;
     op.fd = f->fd();
@@ -399,7 +396,7 @@ void StoreCore::WritePrepare(Entry* e) {
     const ZvcChoice choice = ZvcChoose(logical, e->io_counts);
     // Compressed only when it saves at least one block of I/O; otherwise the
     // slot is written straight from the staging buffer, with no copy.
-    if (choice.mode != ZvcMode::kRaw && RoundUp(choice.size, kBlock) < RoundUp(logical, kBlock)) {
+    if (StoredCompressed(choice, logical)) {
       uint8_t* sbuf = staging_->buffer(static_cast<uint32_t>(e->scratch));
       auto n = ZvcEncodeChosen({in, logical}, choice,
                                {sbuf + kBlock, staging_->buf_bytes() - kBlock});
@@ -414,7 +411,10 @@ void StoreCore::WritePrepare(Entry* e) {
       }
     }
   }
-  h.checksum = Checksum(wbuf + kBlock, h.stored_len);
+  // A raw slot's checksum: the writer's (SumFor), or a pass over the bytes here.
+  const bool kept = h.mode == ZvcMode::kRaw && e->io_sum_ok;
+  h.checksum = kept ? e->io_sum : Checksum(wbuf + kBlock, h.stored_len);
+  e->io_sum_ok = kept;
   EncodeChunkHeader(h, {wbuf, kBlock});
   e->io_stored = h.stored_len;
   e->io_compressed = h.mode != ZvcMode::kRaw;
@@ -440,6 +440,7 @@ void StoreCore::WriteDone(Entry* e, int res) {
       stats_.ssd_write_bytes += static_cast<uint64_t>(res);
       if (e->io_compressed) ++stats_.chunks_compressed; else ++stats_.chunks_raw;
       if (e->io_count_pass) ++stats_.count_passes;
+      if (!e->io_compressed && !e->io_sum_ok && e->io_stored > 0) ++stats_.checksum_passes;
       writeback_error_ = Status::Ok();
       if (e->chunk < f->disk.size()) {
         const uint32_t old = f->disk[e->chunk];

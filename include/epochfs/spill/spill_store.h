@@ -120,6 +120,9 @@ struct SpillStats {
   // because the writer's copy had not (partial or out-of-order writes); a
   // sequential writer's chunks need none. Not shown by status or metrics.
   uint64_t count_passes = 0;
+  // Write-backs of raw chunks that checksummed the chunk in a pass of their
+  // own because the writer's copy had not (same cases); not shown either.
+  uint64_t checksum_passes = 0;
 };
 
 class SpillFile {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include "epochfs/common/bytes_text.h"
@@ -72,6 +74,26 @@ TEST(Checksum, BlockSumsAreEachBlocksLittleEndian) {
     EXPECT_EQ(v, Checksum(d.data() + 1000 * b, std::min<size_t>(1000, d.size() - 1000 * b))) << b;
   }
   EXPECT_TRUE(BlockSums(d.data(), 0, 1000).empty());
+}
+
+TEST(Checksum, StreamOverPiecesEqualsOneShot) {
+  std::vector<char> d(300 * 1024 + 7);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<char>(i * 131 + i / 977);
+  ChecksumStream s;
+  EXPECT_EQ(s.Digest(), Checksum("", 0));
+  // Pieces of every size class XXH3 treats apart: tiny, mid, over a stripe
+  // block, and one that is most of the input.
+  const size_t cuts[] = {0, 1, 17, 240, 241, 1024, 4096 + 3, 65536, 200000, d.size()};
+  for (size_t i = 0; i + 1 < std::size(cuts); ++i) {
+    s.Update(d.data() + cuts[i], cuts[i + 1] - cuts[i]);
+    EXPECT_EQ(s.Digest(), Checksum(d.data(), cuts[i + 1])) << cuts[i + 1];
+  }
+  s.Reset();
+  s.Update(d.data(), 5);
+  EXPECT_EQ(s.Digest(), Checksum(d.data(), 5));
+  ChecksumStream moved = std::move(s);
+  moved.Update(d.data() + 5, 100);
+  EXPECT_EQ(moved.Digest(), Checksum(d.data(), 105));
 }
 
 TEST(UniqueFd, ClosesOnce) {

@@ -2,12 +2,15 @@
 // (staging.h: CopyIntoChunk, CountsFor), and the store's use of them: a
 // sequential writer's chunks are written back with no counting pass of their
 // own, other writes fall back to one, and either way the slot holds the
-// right bytes in the right ZVC mode.
+// right bytes in the right ZVC mode. The same for the checksum the writer
+// keeps (SumFor): a raw chunk written in order is written back without a
+// checksum pass, and the slot's checksum is verified when it is read back.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
+#include "epochfs/common/hash.h"
 #include "epochfs/spill/spill_store.h"
 #include "epochfs/spill/zvc.h"
 #include "staging.h"
@@ -97,6 +100,71 @@ TEST(KeptCounts, OtherWritesDropTheCounts) {
   ExpectCounts(loaded, z, 8192);
 }
 
+Bytes Random(std::mt19937_64& rng, size_t n) {
+  Bytes b(n);
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  return b;
+}
+
+TEST(KeptSum, PiecesInOrderGiveTheChunksChecksum) {
+  std::mt19937_64 rng(4);
+  const Bytes src = Random(rng, 8192);
+  Bytes buf(8192, 0);
+  Entry e;
+  CountsZeroed(&e);
+  uint64_t got = 0;
+  ASSERT_TRUE(SumFor(e, 0, &got));
+  EXPECT_EQ(got, Checksum(buf.data(), 0));
+  // Odd offsets and lengths: the counts give up, the checksum does not.
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data(), 1001});
+  CopyIntoChunk(&e, buf.data(), 8192, 1001, {src.data() + 1001, 3});
+  CopyIntoChunk(&e, buf.data(), 8192, 1004, {src.data() + 1004, 5000});
+  EXPECT_FALSE(e.counts_ok);
+  ASSERT_TRUE(SumFor(e, 6004, &got));
+  EXPECT_EQ(got, Checksum(buf.data(), 6004));
+  EXPECT_FALSE(SumFor(e, 6005, &got));  // it covers exactly what was written
+  EXPECT_FALSE(SumFor(e, 6003, &got));
+  // A write from 0 over every summed byte restarts it.
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data() + 7, 8000});
+  ASSERT_TRUE(SumFor(e, 8000, &got));
+  EXPECT_EQ(got, Checksum(buf.data(), 8000));
+  // A whole chunk sets it, whatever came before.
+  Entry loaded;
+  CopyIntoChunk(&loaded, buf.data(), 8192, 0, {src.data(), 100});
+  EXPECT_FALSE(SumFor(loaded, 100, &got));  // a buffer never known as zeros
+  CopyIntoChunk(&loaded, buf.data(), 8192, 0, {src.data(), 8192});
+  ASSERT_TRUE(SumFor(loaded, 8192, &got));
+  EXPECT_EQ(got, Checksum(src.data(), 8192));
+}
+
+TEST(KeptSum, WritesOutOfOrderDropIt) {
+  std::mt19937_64 rng(5);
+  const Bytes src = Random(rng, 8192);
+  Bytes buf(8192, 0);
+  uint64_t got = 0;
+  Entry e;
+  CountsZeroed(&e);
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data(), 4096});
+  CopyIntoChunk(&e, buf.data(), 8192, 4100, {src.data(), 8});  // a gap
+  EXPECT_FALSE(e.sum_ok);
+  EXPECT_FALSE(SumFor(e, 4108, &got));
+  CountsZeroed(&e);
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data(), 4096});
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data(), 100});  // from 0, not over all of it
+  EXPECT_FALSE(e.sum_ok);
+  CountsZeroed(&e);
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {src.data(), 4096});
+  ForgetKept(&e);  // a truncate zeroed part of it
+  EXPECT_FALSE(SumFor(e, 4096, &got));
+  // Bytes that will be stored compressed: the slot's checksum is over the
+  // encoded bytes, so none is kept (the counts are).
+  const Bytes sparse = Sparse(rng, 8192);
+  CountsZeroed(&e);
+  CopyIntoChunk(&e, buf.data(), 8192, 0, {sparse.data(), 8192});
+  EXPECT_TRUE(e.counts_ok);
+  EXPECT_FALSE(SumFor(e, 8192, &got));
+}
+
 constexpr uint32_t kChunk = 16384;
 
 SpillOptions Options(const std::string& dir) {
@@ -165,6 +233,51 @@ TEST(KeptCounts, SequentialWriterNeedsNoCountingPass) {
   EXPECT_EQ(s.stats().count_passes, 1u);
   EXPECT_EQ(s.stats().chunks_compressed, 12u);
   EXPECT_EQ(ReadBack(f), data);
+}
+
+TEST(KeptSum, SequentialRawWriterNeedsNoChecksumPass) {
+  testing::TempDir t;
+  auto so = SpillStore::Open(Options(t.path()));
+  ASSERT_TRUE(so.ok()) << so.status().ToString();
+  SpillStore& s = *so.value();
+  auto fo = s.OpenFile("raw", true, false, false, 0600, getuid(), getgid());
+  ASSERT_TRUE(fo.ok());
+  SpillFile& f = *fo.value();
+  std::mt19937_64 rng(6);
+  // 6 chunks of incompressible bytes in pieces of 999 (odd offsets, across
+  // chunk boundaries), the last chunk short.
+  Bytes data = Random(rng, 6 * kChunk + 777);
+  for (size_t at = 0; at < data.size(); at += 999) {
+    const size_t n = std::min<size_t>(999, data.size() - at);
+    ASSERT_TRUE(f.Write(at, {data.data() + at, n}).ok());
+  }
+  ASSERT_TRUE(s.WriteOut("raw").ok());
+  EXPECT_EQ(s.stats().chunks_raw, 7u);
+  EXPECT_EQ(s.stats().checksum_passes, 0u);
+  // Read back from the SSD: every slot's checksum is verified against the
+  // bytes (a wrong kept checksum would be Corruption here).
+  EXPECT_EQ(ReadBack(f), data);
+  EXPECT_EQ(s.stats().checksum_errors, 0u);
+
+  // A patch inside a loaded chunk: that chunk is checksummed by the engine.
+  const Bytes patch = Random(rng, 300);
+  std::copy(patch.begin(), patch.end(), data.begin() + 2 * kChunk + 11);
+  ASSERT_TRUE(f.Write(2 * kChunk + 11, patch).ok());
+  ASSERT_TRUE(s.WriteOut("raw").ok());
+  EXPECT_EQ(s.stats().checksum_passes, 1u);
+  EXPECT_EQ(ReadBack(f), data);
+
+  // A shrinking truncate inside the last chunk, then an append: the tail
+  // chunk's kept checksum was dropped, its write-back computes one.
+  ASSERT_TRUE(f.Truncate(5 * kChunk + 100).ok());
+  data.resize(5 * kChunk + 100);
+  const Bytes more = Random(rng, 50);
+  ASSERT_TRUE(f.Write(data.size(), more).ok());
+  data.insert(data.end(), more.begin(), more.end());
+  ASSERT_TRUE(s.WriteOut("raw").ok());
+  EXPECT_EQ(s.stats().checksum_passes, 2u);
+  EXPECT_EQ(ReadBack(f), data);
+  EXPECT_EQ(s.stats().checksum_errors, 0u);
 }
 
 }  // namespace epochfs::spill::kept_counts_test
