@@ -39,10 +39,29 @@ bool InFlightTarget::OnLoad(uint64_t generation, uint64_t duration_ns, uint64_t 
   const uint32_t was = target_;
   mean_at_[level_] = mean;
   const bool top = target_ >= max_;
-  if (level_ > 0 && mean_at_[level_ - 1] != 0 && mean >= kGrowth * mean_at_[level_ - 1]) {
+  if (checking_) {
+    // Just come down from the level above: this window measured this level
+    // afresh, so the two are compared on loads of the same time.
+    if (mean_at_[level_ + 1] >= kGrowth * mean) {
+      // The level above did cost that much more: stay, and check the level
+      // below in turn (its mean may be from other times, such as the run's
+      // first loads on a cold store).
+      if (level_ > 0) {
+        SetLevel(level_ - 1, now_ns);
+      } else {
+        checking_ = false;
+        loads_ = 0;
+        sum_ns_ = 0;
+      }
+    } else {  // it paid after all: back to it, held
+      checking_ = false;
+      SetLevel(level_ + 1, now_ns);
+    }
+  } else if (level_ > 0 && mean_at_[level_ - 1] != 0 && mean >= kGrowth * mean_at_[level_ - 1]) {
     // More in flight than the level below made each load slower: a queue,
-    // not a latency.
+    // not a latency. Down a level, held, and measured there afresh (above).
     held_ = true;
+    checking_ = true;
     SetLevel(level_ - 1, now_ns);
   } else if (held_) {
     if (!top && now_ns - since_ns_ >= kHoldNs) {  // probe again

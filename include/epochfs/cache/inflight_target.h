@@ -19,6 +19,13 @@
 //     were cheap then (a run's first loads, served before the store's queue
 //     or throttle set in) is left as soon as its loads cost that much more
 //     than the level below's did, instead of being held for good;
+//   - the window after such a step down measures the level it came down to
+//     afresh and compares the level above with it (the mean it left with may
+//     be from other times: a run's first loads on a cold store can be the
+//     slowest of the run, and a level above compared with those would never
+//     look costly). If the level above costs kGrowth times as much, the
+//     target stays and checks the level below the same way, down to `start`;
+//     if not, it goes back up to the level above and holds there;
 //   - otherwise, not held, the target doubles, up to `max` (where it then
 //     holds);
 //   - a held target below `max` is probed again (doubled) after kHoldNs
@@ -64,6 +71,7 @@ class InFlightTarget {
   uint64_t generation_ = 0;
   uint64_t loads_ = 0, sum_ns_ = 0;  // this window's
   bool held_ = false;
+  bool checking_ = false;            // come down a level: this one is measured afresh
   bool started_ = false;             // a load was seen
   uint64_t since_ns_ = 0;            // when the target was set (or held)
 };

@@ -2,8 +2,9 @@
 // alone (a latency store) the target climbs to the bound; on one where each
 // load more lengthens all of them (a queue) it goes back and holds, probing
 // again only after the hold; a level reached on loads that were cheap then is
-// left once its loads cost more than the level below's; loads begun under
-// another target are ignored.
+// left once its loads cost more than the level below's; after a step down the
+// level below is measured afresh (not compared with a slow start); loads
+// begun under another target are ignored.
 #include "epochfs/cache/inflight_target.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,43 @@ TEST(InFlightTarget, LeavesALevelReachedOnCheapLoads) {
   // And it holds there until the probe.
   Rounds(&t, 20, queue, &now);
   EXPECT_EQ(t.target(), 4u);
+}
+
+TEST(InFlightTarget, MeasuresTheLevelBelowAgainAfterASlowStart) {
+  // The run's first loads are the slowest of it (a cold store: metadata read
+  // first, a throttle's first slice): 400 ms each at 4. Then the store is a
+  // queue (each load in flight adds 2 ms). 8 looks cheap against that first
+  // window, 16 does not: the target comes down to 8, and must not stop there
+  // (comparing 8 with the slow start forever), but measure 4 again and go
+  // back to it, within the hold.
+  InFlightTarget t(128, 4);
+  uint64_t now = 0;
+  Rounds(&t, 2, [](uint32_t) { return 400 * kMs; }, &now);
+  ASSERT_EQ(t.target(), 8u);
+  auto queue = [](uint32_t n) { return n * 2 * kMs; };
+  const uint64_t queued_at = now;
+  EXPECT_EQ(Rounds(&t, 20, queue, &now), 16u);
+  ASSERT_LT(now - queued_at, InFlightTarget::kHoldNs);
+  EXPECT_EQ(t.target(), 4u);
+  // And it holds there until the probe.
+  Rounds(&t, 20, queue, &now);
+  EXPECT_EQ(t.target(), 4u);
+}
+
+TEST(InFlightTarget, GoesBackUpWhenTheLevelBelowCostsAsMuch) {
+  // Came down from 16 to 8 on a window that was slow for other reasons (a
+  // burst of the readers' own loads): 8 measured afresh costs as much as 16
+  // did, so 16 paid after all; the target returns to it and holds.
+  InFlightTarget t(128, 4);
+  uint64_t now = 0;
+  Rounds(&t, 3, [](uint32_t) { return 10 * kMs; }, &now);  // 4 (two rounds), 8, then 16
+  ASSERT_EQ(t.target(), 16u);
+  Rounds(&t, 1, [](uint32_t) { return 100 * kMs; }, &now);  // 16 looks slow
+  ASSERT_EQ(t.target(), 8u);
+  Rounds(&t, 1, [](uint32_t) { return 80 * kMs; }, &now);   // 8 is as slow
+  EXPECT_EQ(t.target(), 16u);
+  Rounds(&t, 20, [](uint32_t) { return 80 * kMs; }, &now);
+  EXPECT_EQ(t.target(), 16u);
 }
 
 TEST(InFlightTarget, ClimbsWhereTheStoreStillHasRoom) {
