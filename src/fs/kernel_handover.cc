@@ -2,6 +2,7 @@
 // hand-over (kernel_handover.h).
 #include "kernel_handover.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace epochfs::fs {
@@ -157,12 +158,13 @@ void KernelHandover::SentToKernel(const store::ObjectRef& o, uint64_t off, size_
   } else if (!coverage_.Add(o->id, off, n, o->data.size())) {
     return;
   }
-  // A checksum per block: pages the kernel loses later are read back a
-  // block at a time (refill_reader.h); none when blocks are off.
-  const uint64_t block = ctx_.cfg.cache.block_size == 0
-                             ? 0
-                             : EffectiveBlockSize(ctx_.cfg.cache.block_size,
-                                                  ctx_.cache.max_object_bytes());
+  // A checksum per piece: pages the kernel loses later are read back a
+  // piece at a time (refill_reader.h); none when blocks are off.
+  const uint64_t block =
+      ctx_.cfg.cache.block_size == 0
+          ? 0
+          : std::min(kMaxRefillPiece, EffectiveBlockSize(ctx_.cfg.cache.block_size,
+                                                         ctx_.cache.max_object_bytes()));
   ctx_.cache.HandOver(o, block);
 }
 

@@ -45,6 +45,13 @@ constexpr uint64_t kMaxPassHeldBytes = 64u << 20;
 // all of it again: each refill reads the whole file from LOWER, and a reader
 // that goes on reading what the kernel lost would refill it at every READ.
 constexpr uint64_t kMaxPatchBytes = 4u << 20;
+// One copy, with OPEN: a handed-over file gets a checksum per piece of this
+// many bytes (cache.block_size if smaller), and a READ of pages the kernel
+// lost reads back from LOWER only the pieces that hold them. The kernel's
+// own reclaim (a proactive one such as DAMON's pageout takes cold pages a
+// few at a time, uncounted in pgscan) loses scattered pages of files it
+// holds whole: each costs a piece, not a block of cache.block_size.
+constexpr uint64_t kMaxRefillPiece = 256u << 10;
 
 class KernelHandover {
  public:

@@ -1,8 +1,9 @@
 // Refill reads: a READ of a file the kernel was handed whole (fuse.one_copy,
 // a mount that answers OPEN) that comes after the kernel lost some of its
 // pages. A file of more than one block (its stub keeps a checksum per
-// block: store::Object::block_sums) is read back only in the blocks that
-// cover what the kernel asks for, each checked against the bytes handed
+// block of at most kMaxRefillPiece, kernel_handover.h: store::Object::
+// block_sums) is read back only in the blocks that cover what the kernel
+// asks for, each checked against the bytes handed
 // over (CacheFront::RefillBlock); the stub stays in the RAM tier and the
 // kernel keeps the rest of its pages. A smaller file is refilled whole
 // (KernelHandover::ObjectFor).

@@ -10,7 +10,8 @@ page-cache residency (fincore(1) through the mount):
     hot pass is one hit per open, served from the kernel's pages;
   - pages the kernel lost are read again from LOWER at their READ (a refill,
     not another access for the policy), byte-exact under concurrent readers;
-    of a file of several blocks, only the blocks that hold them; the open
+    of a file of several blocks, only the pieces of 256 KiB (or of the
+    block, if smaller) that hold them; the open
     whose READ needed the refill counts as a refill, not a hit, in stats,
     metrics, the job's status and the trace (which still replays);
   - the kernel's pages of dataset files stay within the budget: an evicted
@@ -271,12 +272,15 @@ class OneCopyTest(et.MountTestCase):
         finally:
             os.close(fd)
 
-    def test_a_refill_reads_only_the_blocks_the_kernel_lost(self):
-        # A file of 8 blocks of 1 MiB, handed over whole; the kernel loses
-        # 1.5 MiB inside blocks 3 and 4. Its next read reads those two blocks
-        # from LOWER (2 MiB), not the file (8 MiB), and the kernel keeps the
-        # rest: the stub stays handed over, nothing goes back into RAM.
+    def test_a_refill_reads_only_the_pieces_the_kernel_lost(self):
+        # A file of 8 blocks of 1 MiB, handed over whole with a checksum per
+        # piece of 256 KiB; the kernel loses 1.5 MiB from 3 MiB + 100 KiB.
+        # Its next read reads the 7 pieces that hold those pages from LOWER
+        # (1.75 MiB), not the blocks (2 MiB) nor the file (8 MiB), and the
+        # kernel keeps the rest: the stub stays handed over, nothing goes
+        # back into RAM.
         block = MiB
+        piece = 256 * KiB
         size = 8 * block
         lower, want = self.dataset([size], seed=91)
         d = self.mount_one_copy(lower, ["cache.memory=64MiB", "cache.block_size=%d" % block])
@@ -290,13 +294,13 @@ class OneCopyTest(et.MountTestCase):
         after = d.stats()
         self.assert_stats_sane(after)
         read = after["bytes_read_lower"] - before["bytes_read_lower"]
-        # Blocks 3 and 4; a page the kernel reclaimed on its own meanwhile
-        # may add a block, never the file.
-        self.assertGreaterEqual(read, 2 * block, after)
-        self.assertLessEqual(read, 4 * block,
+        # Pieces 12-18; a page the kernel reclaimed on its own meanwhile
+        # may add a piece or two, never a block's worth of them.
+        self.assertGreaterEqual(read, 7 * piece, after)
+        self.assertLessEqual(read, 9 * piece,
                              "a refill read %d bytes from LOWER for 1.5 MiB the kernel lost "
                              "of a %d-byte file" % (read, size))
-        self.assertEqual(read % block, 0, after)
+        self.assertEqual(read % piece, 0, after)
         self.assertEqual(after["refill_bytes"] - before["refill_bytes"], read, after)
         self.assertEqual(after["refills"] - before["refills"], 1, after)
         # The open was one access: a refill, not a hit.
@@ -307,11 +311,44 @@ class OneCopyTest(et.MountTestCase):
         self.wait_kernel_tier(d, 1, size)
         self.assertEqual(et.read_file(d.path(name)), data)
 
+    def test_a_lost_page_of_a_shard_costs_a_piece_not_a_block(self):
+        # A 16 MiB shard (the default cache.block_size, 4 MiB) handed over
+        # whole; the kernel loses one page of it, as a proactive reclaim
+        # (DAMON's pageout of cold page-cache pages) takes a few pages of a
+        # file at a time. Its next read reads the 256 KiB piece that holds
+        # the page from LOWER, not the 4 MiB block: a kernel that keeps
+        # taking scattered pages costs one copy little, and the hand-over
+        # gate (an eighth of the budget lost) stays open.
+        piece = 256 * KiB
+        size = 16 * MiB
+        lower, want = self.dataset([size], seed=93)
+        d = self.mount_one_copy(lower, ["cache.memory=128MiB"])
+        (name, data), = want.items()
+        self.assertEqual(et.read_file(d.path(name)), data)
+        self.wait_kernel_tier(d, 1, size)
+        before = d.stats()
+        got = self.lose_and_read_again(d, name, data, 5 * MiB + 8 * KiB, 4 * KiB)
+        self.assertEqual(got, data)
+        after = d.stats()
+        self.assert_stats_sane(after)
+        read = after["bytes_read_lower"] - before["bytes_read_lower"]
+        # One piece; a page the kernel reclaimed on its own meanwhile may add
+        # a piece or two, never a 4 MiB block.
+        self.assertGreaterEqual(read, piece, after)
+        self.assertLessEqual(read, 3 * piece,
+                             "a refill read %d bytes from LOWER for one page the kernel lost "
+                             "of a %d-byte file" % (read, size))
+        self.assertEqual(read % piece, 0, after)
+        self.assertEqual(after["refill_bytes"] - before["refill_bytes"], read, after)
+        self.assertEqual(after["refills"] - before["refills"], 1, after)
+        self.assertEqual(after["handovers"], before["handovers"], after)
+        self.assertEqual(after["tiers"]["ram"], {"objects": 0, "bytes": 0}, after)
+
     def test_an_open_whose_read_needed_a_refill_is_a_refill_not_a_hit(self):
         # A job reads a whole file (256 KiB) and a file kept in blocks (4 MiB
         # in 1 MiB blocks) in epoch 0: misses, handed over. In epoch 1 each
         # open finds the file handed over (a hit at the open), then its pages
-        # are dropped and read again: a refill, whole or of two blocks. Each
+        # are dropped and read again: a refill, whole or of five pieces. Each
         # open counts once, as a refill and not a hit, in the stats, the
         # metrics, the job's status and the trace, which still replays.
         lower, want = self.dataset([256 * KiB, 4 * MiB], seed=74)
@@ -343,7 +380,7 @@ class OneCopyTest(et.MountTestCase):
         self.assertEqual(delta, {"hits": 0, "misses": 0, "coalesced": 0, "refills": 2}, after)
         read = after["bytes_read_lower"] - before["bytes_read_lower"]
         self.assertEqual(after["refill_bytes"] - before["refill_bytes"], read, after)
-        self.assertGreaterEqual(read, 256 * KiB + 2 * MiB, after)
+        self.assertGreaterEqual(read, 256 * KiB + 5 * 256 * KiB, after)
         with open(d.path(".epochfs", "metrics")) as fh:
             metrics = fh.read()
         for key, metric in (("hits", "epochfs_hits_total"), ("refills", "epochfs_refills_total")):
@@ -422,16 +459,18 @@ class OneCopyTest(et.MountTestCase):
     def test_a_kernel_that_keeps_losing_pages_gets_the_daemons_copy(self):
         # 16 files of 1 MiB through a 64 MiB budget, handed over, then lost
         # by the kernel (all of them, as a drop_caches does) and read again:
-        # each is refilled from LOWER, and once the refills reach an eighth of
-        # the budget (8 MiB) the daemon keeps its copy of the rest rather
-        # than hand them back. Lost again, those are answered from RAM: LOWER
-        # gives only the few handed back before.
+        # each is refilled from LOWER (in pieces of 256 KiB, the stub staying
+        # the kernel's), and once the refills reach an eighth of the budget
+        # (8 MiB) the daemon refills the rest whole and keeps its copy. Lost
+        # again, those are answered from RAM: LOWER gives only the few the
+        # kernel still held.
         lower, want = self.dataset([MiB] * 16, seed=62)
         d = self.mount_one_copy(lower, ["cache.memory=64MiB"])
         for name, data in want.items():
             self.assertEqual(et.read_file(d.path(name)), data)
         self.wait_kernel_tier(d, 16, 16 * MiB)
-        back = None  # files handed back after the first loss
+        handovers = d.stats()["handovers"]
+        kept = None  # files the kernel still held after the first loss
         for lost in (1, 2):
             before = d.stats()
             et.drop_pages(d.path(n) for n in want)
@@ -442,17 +481,19 @@ class OneCopyTest(et.MountTestCase):
             read = after["bytes_read_lower"] - before["bytes_read_lower"]
             refills = after["refills"] - before["refills"]
             self.assertEqual(read, after["refill_bytes"] - before["refill_bytes"], after)
+            # Nothing is handed over again: a refill in pieces leaves the
+            # stub handed over, a whole one keeps the daemon's copy.
+            self.assertEqual(after["handovers"], handovers, after)
             if lost == 1:
-                # Every file read again from LOWER; handed back until 8 MiB
-                # were refilled (7 or 8 of them: the losses decay meanwhile).
+                # Every file read again from LOWER; the kernel's until 8 MiB
+                # were refilled (8 or 9 of them: the losses decay meanwhile).
                 self.assertEqual((refills, read), (16, 16 * MiB), after)
-                back = after["handovers"] - before["handovers"]
-                self.assertIn(back, (7, 8), after)
+                kept = after["tiers"]["kernel"]["objects"]
+                self.assertIn(kept, (8, 9), after)
                 self.assertEqual(after["tiers"]["ram"],
-                                 {"objects": 16 - back, "bytes": (16 - back) * MiB}, after)
-            else:  # those kept are served from RAM; only those handed back are read
-                self.assertEqual((refills, read), (back, back * MiB), after)
-                self.assertEqual(after["handovers"], before["handovers"], after)
+                                 {"objects": 16 - kept, "bytes": (16 - kept) * MiB}, after)
+            else:  # those in RAM are served from it; only the kernel's are read
+                self.assertEqual((refills, read), (kept, kept * MiB), after)
                 self.assertEqual(after["tiers"]["ram"], {"objects": 16, "bytes": 16 * MiB},
                                  after)
             self.assertEqual(after["used"], 16 * MiB, after)
