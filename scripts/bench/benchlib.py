@@ -283,18 +283,30 @@ class Env:
         self.lower_mounted = True
         st = os.stat(self.loop)
         self.majmin = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
-        self.blkio = os.path.join(BLKIO_ROOT, "%s.%d" % (self.prefix, os.getpid()))
+        self.fresh_blkio()
+        self.memcg = os.path.join(MEMORY_ROOT, "%s.%d" % (self.prefix, os.getpid()))
+        os.mkdir(self.memcg)
+        # At the limit with nothing left to reclaim, pause (until the sampler
+        # raises the limit to budget + the grown working memory), not OOM-kill.
+        write_file(os.path.join(self.memcg, "memory.oom_control"), "1\n")
+
+    def fresh_blkio(self):
+        """A new blkio cgroup with the throttle for the next run (the last
+        one's removed): a throttle group keeps the state of the reads
+        dispatched under it, and a run that followed another in the same group
+        started with its first reads held back (300-600 ms each, where a
+        fresh group served them at once), so that each run of a comparison
+        starts on the same footing."""
+        self._remove_cgroup(self.blkio, BLKIO_ROOT)
+        self.blkio_runs = getattr(self, "blkio_runs", 0) + 1
+        self.blkio = os.path.join(BLKIO_ROOT, "%s.%d.%d" % (self.prefix, os.getpid(),
+                                                            self.blkio_runs))
         os.mkdir(self.blkio)
         write_file(os.path.join(self.blkio, "blkio.throttle.read_bps_device"),
                    "%s %d\n" % (self.majmin, int(self.bps_mib * MiB)))
         if self.iops > 0:
             write_file(os.path.join(self.blkio, "blkio.throttle.read_iops_device"),
                        "%s %d\n" % (self.majmin, self.iops))
-        self.memcg = os.path.join(MEMORY_ROOT, "%s.%d" % (self.prefix, os.getpid()))
-        os.mkdir(self.memcg)
-        # At the limit with nothing left to reclaim, pause (until the sampler
-        # raises the limit to budget + the grown working memory), not OOM-kill.
-        write_file(os.path.join(self.memcg, "memory.oom_control"), "1\n")
 
     def drop_cold(self):
         """Before a run: the dataset is read cold. drop_all_caches: the
@@ -805,6 +817,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     stop: how an epochfs run ends, 'unmount' or 'kill' (SIGKILL, then a lazy
     unmount of the dead mount)."""
     env.drop_cold()
+    env.fresh_blkio()
     dev0 = env.device_read_bytes()
     drops0 = drop_caches_count()
     vm0 = vmstat()
