@@ -206,6 +206,12 @@ void Prefetcher::Done(const Task& t, const Result<bool>& r, uint64_t bytes) {
   activity_.fetch_add(1, std::memory_order_relaxed);  // the window may have moved
   {
     std::lock_guard lock(mu_);
+    // What the policy loads ahead may have changed (this load admitted or
+    // refused, the budget's room with it): the stat window is asked again
+    // at the next take, not only after kStatsPerTake more reads. Were it
+    // not, a window found dry while the last loads were in flight stayed
+    // dry once nothing was read any more.
+    stats_dry_ = false;
     claimed_.erase(t.hint.object);
     --inflight_;
     inflight_bytes_ -= estimate_[t.hint.object];

@@ -46,8 +46,9 @@
 // names ahead of the reader); each name is stat'ed once, kStatsPerTake at a
 // time per worker (several workers side by side), on the prefetch lane;
 // a worker looks for a load again after each batch. Once the window holds
-// nothing new, the policy is asked again only after kStatsPerTake reads or
-// loads (each read kicks a worker: a query at each would cost every read).
+// nothing new, the policy is asked again after a load of ours ends, or
+// after kStatsPerTake reads (each read kicks a worker: a query at each would
+// cost every read).
 // The stat-ahead function is the daemon's (KnownLower::Ahead): set only
 // under "immutable", where the attributes are remembered; under "open" none
 // is set (each lookup asks LOWER anyway) and nothing is stat'ed ahead.
@@ -167,8 +168,8 @@ class Prefetcher {
   std::unordered_set<cache::ObjectId> refused_;  // not tried again until cleared
   std::unordered_set<cache::ObjectId> failed_;   // never tried again
   std::unordered_set<cache::ObjectId> statted_;  // attributes fetched ahead
-  // Kicks and loads done: the stat window is asked for again only after
-  // kStatsPerTake of them since it last found nothing new (stats_dry_).
+  // Kicks and loads done: a dry stat window (stats_dry_) is asked for again
+  // after kStatsPerTake of them, or at once after a load ends (Done).
   std::atomic<uint64_t> activity_{0};
   bool stats_dry_ = false;  // guarded by mu_
   uint64_t dry_at_ = 0;     // guarded by mu_: activity_ then
