@@ -156,15 +156,14 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
     refused_.clear();
     refused_since_ns_ = now;
   }
-  std::vector<cache::PrefetchHint> loading;
-  loading.reserve(claimed_.size());
-  for (const auto& [id, hint] : claimed_) loading.push_back(hint);
+  loading_.clear();  // kept between takes: no allocation per take
+  for (const auto& [id, hint] : claimed_) loading_.push_back(hint);
   std::vector<cache::PrefetchHint> hints = cache_.PrefetchHints(
       std::min<size_t>(depth_, kHintsPerTake),
       [&](cache::ObjectId o) {
         return claimed_.count(o) != 0 || refused_.count(o) != 0 || failed_.count(o) != 0;
       },
-      loading);
+      loading_);
   for (const cache::PrefetchHint& h : hints) {
     if (h.size > cache_.max_object_bytes()) {  // streamed, never cached
       failed_.insert(h.object);

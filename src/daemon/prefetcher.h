@@ -179,6 +179,7 @@ class Prefetcher {
   std::unordered_map<cache::ObjectId, uint64_t> estimate_;  // of each claimed
   uint64_t loaded_ = 0, loaded_bytes_ = 0;  // loads done, and their bytes
   cache::InFlightTarget target_;  // guarded by mu_
+  std::vector<cache::PrefetchHint> loading_;  // guarded by mu_: Take's list of claimed_
 
   std::mutex wake_mu_;
   std::condition_variable cv_;
