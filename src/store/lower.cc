@@ -238,6 +238,8 @@ LowerGateCounters Lower::gate_counters() const {
   return gate_ ? gate_->counters() : LowerGateCounters{};
 }
 
+uint32_t Lower::ReleasePrefetch() const { return gate_ ? gate_->ReleasePrefetch() : 0; }
+
 Result<struct stat> Lower::Stat(const std::string& rel, LowerCall kind) const {
   return Gated<struct stat>(kind, 1, "stat " + rel, [root = root_fd_, held = held_, rel] {
     return StatBeneath(root->get(), held.get(), rel);

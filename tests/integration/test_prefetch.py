@@ -22,7 +22,10 @@ SOURCE/.hang exists):
   and the reads are byte-exact;
 - a file that changed between the lookup of its load's path walk and its
   open (the fixture holds the open: SOURCE/.hang_open) is read again within
-  that load, one open of LOWER.
+  that load, one open of LOWER;
+- a prefetch stuck in a hung LOWER does not hold the unmount (the daemon
+  stops every part within the test's exit bound, lower.timeout being far
+  longer).
 
 Nothing here depends on timing: every wait is for a state the daemon must
 reach (et.wait_for with a long bound), every check on counters and bytes
@@ -32,6 +35,7 @@ it can only miss a regression, never fail a correct daemon).
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -155,6 +159,30 @@ class PrefetchTest(et.MountTestCase):
         os.unlink(self.flag)
         self.assertEqual(et.read_file_raw(paths[0]), want[names[0]])
         sampler.close()
+
+    def test_a_prefetch_stuck_in_a_hung_lower_does_not_hold_the_unmount(self):
+        # The prefetch load runs on its prefetch thread (no gate worker); LOWER
+        # does not answer it, and lower.timeout is far past the exit bound:
+        # the unmount lets the thread go and stops every part ("unmounted" in
+        # the log). The process itself ends once LOWER answers: a thread in a
+        # FUSE request its server has taken cannot be killed (a gate worker
+        # stuck there holds the exit the same way).
+        names = ["a_HANG.bin", "f00.bin"]
+        self.dataset(names)
+        et.write_file(self.flag, b"")
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=1", "lower.timeout=600",
+                             "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        sampler.close()
+        r = subprocess.run(["fusermount3", "-u", d.mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(et.wait_for(lambda: "unmounted " + d.mnt in d.stderr_text(),
+                                    10.0), d.stderr_text()[-2000:])
+        os.unlink(self.flag)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text()[-2000:])
 
     def prefetch_beside_a_hung_reader(self, depth):
         """A reader's LOWER read hangs (a file outside the job), then a job
