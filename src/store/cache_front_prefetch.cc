@@ -6,6 +6,7 @@
 
 #include "epochfs/cache/prefetching.h"
 #include "epochfs/store/cache_front.h"
+#include "epochfs/store/lower_gate.h"
 
 namespace epochfs::store {
 
@@ -18,7 +19,18 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req, uint64_t* loaded_bytes)
     flights_.emplace(req.id, Flight{promise.get_future().share(), true, {}});
   }
   bool admitted = false;
+  // Readers who join this flight wait on it: if the gate gives up on the
+  // load's LOWER call (lower.timeout; this thread stays in the call until
+  // LOWER answers), its watchdog answers them, as it would a reader's call.
+  AnswerScope answer([this, &promise, id = req.id](const Status& s) {
+    {
+      std::lock_guard lock(flights_mu_);
+      flights_.erase(id);
+    }
+    promise.set_value(s);
+  });
   Result<ObjectRef> r = Load(req, /*prefetch=*/true, &admitted);
+  if (answer.answered()) return r.ok() ? Status(Code::kTimedOut, req.rel) : r.status();
   {
     std::lock_guard lock(flights_mu_);
     flights_.erase(req.id);

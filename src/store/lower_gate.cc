@@ -202,7 +202,10 @@ struct LowerGate::Core {
   // as an inline call is, with no request to answer. `core`: a reference of
   // its own, as the thread may outlive the gate (ReleasePrefetch).
   static Status RunPrefetch(std::shared_ptr<Core> core, std::function<void()>& op,
-                            const std::string& what) {
+                            const std::string& what, AnswerScope* scope) {
+    if (scope != nullptr && scope->answered()) {
+      return Status(Code::kInterrupted, what + ": the load was answered");
+    }
     auto call = std::make_shared<InlineCall>();
     bool wake = false;
     {
@@ -214,7 +217,11 @@ struct LowerGate::Core {
       ++core->prefetch_now;
       ++core->c.calls;
       call->deadline = Clock::now() + core->opt.timeout;
-      call->answer = [](const Status&) {};  // no request waits on it
+      if (scope != nullptr) {
+        call->answer = scope->answer();
+      } else {
+        call->answer = [](const Status&) {};  // no one waits on it
+      }
       call->what = what;
       core->watched.push_back(call);
       wake = core->dog_parked;
@@ -239,7 +246,10 @@ struct LowerGate::Core {
     if (core->prefetch_released) {
       for (;;) core->park_cv.wait(lk);
     }
-    if (call->given_up) return call->status;
+    if (call->given_up) {
+      if (scope != nullptr) scope->set_answered();
+      return call->status;
+    }
     return threw ? Internal(what + ": the LOWER call threw") : Status::Ok();
   }
 
@@ -327,7 +337,7 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
     op();
     return Status::Ok();
   }
-  if (tls_prefetch && c.opt.prefetch_inline) return Core::RunPrefetch(core_, op, what);
+  if (tls_prefetch && c.opt.prefetch_inline) return Core::RunPrefetch(core_, op, what, tls_answer);
   const std::function<bool()>* cancel = tls_cancel;
   const int lane = tls_prefetch && c.opt.prefetch_workers != 0 ? 1 : 0;
   Core::Lane& to = c.lanes[lane];

@@ -23,6 +23,8 @@ SOURCE/.hang exists):
 - a file that changed between the lookup of its load's path walk and its
   open (the fixture holds the open: SOURCE/.hang_open) is read again within
   that load, one open of LOWER;
+- a reader who joins a prefetch LOWER does not answer gets ETIMEDOUT after
+  lower.timeout, as for a call of its own;
 - a prefetch stuck in a hung LOWER does not hold the unmount (the daemon
   stops every part within the test's exit bound, lower.timeout being far
   longer).
@@ -33,10 +35,12 @@ reach (et.wait_for with a long bound), every check on counters and bytes
 it can only miss a regression, never fail a correct daemon).
 """
 
+import errno
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -158,6 +162,35 @@ class PrefetchTest(et.MountTestCase):
         self.assertEqual(st["lower_timeouts"], 0, st)
         os.unlink(self.flag)
         self.assertEqual(et.read_file_raw(paths[0]), want[names[0]])
+        sampler.close()
+
+    def test_a_reader_joined_to_a_hung_prefetch_gets_etimedout(self):
+        # The reader asks for the file whose prefetch LOWER does not answer:
+        # it joins that load, and after lower.timeout it is answered
+        # (ETIMEDOUT), while the prefetch thread is still in LOWER.
+        names = ["a_HANG.bin", "f00.bin"]
+        self.dataset(names)
+        et.write_file(self.flag, b"")
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=1", "lower.timeout=1",
+                             "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        got = []
+
+        def read():
+            try:
+                et.read_file_raw(paths[0])
+                got.append(0)
+            except OSError as e:
+                got.append(e.errno)
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(30 * et.TIME_SCALE)
+        self.assertEqual(got, [errno.ETIMEDOUT], d.stats())
+        self.assertGreaterEqual(d.stats()["lower_timeouts"], 1)
+        os.unlink(self.flag)  # the stuck calls finish: the daemon can exit
         sampler.close()
 
     def test_a_prefetch_stuck_in_a_hung_lower_does_not_hold_the_unmount(self):

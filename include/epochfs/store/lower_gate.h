@@ -25,8 +25,11 @@
 // else to do while it waits, saving the hand-off to a worker and back (two
 // thread wake-ups a load). The watchdog gives it up after `timeout` as it
 // does an inline call (counted, logged, LOWER down; the thread returns
-// TimedOut once LOWER answers), and ReleasePrefetch lets its owner stop
-// without waiting for a prefetch that LOWER never answers.
+// TimedOut once LOWER answers): with an AnswerScope on the prefetch thread
+// it calls the scope's `answer` then (for those who wait on the load), and
+// answered() tells the thread so, as for a reader's inline call.
+// ReleasePrefetch lets its owner stop without waiting for a prefetch that
+// LOWER never answers.
 // Operations must own what they touch (a timed-out one may run on after its
 // caller has returned): capture by value or by shared_ptr, never a caller's
 // stack buffer.

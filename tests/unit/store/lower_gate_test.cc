@@ -261,7 +261,9 @@ TEST(LowerGate, InlinePrefetchRunsOnItsCallersThreadBesideAReader) {
 }
 
 // An inline prefetch LOWER does not answer is given up on after the timeout
-// (counted, stuck), and its caller learns TimedOut once LOWER answers.
+// (counted, stuck): the watchdog answers its AnswerScope (those waiting on
+// the load) while it is still stuck, and the caller learns TimedOut, and
+// that it was answered, once LOWER answers.
 TEST(LowerGate, AHungInlinePrefetchIsGivenUpOnAfterTheTimeout) {
   auto latch = std::make_shared<Latch>();
   LowerGateOptions o{milliseconds(100), 1, 4};
@@ -269,15 +271,24 @@ TEST(LowerGate, AHungInlinePrefetchIsGivenUpOnAfterTheTimeout) {
   LowerGate g(o);
   g.Start();
   Status got = Status::Ok();
-  std::thread hung([&] {
+  bool was_answered = false;
+  auto told = std::make_shared<std::atomic<int>>(0);
+  std::thread hung([&, told] {
     PrefetchScope lane;
+    AnswerScope waiters([told](const Status& s) {
+      if (s.code() == Code::kTimedOut) told->fetch_add(1);
+    });
     got = g.Run([latch] { latch->Wait(); }, "prefetch");
+    was_answered = waiters.answered();
   });
-  while (g.counters().timeouts < 1) std::this_thread::sleep_for(milliseconds(5));
+  while (told->load() < 1) std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_EQ(g.counters().timeouts, 1u);
   EXPECT_EQ(g.counters().stuck, 1u);
   latch->Open();
   hung.join();
   EXPECT_EQ(got.code(), Code::kTimedOut) << got.ToString();
+  EXPECT_TRUE(was_answered);
+  EXPECT_EQ(told->load(), 1);
   EXPECT_EQ(g.counters().stuck, 0u);
 }
 
