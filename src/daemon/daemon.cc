@@ -219,7 +219,7 @@ Status Mount::OpenLower() {
   store::LowerGateOptions gate;
   gate.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg().lower.timeout * 1000.0));
   gate.workers = cfg().lower.workers;
-  gate.prefetch_workers = PrefetchLoads(cfg());  // never the readers' (lower_gate.h)
+  gate.prefetch_inline = true;  // on the prefetch threads, never the readers' (lower_gate.h)
   // Metadata calls run on the FUSE thread itself (no hand-off) for at most
   // half the FUSE threads at once: were LOWER to hang, the other half serve
   // the cache and the control files while the watchdog answers for the stuck.

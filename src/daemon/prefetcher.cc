@@ -12,6 +12,8 @@ namespace {
 
 constexpr uint64_t kRefusedForNs = 1'000'000'000;  // a refused object waits this long
 constexpr auto kIdleWait = std::chrono::milliseconds(100);
+// How long Stop waits for the loads in flight before it lets them go.
+constexpr auto kStopGrace = std::chrono::milliseconds(500);
 // Hints asked for per load taken: the first that can be loaded is; the
 // rest are asked for again next time (asking for `depth` of them cost every
 // take the whole depth's worth of policy work).
@@ -39,7 +41,16 @@ void Prefetcher::Kick() {
 
 void Prefetcher::Start() {
   if (depth_ == 0 || !threads_.empty()) return;
-  for (uint32_t i = 0; i < depth_; ++i) threads_.emplace_back([this, i] { Worker(i == 0); });
+  returned_.assign(depth_, false);
+  for (uint32_t i = 0; i < depth_; ++i) {
+    threads_.emplace_back([this, i] {
+      Worker(i == 0);
+      std::lock_guard lock(wake_mu_);
+      returned_[i] = true;
+      ++returned_n_;
+      stopped_cv_.notify_all();  // under the lock: Stop may destroy us once it sees this
+    });
+  }
 }
 
 void Prefetcher::Stop() {
@@ -48,13 +59,30 @@ void Prefetcher::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  if (threads_.empty()) return;
+  // The loads in flight may finish (a few LOWER round trips); one that LOWER
+  // does not answer by then is let go: its thread never returns (the gate
+  // holds it once LOWER answers), so it is not waited for.
+  std::unique_lock lock(wake_mu_);
+  stopped_cv_.wait_for(lock, kStopGrace, [&] { return returned_n_ == threads_.size(); });
+  lock.unlock();
+  const uint32_t held = cache_.ReleasePrefetch();
+  lock.lock();
+  stopped_cv_.wait(lock, [&] { return returned_n_ + held >= threads_.size(); });
+  lock.unlock();
+  for (size_t i = 0; i < threads_.size(); ++i) {
+    if (returned_[i]) {
+      threads_[i].join();
+    } else {
+      threads_[i].detach();
+    }
+  }
   threads_.clear();
 }
 
 void Prefetcher::Worker(bool polls) {
   pthread_setname_np(pthread_self(), "prefetch");  // as top -H and /proc show it
-  store::PrefetchScope lane;  // LOWER calls on the prefetch lane's workers
+  store::PrefetchScope lane;  // LOWER calls on the prefetch lane (lower_gate.h)
   uint64_t seen = 0;
   for (;;) {
     {
@@ -156,15 +184,14 @@ std::optional<Prefetcher::Task> Prefetcher::Take() {
     refused_.clear();
     refused_since_ns_ = now;
   }
-  std::vector<cache::PrefetchHint> loading;
-  loading.reserve(claimed_.size());
-  for (const auto& [id, hint] : claimed_) loading.push_back(hint);
+  loading_.clear();  // kept between takes: no allocation per take
+  for (const auto& [id, hint] : claimed_) loading_.push_back(hint);
   std::vector<cache::PrefetchHint> hints = cache_.PrefetchHints(
       std::min<size_t>(depth_, kHintsPerTake),
       [&](cache::ObjectId o) {
         return claimed_.count(o) != 0 || refused_.count(o) != 0 || failed_.count(o) != 0;
       },
-      loading);
+      loading_);
   for (const cache::PrefetchHint& h : hints) {
     if (h.size > cache_.max_object_bytes()) {  // streamed, never cached
       failed_.insert(h.object);

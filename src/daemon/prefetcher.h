@@ -10,8 +10,9 @@
 // side take as long as one alone (a latency store), few where each one more
 // lengthens all (a disk or a throttled device, whose bandwidth the readers'
 // own misses need). Each worker's LOWER calls go to the gate's prefetch lane
-// (store::PrefetchScope: workers of their own, which the daemon sizes to
-// `depth`), so a reader's call never queues behind a prefetch's. Readers go
+// (store::PrefetchScope; the daemon's gate runs them on the worker itself,
+// LowerGateOptions::prefetch_inline), so a reader's call never queues behind
+// a prefetch's. Readers go
 // first: a prefetch starts only while the prefetches and readers' misses in
 // flight together are fewer than the target. Memory: the bytes of the loads in
 // flight (each hint's size, or while it is not known the mean size of the
@@ -60,6 +61,11 @@
 // names stat'ed (at most kStatRemembered, ~40 bytes each, 2.6 MB at most;
 // past it the set starts again), and what KnownLower keeps (~100 bytes a
 // path, within cache.metadata_entries).
+//
+// Stop: the workers return once their loads in flight finish; those LOWER
+// has not answered within half a second are let go (CacheFront::
+// ReleasePrefetch: the gate never lets them return), so a hung LOWER does not
+// hold the unmount. Without a gate (lower.timeout = 0) Stop waits for them.
 //
 // Thread safety: thread-safe. Start after any fork; Stop before the cache
 // front goes. Lock order: mu_ → the cache front's locks and the path
@@ -180,12 +186,17 @@ class Prefetcher {
   std::unordered_map<cache::ObjectId, uint64_t> estimate_;  // of each claimed
   uint64_t loaded_ = 0, loaded_bytes_ = 0;  // loads done, and their bytes
   cache::InFlightTarget target_;  // guarded by mu_
+  std::vector<cache::PrefetchHint> loading_;  // guarded by mu_: Take's list of claimed_
 
   std::mutex wake_mu_;
   std::condition_variable cv_;
   uint64_t kicks_ = 0;  // guarded by wake_mu_
   bool stop_ = false;   // guarded by wake_mu_
   std::vector<std::thread> threads_;
+  // Which workers have returned, and how many (guarded by wake_mu_; Stop).
+  std::vector<bool> returned_;
+  size_t returned_n_ = 0;
+  std::condition_variable stopped_cv_;
 };
 
 }  // namespace epochfs

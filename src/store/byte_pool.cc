@@ -47,12 +47,12 @@ std::vector<char> NewBuffer(size_t n) {
   return v;
 }
 
-}  // namespace
-
-std::vector<char> TakeBuffer(size_t n) {
+// A kept buffer of capacity n to n + n/8, its old bytes still in it (size as
+// it was given back); empty when none fits.
+std::vector<char> TakeKept(size_t n) {
+  std::vector<char> v;
   if (n >= kKeepFrom && n <= kKeepTo) {
     Pool& p = ThePool();
-    std::vector<char> v;
     {
       std::lock_guard lock(p.mu);
       // The most recently kept first (its pages are the likeliest cached).
@@ -66,12 +66,25 @@ std::vector<char> TakeBuffer(size_t n) {
         break;
       }
     }
-    if (v.capacity() != 0) {
-      v.resize(n);  // zeroes: as a new buffer's bytes
-      return v;
-    }
   }
-  return NewBuffer(n);
+  return v;
+}
+
+}  // namespace
+
+std::vector<char> TakeBuffer(size_t n) {
+  std::vector<char> v = TakeKept(n);
+  if (v.capacity() == 0) return NewBuffer(n);
+  v.clear();
+  v.resize(n);  // zeroes: as a new buffer's bytes
+  return v;
+}
+
+std::vector<char> TakeBufferToFill(size_t n) {
+  std::vector<char> v = TakeKept(n);
+  if (v.capacity() == 0) return NewBuffer(n);
+  v.resize(n);  // zeroes only what lies past its old size
+  return v;
 }
 
 void GiveBuffer(std::vector<char>&& bytes) {
@@ -79,7 +92,7 @@ void GiveBuffer(std::vector<char>&& bytes) {
   bytes.clear();
   const size_t cap = v.capacity();
   if (cap < kKeepFrom || cap > kKeepTo) return;  // freed here
-  v.clear();
+  // Its bytes stay (TakeBufferToFill overwrites them; TakeBuffer zeroes).
   Pool& p = ThePool();
   {
     std::lock_guard lock(p.mu);

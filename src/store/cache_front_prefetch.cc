@@ -1,10 +1,12 @@
 // CacheFront (cache_front.h): prefetch's way in. A prefetch is a load of its
 // own flight (a reader who asks meanwhile joins it), reported to the policy
 // with OnPrefetched; the hints skip what is in flight already.
-#include <unordered_set>
+#include <algorithm>
+#include <vector>
 
 #include "epochfs/cache/prefetching.h"
 #include "epochfs/store/cache_front.h"
+#include "epochfs/store/lower_gate.h"
 
 namespace epochfs::store {
 
@@ -17,7 +19,18 @@ Result<bool> CacheFront::Prefetch(const GetRequest& req, uint64_t* loaded_bytes)
     flights_.emplace(req.id, Flight{promise.get_future().share(), true, {}});
   }
   bool admitted = false;
+  // Readers who join this flight wait on it: if the gate gives up on the
+  // load's LOWER call (lower.timeout; this thread stays in the call until
+  // LOWER answers), its watchdog answers them, as it would a reader's call.
+  AnswerScope answer([this, &promise, id = req.id](const Status& s) {
+    {
+      std::lock_guard lock(flights_mu_);
+      flights_.erase(id);
+    }
+    promise.set_value(s);
+  });
   Result<ObjectRef> r = Load(req, /*prefetch=*/true, &admitted);
+  if (answer.answered()) return r.ok() ? Status(Code::kTimedOut, req.rel) : r.status();
   {
     std::lock_guard lock(flights_mu_);
     flights_.erase(req.id);
@@ -43,13 +56,20 @@ std::vector<cache::PrefetchHint> CacheFront::StatHints(
 std::vector<cache::PrefetchHint> CacheFront::Hints(
     bool stats, size_t max, const std::function<bool(cache::ObjectId)>& skip,
     const std::vector<cache::PrefetchHint>& loading) {
-  std::unordered_set<cache::ObjectId> flying;
+  // The loads in flight, as a sorted list kept by each prefetch thread for
+  // its next call: a set built at every call cost an allocation per load in
+  // flight (a hundred and more on a latency store), most of a take's cost.
+  thread_local std::vector<cache::ObjectId> flying;
+  flying.clear();
   {
     std::lock_guard lock(flights_mu_);
     flying.reserve(flights_.size());
-    for (const auto& [id, f] : flights_) flying.insert(id);
+    for (const auto& [id, f] : flights_) flying.push_back(id);
   }
-  auto skipped = [&](cache::ObjectId o) { return flying.count(o) != 0 || (skip && skip(o)); };
+  std::sort(flying.begin(), flying.end());
+  auto skipped = [&](cache::ObjectId o) {
+    return std::binary_search(flying.begin(), flying.end(), o) || (skip && skip(o));
+  };
   std::lock_guard lock(policy_mu_);
   cache::Prefetching* pf = policy_->prefetching();
   if (pf == nullptr) return {};

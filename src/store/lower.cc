@@ -238,6 +238,8 @@ LowerGateCounters Lower::gate_counters() const {
   return gate_ ? gate_->counters() : LowerGateCounters{};
 }
 
+uint32_t Lower::ReleasePrefetch() const { return gate_ ? gate_->ReleasePrefetch() : 0; }
+
 Result<struct stat> Lower::Stat(const std::string& rel, LowerCall kind) const {
   return Gated<struct stat>(kind, 1, "stat " + rel, [root = root_fd_, held = held_, rel] {
     return StatBeneath(root->get(), held.get(), rel);
@@ -388,7 +390,7 @@ namespace {
 // most one piece) bytes of `fd`, IoError when it is shorter or longer; one
 // pread for a file that is as its stat said (PreadToEnd).
 Result<std::vector<char>> ReadSmall(int fd, uint64_t size) {
-  std::vector<char> data = TakeBuffer(size + 1);
+  std::vector<char> data = TakeBufferToFill(size + 1);
   auto n = PreadToEnd(fd, data.data(), size, 0);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   if (!n.ok()) return n.status();
@@ -448,7 +450,7 @@ Result<std::vector<char>> Lower::ReadWhole(int fd, uint64_t size) const {
   // One byte of room past the end: the last piece asks for it, so that a
   // file that grew since its stat (which would be served truncated) is
   // refused without a read of its own (PreadToEnd).
-  auto data = std::make_shared<std::vector<char>>(TakeBuffer(size + 1));
+  auto data = std::make_shared<std::vector<char>>(TakeBufferToFill(size + 1));
   std::shared_ptr<const UniqueFd> f;
   auto usable = UsableFd(fd, gate_ != nullptr, &f);
   if (!usable.ok()) return usable.status();
@@ -478,7 +480,7 @@ Result<std::vector<char>> Lower::ReadAt(int fd, size_t len, uint64_t off) const 
   if (!usable.ok()) return usable.status();
   const int use = usable.value();
   return Gated<std::vector<char>>(LowerCall::kRead, 1, "read", [f, use, len, off]() -> Result<std::vector<char>> {
-    std::vector<char> buf = TakeBuffer(len);
+    std::vector<char> buf = TakeBufferToFill(len);
     auto n = PreadAll(use, buf.data(), len, off);
     if (!n.ok()) return n.status();
     buf.resize(n.value());

@@ -73,6 +73,10 @@ struct LowerGate::Core {
   uint32_t inline_now = 0;    // running inline, given up on or not
   uint32_t inline_stuck = 0;  // given up on, not returned yet
   bool dog_parked = false;    // the watchdog waits for a first call
+  // Prefetch operations run on their callers' threads (prefetch_inline).
+  uint32_t prefetch_now = 0;        // running now (also in inline_now)
+  bool prefetch_released = false;   // ReleasePrefetch was called
+  std::condition_variable park_cv;  // never notified: released threads wait on it
   std::condition_variable dog_cv;
   // The gate's threads (workers and watchdog) that have not returned
   // (guarded by mu). The destructor waits until those left are all stuck in
@@ -161,7 +165,10 @@ struct LowerGate::Core {
     bool wake = false;
     {
       std::lock_guard lk(mu);
-      if (stop || inline_stuck != 0 || inline_now >= opt.max_inline) return std::nullopt;
+      // (Prefetch's own run beside, on their own threads: not counted.)
+      if (stop || inline_stuck != 0 || inline_now - prefetch_now >= opt.max_inline) {
+        return std::nullopt;
+      }
       ++inline_now;
       ++c.calls;
       ++c.inline_calls;
@@ -188,6 +195,61 @@ struct LowerGate::Core {
       return call->status;
     }
     watched.erase(std::find(watched.begin(), watched.end(), call));
+    return threw ? Internal(what + ": the LOWER call threw") : Status::Ok();
+  }
+
+  // A prefetch operation on its caller's thread (prefetch_inline), watched
+  // as an inline call is, with no request to answer. `core`: a reference of
+  // its own, as the thread may outlive the gate (ReleasePrefetch).
+  static Status RunPrefetch(std::shared_ptr<Core> core, std::function<void()>& op,
+                            const std::string& what, AnswerScope* scope) {
+    if (scope != nullptr && scope->answered()) {
+      return Status(Code::kInterrupted, what + ": the load was answered");
+    }
+    auto call = std::make_shared<InlineCall>();
+    bool wake = false;
+    {
+      std::lock_guard lk(core->mu);
+      if (core->stop || core->prefetch_released) {
+        return Status(Code::kInterrupted, what + ": prefetch stopped");
+      }
+      ++core->inline_now;
+      ++core->prefetch_now;
+      ++core->c.calls;
+      call->deadline = Clock::now() + core->opt.timeout;
+      if (scope != nullptr) {
+        call->answer = scope->answer();
+      } else {
+        call->answer = [](const Status&) {};  // no one waits on it
+      }
+      call->what = what;
+      core->watched.push_back(call);
+      wake = core->dog_parked;
+    }
+    if (wake) core->dog_cv.notify_one();
+    bool threw = false;
+    try {
+      op();
+    } catch (...) {
+      threw = true;
+    }
+    op = nullptr;
+    std::unique_lock lk(core->mu);
+    --core->inline_now;
+    --core->prefetch_now;
+    if (call->given_up) {
+      --core->inline_stuck;
+    } else {
+      core->watched.erase(std::find(core->watched.begin(), core->watched.end(), call));
+    }
+    // Its caller let it go (ReleasePrefetch): never return to it.
+    if (core->prefetch_released) {
+      for (;;) core->park_cv.wait(lk);
+    }
+    if (call->given_up) {
+      if (scope != nullptr) scope->set_answered();
+      return call->status;
+    }
     return threw ? Internal(what + ": the LOWER call threw") : Status::Ok();
   }
 
@@ -243,7 +305,7 @@ void LowerGate::Start() {
     ++core_->live;
     std::thread(Core::Work, core_, 1).detach();
   }
-  if (core_->opt.max_inline != 0) {
+  if (core_->opt.max_inline != 0 || core_->opt.prefetch_inline) {
     ++core_->live;
     std::thread(Core::Watch, core_).detach();
   }
@@ -275,6 +337,7 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
     op();
     return Status::Ok();
   }
+  if (tls_prefetch && c.opt.prefetch_inline) return Core::RunPrefetch(core_, op, what, tls_answer);
   const std::function<bool()>* cancel = tls_cancel;
   const int lane = tls_prefetch && c.opt.prefetch_workers != 0 ? 1 : 0;
   Core::Lane& to = c.lanes[lane];
@@ -331,6 +394,12 @@ Status LowerGate::Run(std::function<void()> op, const std::string& what) {
   }
   if (!log_line.empty()) log::Warn(log_line);
   return out;
+}
+
+uint32_t LowerGate::ReleasePrefetch() {
+  std::lock_guard lk(core_->mu);
+  core_->prefetch_released = true;
+  return core_->prefetch_now;
 }
 
 LowerGateCounters LowerGate::counters() const {

@@ -22,7 +22,12 @@ SOURCE/.hang exists):
   and the reads are byte-exact;
 - a file that changed between the lookup of its load's path walk and its
   open (the fixture holds the open: SOURCE/.hang_open) is read again within
-  that load, one open of LOWER.
+  that load, one open of LOWER;
+- a reader who joins a prefetch LOWER does not answer gets ETIMEDOUT after
+  lower.timeout, as for a call of its own;
+- a prefetch stuck in a hung LOWER does not hold the unmount (the daemon
+  stops every part within the test's exit bound, lower.timeout being far
+  longer).
 
 Nothing here depends on timing: every wait is for a state the daemon must
 reach (et.wait_for with a long bound), every check on counters and bytes
@@ -30,9 +35,12 @@ reach (et.wait_for with a long bound), every check on counters and bytes
 it can only miss a regression, never fail a correct daemon).
 """
 
+import errno
 import json
 import os
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -155,6 +163,59 @@ class PrefetchTest(et.MountTestCase):
         os.unlink(self.flag)
         self.assertEqual(et.read_file_raw(paths[0]), want[names[0]])
         sampler.close()
+
+    def test_a_reader_joined_to_a_hung_prefetch_gets_etimedout(self):
+        # The reader asks for the file whose prefetch LOWER does not answer:
+        # it joins that load, and after lower.timeout it is answered
+        # (ETIMEDOUT), while the prefetch thread is still in LOWER.
+        names = ["a_HANG.bin", "f00.bin"]
+        self.dataset(names)
+        et.write_file(self.flag, b"")
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=1", "lower.timeout=1",
+                             "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        got = []
+
+        def read():
+            try:
+                et.read_file_raw(paths[0])
+                got.append(0)
+            except OSError as e:
+                got.append(e.errno)
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(30 * et.TIME_SCALE)
+        self.assertEqual(got, [errno.ETIMEDOUT], d.stats())
+        self.assertGreaterEqual(d.stats()["lower_timeouts"], 1)
+        os.unlink(self.flag)  # the stuck calls finish: the daemon can exit
+        sampler.close()
+
+    def test_a_prefetch_stuck_in_a_hung_lower_does_not_hold_the_unmount(self):
+        # The prefetch load runs on its prefetch thread (no gate worker); LOWER
+        # does not answer it, and lower.timeout is far past the exit bound:
+        # the unmount lets the thread go and stops every part ("unmounted" in
+        # the log). The process itself ends once LOWER answers: a thread in a
+        # FUSE request its server has taken cannot be killed (a gate worker
+        # stuck there holds the exit the same way).
+        names = ["a_HANG.bin", "f00.bin"]
+        self.dataset(names)
+        et.write_file(self.flag, b"")
+        d = self.mount(self.mount_faultfs(self.src),
+                       opts=["cache.policy=future", "cache.prefetch=1", "lower.timeout=600",
+                             "cache.memory=%d" % (64 * SIZE)])
+        sampler, paths = self.job(d, names, list(range(len(names))))
+        iter(sampler)
+        self.assertTrue(et.wait_for(lambda: d.stats()["lower_in_flight"] >= 1, WAIT), d.stats())
+        sampler.close()
+        r = subprocess.run(["fusermount3", "-u", d.mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(et.wait_for(lambda: "unmounted " + d.mnt in d.stderr_text(),
+                                    10.0), d.stderr_text()[-2000:])
+        os.unlink(self.flag)
+        self.assertEqual(d.wait_exit(), 0, d.stderr_text()[-2000:])
 
     def prefetch_beside_a_hung_reader(self, depth):
         """A reader's LOWER read hangs (a file outside the job), then a job

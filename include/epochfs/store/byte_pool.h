@@ -27,6 +27,13 @@ inline constexpr size_t kKeptBytes = 4u << 20;
 
 // A buffer of `n` zero bytes (size n), a kept one when one fits.
 std::vector<char> TakeBuffer(size_t n);
+// A buffer of size `n` whose bytes are unspecified: a kept one's are those of
+// the object it held last (of any file, any user). For a load that reads
+// into it: its caller writes every byte it keeps (it truncates the buffer to
+// what was read) and drops the buffer, never handing it on, when it cannot.
+// This spares writing zeroes over bytes the read overwrites at once (a
+// memset of the whole file per load).
+std::vector<char> TakeBufferToFill(size_t n);
 // `bytes` is no longer needed: its storage is kept for TakeBuffer if it
 // fits the rules above, freed otherwise. `bytes` is left empty.
 void GiveBuffer(std::vector<char>&& bytes);

@@ -209,6 +209,10 @@ class CacheFront {
   std::vector<cache::PrefetchHint> StatHints(size_t max,
                                              const std::function<bool(cache::ObjectId)>& skip,
                                              const std::vector<cache::PrefetchHint>& loading);
+  // The prefetch threads stop: LOWER's gate lets go of the prefetch loads it
+  // runs on them (LowerGate::ReleasePrefetch; no Prefetch loads from LOWER
+  // after this). Returns how many threads will not return from their load.
+  uint32_t ReleasePrefetch() { return lower_.ReleasePrefetch(); }
   // Orders the readers' loads from LOWER (ReadSlots; the default: no bound):
   // each waits for its turn by the policy's BytesLeft of its job. An
   // interrupted wait is Interrupted, for that read only. REQUIRES: called

@@ -127,6 +127,8 @@ class Lower {
   size_t held_dirs_opened() const;
   // The gate's counters (all 0 without a gate).
   LowerGateCounters gate_counters() const;
+  // LowerGate::ReleasePrefetch (0 without a gate).
+  uint32_t ReleasePrefetch() const;
   // Calls by kind, and whether LOWER is answering (lower_health.h).
   const LowerHealth& health() const { return *health_; }
   // How a file's version is read from its attributes on this LOWER

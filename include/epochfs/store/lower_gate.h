@@ -19,7 +19,17 @@
 // own, `prefetch_workers`, and a queue of its own: its operations never take
 // the readers' workers nor queue before a reader's, so a reader's call never
 // waits behind a prefetch, however many are in flight (with 0, prefetch
-// shares the readers' workers and queue). A prefetch never runs inline.
+// shares the readers' workers and queue). A prefetch never runs inline as a
+// reader's call does. With `prefetch_inline`, prefetch has no workers: each
+// prefetch operation runs on its own (prefetch) thread, which has nothing
+// else to do while it waits, saving the hand-off to a worker and back (two
+// thread wake-ups a load). The watchdog gives it up after `timeout` as it
+// does an inline call (counted, logged, LOWER down; the thread returns
+// TimedOut once LOWER answers): with an AnswerScope on the prefetch thread
+// it calls the scope's `answer` then (for those who wait on the load), and
+// answered() tells the thread so, as for a reader's inline call.
+// ReleasePrefetch lets its owner stop without waiting for a prefetch that
+// LOWER never answers.
 // Operations must own what they touch (a timed-out one may run on after its
 // caller has returned): capture by value or by shared_ptr, never a caller's
 // stack buffer.
@@ -63,6 +73,7 @@ struct LowerGateOptions {
   uint32_t max_stuck = 64;                    // workers given up on, at most
   uint32_t max_inline = 0;                    // inline operations at once, at most
   uint32_t prefetch_workers = 0;              // cache.prefetch (see Lanes)
+  bool prefetch_inline = false;               // prefetch runs on its threads (see Lanes)
 };
 
 struct LowerGateCounters {
@@ -94,6 +105,14 @@ class LowerGate {
   Status Run(std::function<void()> op, const std::string& what);
 
   LowerGateCounters counters() const;
+
+  // With `prefetch_inline`: from now on no prefetch operation starts (Run
+  // returns Interrupted), and the thread of each one running never returns
+  // from Run: once LOWER answers it, it waits for ever (what its caller's
+  // stack refers to may be gone by then; the process's exit ends it).
+  // Returns how many were running: the threads that will not return. For
+  // the owner of the prefetch threads as it stops (it joins the others).
+  uint32_t ReleasePrefetch();
 
   struct Core;  // shared with the workers
 

@@ -1,6 +1,7 @@
 // The byte pool (byte_pool.h): a buffer taken is n zero bytes whether new or
-// kept; a freed buffer of 32 KiB to 1 MiB is taken again by a load of about
-// its size, and by no other; the bytes kept never pass kKeptBytes.
+// kept (one taken to be filled keeps its old bytes); a freed buffer of 32 KiB
+// to 1 MiB is taken again by a load of about its size, and by no other; the
+// bytes kept never pass kKeptBytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +32,34 @@ TEST(BytePool, AFreedBufferIsTakenAgainZeroedByALoadOfItsSize) {
   ASSERT_EQ(b.size(), n - 100);
   EXPECT_TRUE(AllZero(b)) << "a kept buffer's old bytes are never handed out";
   GiveBuffer(std::move(b));
+}
+
+TEST(BytePool, ABufferToFillIsTakenWithoutZeroingAndTakeBufferStillZeroes) {
+  FreeKeptBuffers();
+  const size_t n = 100 * 1024 + 1;
+  std::vector<char> a = TakeBufferToFill(n);
+  ASSERT_EQ(a.size(), n);
+  std::fill(a.begin(), a.end(), 'x');
+  const char* storage = a.data();
+  GiveBuffer(std::move(a));
+  // Taken to be filled: the same storage, its size, its old bytes not
+  // written over (a load's read overwrites them).
+  std::vector<char> b = TakeBufferToFill(n - 100);
+  EXPECT_EQ(b.data(), storage);
+  ASSERT_EQ(b.size(), n - 100);
+  EXPECT_EQ(std::count(b.begin(), b.end(), 'x'), static_cast<long>(n - 100));
+  b.resize(n - 200);  // as a read shorter than the buffer leaves it
+  GiveBuffer(std::move(b));
+  // Larger than its last size: only the bytes past it are zeroes.
+  std::vector<char> c = TakeBufferToFill(n);
+  EXPECT_EQ(c.data(), storage);
+  ASSERT_EQ(c.size(), n);
+  EXPECT_EQ(std::count(c.begin(), c.end(), 0), 200);
+  GiveBuffer(std::move(c));
+  // TakeBuffer never hands the old bytes out.
+  std::vector<char> d = TakeBuffer(n);
+  EXPECT_EQ(d.data(), storage);
+  EXPECT_TRUE(AllZero(d));
 }
 
 TEST(BytePool, ABufferIsNotTakenForASizeFarFromItsOwn) {
