@@ -267,11 +267,14 @@ void SpillFs::Create(fuse_req_t req, const NodeView& parent, const char* name, m
 }
 
 void SpillFs::Read(fuse_req_t req, OpenFile& f, size_t size, off_t off) {
-  thread_local std::vector<uint8_t> buf;
-  if (buf.size() < size) buf.resize(size);
-  auto n = f.spill->Read(static_cast<uint64_t>(off), std::span<uint8_t>(buf.data(), size));
-  if (!n.ok()) return (void)reply::Err(req, ToErrno(n.status()));
-  reply::Buf(req, reinterpret_cast<const char*>(buf.data()), n.value());
+  // The reply is written to /dev/fuse straight from the staged chunks (the
+  // kernel copies them into the reader's pages): no copy of our own.
+  Status s = f.spill->ReadPieces(static_cast<uint64_t>(off), size,
+                                 [req](std::span<const struct iovec> pieces) {
+                                   if (pieces.empty()) return (void)reply::Buf(req, nullptr, 0);
+                                   reply::Iov(req, pieces.data(), static_cast<int>(pieces.size()));
+                                 });
+  if (!s.ok()) reply::Err(req, ToErrno(s));
 }
 
 void SpillFs::Write(fuse_req_t req, OpenFile& f, const char* buf, size_t size, off_t off) {

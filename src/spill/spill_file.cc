@@ -52,11 +52,9 @@ void SpillFileImpl::SetSize(uint64_t size) {
   if (disk.size() < n) ResizeDisk(n);
 }
 
-Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
-  std::lock_guard op(op_mu_);
-  std::unique_lock lock(c_.mu);
-  if (offset >= size_ || out.empty()) return size_t{0};
-  const uint64_t n = std::min<uint64_t>(out.size(), size_ - offset);
+uint64_t SpillFileImpl::BeginRead(uint64_t offset, uint64_t size) {
+  if (offset >= size_ || size == 0) return 0;
+  const uint64_t n = std::min<uint64_t>(size, size_ - offset);
   const uint64_t end = offset + n;
   const uint32_t cb = c_.chunk_bytes();
   const uint64_t c0 = offset / cb, c1 = (end - 1) / cb;
@@ -66,12 +64,22 @@ Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
   const bool sequential = offset == 0 || (seq_next_ != UINT64_MAX && offset + slack >= seq_next_ &&
                                           offset <= seq_next_ + slack);
   // One batch for the chunks of this request (and the read-ahead window of
-  // a sequential reader); Pin below waits for each.
+  // a sequential reader); the caller's Pin waits for each.
   uint64_t batch = c1 - c0 + 1;
   if (sequential) batch += c_.readahead_chunks();
   batch = std::min<uint64_t>(batch, c_.staging_capacity() / 2);
   if (batch > 1) c_.LoadAhead(this, c0, batch);
-  for (uint64_t c = c0; c <= c1; ++c) {
+  return n;
+}
+
+Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
+  std::lock_guard op(op_mu_);
+  std::unique_lock lock(c_.mu);
+  const uint64_t n = BeginRead(offset, out.size());
+  if (n == 0) return size_t{0};
+  const uint64_t end = offset + n;
+  const uint32_t cb = c_.chunk_bytes();
+  for (uint64_t c = offset / cb; c <= (end - 1) / cb; ++c) {
     auto r = c_.Pin(lock, this, c, StoreCore::PinMode::kRead);
     if (!r.ok()) return r.status();
     Entry* e = r.value();
@@ -84,6 +92,56 @@ Result<size_t> SpillFileImpl::Read(uint64_t offset, std::span<uint8_t> out) {
   }
   seq_next_ = end;
   return static_cast<size_t>(n);
+}
+
+Status SpillFileImpl::ReadPieces(uint64_t offset, size_t size, const PieceSink& consume) {
+  const uint32_t cb = c_.chunk_bytes();
+  const uint64_t span = size == 0 ? 0 : (offset % cb + size - 1) / cb + 1;
+  // Pieces in one answer: well below IOV_MAX (1024), which writev(2) takes.
+  constexpr uint64_t kMaxPieces = 512;
+  if (span > std::min<uint64_t>(c_.piece_pin_limit(), kMaxPieces)) {
+    // More chunks than one reader may pin: copy them one at a time.
+    thread_local std::vector<uint8_t> buf;
+    if (buf.size() < size) buf.resize(size);
+    auto n = Read(offset, {buf.data(), size});
+    if (!n.ok()) return n.status();
+    const struct iovec piece {buf.data(), n.value()};
+    consume({&piece, n.value() == 0 ? 0u : 1u});
+    return Status();
+  }
+  std::lock_guard op(op_mu_);
+  std::unique_lock lock(c_.mu);
+  const uint64_t n = BeginRead(offset, size);
+  const uint64_t end = offset + n;
+  const uint32_t count = n == 0 ? 0 : static_cast<uint32_t>((end - 1) / cb - offset / cb + 1);
+  c_.TakePiecePins(lock, count);
+  thread_local std::vector<Entry*> pinned;
+  thread_local std::vector<struct iovec> pieces;
+  pinned.resize(count);
+  pieces.resize(count);
+  uint32_t held = 0;
+  Status st;
+  for (uint64_t c = offset / cb; held < count; ++c) {
+    auto r = c_.Pin(lock, this, c, StoreCore::PinMode::kRead);
+    if (!r.ok()) {
+      st = r.status();
+      break;
+    }
+    const uint64_t cstart = c * cb;
+    const uint64_t from = std::max(offset, cstart), to = std::min(end, cstart + cb);
+    pinned[held] = r.value();
+    pieces[held] = {c_.data(r.value()) + (from - cstart), static_cast<size_t>(to - from)};
+    ++held;
+  }
+  if (st.ok()) {
+    lock.unlock();
+    consume({pieces.data(), held});
+    lock.lock();
+    seq_next_ = end;
+  }
+  for (uint32_t i = 0; i < held; ++i) c_.Unpin(pinned[i]);
+  c_.GivePiecePins(count);
+  return st;
 }
 
 Result<size_t> SpillFileImpl::Write(uint64_t offset, std::span<const uint8_t> in) {

@@ -60,6 +60,20 @@ class StoreCore {
     if (--e->pins == 0) cv.notify_all();
   }
   void MarkDirty(Entry* e);
+  // Chunks that readers handing out pieces (ReadPieces) may hold pinned at
+  // once, all files together: half the staging buffer, so that the rest is
+  // left for loads, write-back and callers that pin one chunk at a time.
+  uint32_t piece_pin_limit() const { return std::max<uint32_t>(1, staging_->capacity() / 2); }
+  // Takes `n` (<= piece_pin_limit()) of those, waiting while others hold
+  // them; GivePiecePins returns them.
+  void TakePiecePins(std::unique_lock<std::mutex>& lock, uint32_t n) {
+    cv.wait(lock, [&] { return piece_pins_ + n <= piece_pin_limit(); });
+    piece_pins_ += n;
+  }
+  void GivePiecePins(uint32_t n) {
+    piece_pins_ -= n;
+    cv.notify_all();
+  }
   // Starts loads of the chunks [from, from + count) not staged, without
   // waiting for room (read-ahead, Prefetch). Returns how many it started.
   uint64_t LoadAhead(SpillFileImpl* f, uint64_t from, uint64_t count);
@@ -158,6 +172,7 @@ class StoreCore {
   std::unique_ptr<UringEngine> engine_;   // thread-safe
   uint32_t decode_buf_ = 0;               // scratch buffer of the I/O thread
   uint32_t writes_inflight_ = 0;          // guarded by mu
+  uint32_t piece_pins_ = 0;               // guarded by mu: chunks pinned by ReadPieces
   Status writeback_error_;                // guarded by mu: the last write-back failed
   void Unown(uint32_t uid, uint64_t size) {
     auto it = user_bytes_.find(uid);
@@ -185,6 +200,7 @@ class SpillFileImpl final : public SpillFile {
   ~SpillFileImpl() override;
 
   Result<size_t> Read(uint64_t offset, std::span<uint8_t> out) override;
+  Status ReadPieces(uint64_t offset, size_t size, const PieceSink& consume) override;
   Result<size_t> Write(uint64_t offset, std::span<const uint8_t> in) override;
   Status Truncate(uint64_t size) override;
   Status Sync() override;
@@ -227,6 +243,11 @@ class SpillFileImpl final : public SpillFile {
 
  private:
   Status SyncLocked(bool fsync);
+  // The start of a read of up to `size` bytes at `offset`: clamps it to the
+  // file and starts the loads of its chunks (and a sequential reader's
+  // read-ahead) in one batch. Returns the bytes to read (0 at the end).
+  // REQUIRES: op_mu_ and core mu held.
+  uint64_t BeginRead(uint64_t offset, uint64_t size);
   // Writes the index blocks marked dirty, then the header block (the size
   // and group 0's record). REQUIRES: op_mu_ held, core mu not held.
   Status WriteHeader();

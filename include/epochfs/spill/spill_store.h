@@ -55,8 +55,10 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -130,6 +132,16 @@ class SpillFile {
   virtual ~SpillFile() = default;
   // Reads up to out.size() bytes at `offset`; short (possibly 0) at end of file.
   virtual Result<size_t> Read(uint64_t offset, std::span<uint8_t> out) = 0;
+  // The bytes Read(offset, a buffer of `size`) would give, handed to
+  // `consume` without a copy: pieces in order, pointing into the store's
+  // staging buffer. They stay valid and unchanged only while `consume` runs
+  // (no other data operation on this file runs meanwhile); `consume` must
+  // not call into the store. Called exactly once when the result is OK (with
+  // no pieces at the end of the file), never on an error. A request over more
+  // chunks than the store pins for one reader (half the staging buffer, at
+  // most 512) is copied into a buffer first and handed over as one piece.
+  using PieceSink = std::function<void(std::span<const struct iovec> pieces)>;
+  virtual Status ReadPieces(uint64_t offset, size_t size, const PieceSink& consume) = 0;
   // Writes all of `in` at `offset` (extending the file; a gap reads as zeros).
   // NoSpace when the quota would be exceeded (nothing written then).
   virtual Result<size_t> Write(uint64_t offset, std::span<const uint8_t> in) = 0;
