@@ -1,10 +1,14 @@
 // The spill store's internals: StoreCore (staging, I/O thread, quota,
-// counters: what every file shares; store_core.cc) and SpillFileImpl (one
-// backing file; spill_file.cc, its written-chunk index in file_index.cc).
+// counters: what every file shares; store_core.cc, its loads in
+// chunk_loads.cc) and SpillFileImpl (one backing file; spill_file.cc, its
+// written-chunk index in file_index.cc).
 //
 // Thread roles: callers' threads run file operations and start loads and
 // write-backs (encoding chunks on their own thread); the engine's I/O thread
-// completes them (checksums, decoding) and wakes waiters.
+// completes them (checks, decoding) and wakes waiters. The checksum of a raw
+// chunk loaded whole is checked by the first caller that pins it (Verify).
+// Caller threads handed pieces by ReadPieces read them with the chunks
+// pinned and the file's op_mu_ held.
 //
 // Lock order: SpillStoreImpl::ns_mu_ → SpillFileImpl::op_mu_ → StoreCore::mu.
 // op_mu_ serialises the data operations of one file (Read, Write, Truncate,
@@ -49,7 +53,9 @@ class StoreCore {
   bool is_root() const { return is_root_; }
 
   // --- Everything below REQUIRES: lock holds mu. ---
-  // A pinned entry for chunk `c` of `f`. kRead: contents loaded; kWrite:
+  // A pinned entry for chunk `c` of `f`. Loaded contents are checked (a raw
+  // chunk's checksum, deferred by its load, is checked here with mu released:
+  // Corruption when it fails, the chunk dropped). kRead: contents loaded; kWrite:
   // contents loaded, no write-back in flight; kOverwrite: as kWrite, but the
   // contents need not be loaded: when they were not (*fresh set), the caller
   // writes every byte of the chunk.
@@ -152,6 +158,10 @@ class StoreCore {
   Entry* TryAllocate(SpillFileImpl* f, uint64_t c);
   void SetState(Entry* e, Entry::State s);
   void Detach(Entry* e);
+  // Checks the stored bytes of a pinned entry loaded unverified (with mu
+  // released around the checksum). Corruption, counted and logged, when
+  // they do not match.
+  Status Verify(std::unique_lock<std::mutex>& lock, Entry* e);
   void StartLoads(const std::vector<Entry*>& entries);
   // Starts write-backs of dirty unpinned chunks (of `only`, or LRU first),
   // keeping at most depth() in flight. Returns how many it started.

@@ -53,6 +53,7 @@ Entry* Staging::Allocate(void* owner, uint64_t chunk) {
   e->pins = 0;
   e->error = Status::Ok();
   e->wb_failed = false;
+  e->unverified = false;
   ForgetKept(e);
   e->state = Entry::State::kClean;  // the caller sets the real state
   ++used_;

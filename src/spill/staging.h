@@ -76,6 +76,13 @@ struct Entry {
   // the kept one covers exactly them (io_sum_ok).
   bool io_sum_ok = false;
   uint64_t io_sum = 0;
+  // A raw chunk loaded whose stored bytes are not checked yet: the first
+  // Pin checks their checksum (`verify_sum` over `verify_len` bytes) on the
+  // pinning thread, right before it uses them, while they are still to be
+  // read into the cache (the load's other checks ran on the I/O thread).
+  bool unverified = false;
+  uint32_t verify_len = 0;
+  uint64_t verify_sum = 0;
   Entry* prev = nullptr;   // LRU list (head: least recently used)
   Entry* next = nullptr;
   IoOp op;

@@ -441,6 +441,56 @@ TEST(SpillStore, CorruptionIsDetected) {
   EXPECT_EQ(buf, fresh);
 }
 
+// A raw chunk loaded ahead has its checksum checked by the first use, on
+// the thread that uses it: counted then, never handed out, whatever the use.
+TEST(SpillStore, ChunkLoadedAheadIsCheckedWhenUsed) {
+  TempDir t;
+  auto o = SmallOptions(t.path());
+  std::vector<uint8_t> d(4 * kChunk);
+  std::mt19937_64 rng(11);
+  for (auto& b : d) b = static_cast<uint8_t>(rng());
+  {
+    auto s = MustOpen(o);
+    auto f = MustOpenFile(*s, "r");
+    ASSERT_TRUE(f->Write(0, d).ok());
+    ASSERT_TRUE(f->Sync().ok());
+  }
+  const std::string path = o.dir + "/r";
+  int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const off_t off = 4096 + 2 * (4096 + kChunk) + 4096 + 7;  // chunk 2's stored byte 7
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, off), 1);
+  b ^= 0x01;
+  ASSERT_EQ(pwrite(fd, &b, 1, off), 1);
+  close(fd);
+  auto s = MustOpen(o);
+  auto f = MustOpenFile(*s, "r", false);
+  std::vector<uint8_t> buf(kChunk);
+  ASSERT_EQ(f->Read(0, buf).value(), kChunk);  // sequential: chunks 1 and 2 loaded ahead
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin()));
+  EXPECT_EQ(s->stats().checksum_errors, 0u);  // loaded, not used yet
+  // A partial write needs the chunk's old bytes: refused, nothing changed.
+  const std::vector<uint8_t> small(10, 3);
+  EXPECT_EQ(f->Write(2 * kChunk + 100, small).status().code(), Code::kCorruption);
+  EXPECT_EQ(s->stats().checksum_errors, 1u);
+  EXPECT_EQ(f->size(), d.size());
+  // Loaded again and checked again by a read.
+  EXPECT_EQ(f->Read(2 * kChunk, buf).status().code(), Code::kCorruption);
+  EXPECT_EQ(s->stats().checksum_errors, 2u);
+  // Chunk 1 (loaded ahead too) and chunk 3 are intact.
+  ASSERT_EQ(f->Read(kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin() + kChunk));
+  ASSERT_EQ(f->Read(3 * kChunk, buf).value(), kChunk);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), d.begin() + 3 * kChunk));
+  // An overwrite of the whole chunk repairs it.
+  const std::vector<uint8_t> fresh(kChunk, 4);
+  ASSERT_TRUE(f->Write(2 * kChunk, fresh).ok());
+  ASSERT_TRUE(s->WriteOut("r").ok());
+  ASSERT_EQ(f->Read(2 * kChunk, buf).value(), kChunk);
+  EXPECT_EQ(buf, fresh);
+}
+
 TEST(SpillStore, CorruptHeaderOfSecondChunk) {
   TempDir t;
   auto o = SmallOptions(t.path());
