@@ -133,14 +133,23 @@ Status SpillFileImpl::ReadPieces(uint64_t offset, size_t size, const PieceSink& 
     pieces[held] = {c_.data(r.value()) + (from - cstart), static_cast<size_t>(to - from)};
     ++held;
   }
+  auto release = [&] {
+    for (uint32_t i = 0; i < held; ++i) c_.Unpin(pinned[i]);
+    c_.GivePiecePins(count);
+  };
   if (st.ok()) {
     lock.unlock();
-    consume({pieces.data(), held});
+    try {
+      consume({pieces.data(), held});
+    } catch (...) {
+      lock.lock();  // the pins go whatever the consumer does
+      release();
+      throw;
+    }
     lock.lock();
     seq_next_ = end;
   }
-  for (uint32_t i = 0; i < held; ++i) c_.Unpin(pinned[i]);
-  c_.GivePiecePins(count);
+  release();
   return st;
 }
 

@@ -2,8 +2,9 @@
 // staged chunks (no copy): the same bytes everywhere (holes, chunk
 // boundaries, the end of the file, chunks loaded from the SSD), one piece per
 // chunk, one call per request; a request over more chunks than one reader
-// may pin is copied into one piece; an error calls nothing and leaves no
-// chunk pinned; a write to the file waits until the pieces are consumed.
+// may pin is copied into one piece; an error calls nothing; neither an error
+// nor a consumer that throws leaves a chunk pinned; a write to the file
+// waits until the pieces are consumed.
 // (The randomized workloads in spill_store_test.cc read through it too.)
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -163,6 +165,26 @@ TEST(ReadPieces, ErrorCallsNothingAndUnpins) {
     EXPECT_EQ(good.bytes, Bytes(d.begin() + 2 * kChunk, d.end()));
   }
   EXPECT_EQ(so.value()->stats().checksum_errors, 20u);
+  ASSERT_TRUE(f->Truncate(0).ok());  // waits for every pin of the file to go
+}
+
+TEST(ReadPieces, ConsumerThatThrowsLeavesNoPin) {
+  testing::TempDir t;
+  const auto o = Options(t.path());
+  auto so = SpillStore::Open(o);
+  ASSERT_TRUE(so.ok()) << so.status().ToString();
+  auto f = MakeFile(*so.value(), "x");
+  ASSERT_TRUE(f);
+  const Bytes d(4 * kChunk, 6);
+  ASSERT_TRUE(f->Write(0, d).ok());
+  // Each call pins the 4 chunks one reader may: a pin left behind would
+  // block the next call for good.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_THROW((void)f->ReadPieces(0, d.size(),
+                                     [](std::span<const struct iovec>) { throw std::runtime_error("x"); }),
+                 std::runtime_error);
+  }
+  EXPECT_EQ(Pieces(*f, 0, d.size()).bytes, d);
   ASSERT_TRUE(f->Truncate(0).ok());  // waits for every pin of the file to go
 }
 
