@@ -155,7 +155,7 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
       ctx_.known.Forget(v.path);
       return {nullptr, ESTALE};
     }
-    keep_cache = handover_.Opened(ino, g.id, file->object);
+    keep_cache = handover_.Opened(ino, g.id, file->object, g.kernel_holds);
   }
   return {std::move(file), 0, keep_cache};
 }

@@ -23,11 +23,18 @@ bool KernelHandover::KernelHolds(fuse_ino_t ino, const store::GetRequest& g) {
 
 // The kernel's pages of this inode (if any) came from an earlier open of the
 // same version: keep them. Only resident objects are remembered, so that
-// dropping an object from RAM also drops its kernel copy.
-bool KernelHandover::Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object) {
+// dropping an object from RAM also drops its kernel copy. One copy: an open
+// that did not look for the kernel's copy (`held` false: KernelHolds) while
+// another open of the inode served this version meanwhile drops the pages:
+// the kernel may hold some that this open's bytes (loaded, or a load it
+// joined) would never be sent, and they would never be handed over; its
+// READs send them whole instead.
+bool KernelHandover::Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object,
+                            bool held) {
   const bool same = ctx_.inodes.MarkServed(ino, object->version);
   if (ctx_.cfg.fuse.kernel_cache && ctx_.cache.ram().Find(id) == object) {
     kernel_cache_.Remember(id, ino, object->version);
+    if (same && !held && ctx_.role != Role::kDataset && ctx_.cfg.fuse.one_copy) return false;
     return same;
   }
   return false;

@@ -79,8 +79,9 @@ class KernelHandover {
   // (GetRequest::kernel_holds).
   bool KernelHolds(fuse_ino_t ino, const store::GetRequest& g);
   // At the open of a whole object: `object` (of `id`) is served to inode
-  // `ino`. Returns whether the kernel's pages of the inode may be kept.
-  bool Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object);
+  // `ino`; `held`: the open asked for it as one the kernel may hold
+  // (KernelHolds). Returns whether the kernel's pages of the inode may be kept.
+  bool Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object, bool held);
   // The kernel now holds pages of block `index` of open file `f` (`ino`).
   void RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t index,
                      const store::ObjectRef& block);
