@@ -136,13 +136,13 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
     file->path = v.path;
     file->job = who.job;
     file->sample = who.sample;
-    if (store::ObjectRef stub = handover_.ServedStub(ino, g)) {
-      file->object = std::move(stub);
-      return {std::move(file), 0, true};
-    }
+    g.kernel_holds = handover_.KernelHolds(ino, g);
     auto obj = ctx_.cache.Get(g);
     if (!obj.ok()) return {nullptr, ToErrno(obj.status())};
     file->object = std::move(obj).value();
+    // The stub of the version the kernel holds: it serves the open from its
+    // pages (a READ that still comes refills it, ObjectFor).
+    if (file->object->handed_over) return {std::move(file), 0, true};
     // The lower file changed since the kernel took its attributes (under
     // "immutable" it holds them for fuse.attr_timeout): its size there is
     // wrong, and a read would be cut at the old size or padded. ESTALE makes
@@ -155,7 +155,7 @@ DataView::LowerOpen DataView::OpenLower(fuse_req_t req, fuse_ino_t ino, const No
       ctx_.known.Forget(v.path);
       return {nullptr, ESTALE};
     }
-    keep_cache = handover_.Opened(ino, g.id, file->object);
+    keep_cache = handover_.Opened(ino, g.id, file->object, g.kernel_holds);
   }
   return {std::move(file), 0, keep_cache};
 }

@@ -7,26 +7,34 @@
 
 namespace epochfs::fs {
 
-// One copy: the kernel was sent every byte of this version and the RAM tier
-// holds the stub. A hit, which the kernel serves from its pages (kept); a
-// READ that still comes refills it (ObjectFor). Remembered first: an
-// eviction from now on drops the pages.
-store::ObjectRef KernelHandover::ServedStub(fuse_ino_t ino, const store::GetRequest& g) {
+// One copy: the inode was served this version, whose every byte the kernel
+// may hold (the RAM tier then holds the stub). The open's Get takes the stub
+// as a hit, which the kernel serves from its pages (kept); a READ that still
+// comes refills it (ObjectFor). Remembered first: an eviction from now on
+// drops the pages.
+bool KernelHandover::KernelHolds(fuse_ino_t ino, const store::GetRequest& g) {
   if (ctx_.role == Role::kDataset || !ctx_.cfg.fuse.one_copy || !ctx_.cfg.fuse.kernel_cache ||
       !ctx_.inodes.Served(ino, g.version)) {
-    return nullptr;
+    return false;
   }
   kernel_cache_.Remember(g.id, ino, g.version);
-  return ctx_.cache.HitHandedOver(g);
+  return true;
 }
 
 // The kernel's pages of this inode (if any) came from an earlier open of the
 // same version: keep them. Only resident objects are remembered, so that
-// dropping an object from RAM also drops its kernel copy.
-bool KernelHandover::Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object) {
+// dropping an object from RAM also drops its kernel copy. One copy: an open
+// that did not look for the kernel's copy (`held` false: KernelHolds) while
+// another open of the inode served this version meanwhile drops the pages:
+// the kernel may hold some that this open's bytes (loaded, or a load it
+// joined) would never be sent, and they would never be handed over; its
+// READs send them whole instead.
+bool KernelHandover::Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object,
+                            bool held) {
   const bool same = ctx_.inodes.MarkServed(ino, object->version);
   if (ctx_.cfg.fuse.kernel_cache && ctx_.cache.ram().Find(id) == object) {
     kernel_cache_.Remember(id, ino, object->version);
+    if (same && !held && ctx_.role != Role::kDataset && ctx_.cfg.fuse.one_copy) return false;
     return same;
   }
   return false;
@@ -110,7 +118,7 @@ void KernelHandover::LeftByOpen(fuse_ino_t ino, OpenFile& f) {
 }
 
 // The open's own object, unless the open found the kernel holding the file (a
-// handed-over stub, ServedStub) and the kernel has lost pages since. Get then
+// handed-over stub, KernelHolds) and the kernel has lost pages since. Get then
 // reads the file again from LOWER (a refill; the open was the policy's
 // access, and its hit becomes a refill); the rest of this open reads the
 // refilled bytes. (A stub with a
@@ -145,7 +153,7 @@ std::pair<Result<store::ObjectRef>, bool> KernelHandover::ObjectFor(fuse_ino_t i
 }
 
 // One copy on a mount with OPEN: the kernel keeps the pages it is sent (and
-// the next open of the same version keeps them: ServedStub). Once it has been
+// the next open of the same version keeps them: KernelHolds). Once it has been
 // sent every byte of resident object `o` (KernelCoverage), or what it lost of
 // one of at most kMaxPatchBytes (`refilled`), the store hands the object
 // over; the open files that hold `o` free its bytes at their release.

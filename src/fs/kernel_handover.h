@@ -9,7 +9,7 @@
 // the kernel has been sent every byte of a resident object (KernelCoverage),
 // the store hands the object over (CacheFront::HandOver): the RAM tier keeps
 // a stub, the kernel the bytes. An open that finds the kernel holding its
-// file keeps its pages (ServedStub); a READ that still comes (the kernel
+// file keeps its pages (KernelHolds); a READ that still comes (the kernel
 // lost pages) refills the object from LOWER (ObjectFor; a file of several
 // blocks only in the blocks asked for, refill_reader.h), and bytes of
 // another version are never mixed with the kernel's: those fail with ESTALE.
@@ -73,13 +73,15 @@ class KernelHandover {
     kernel_cache_.Drop(ino, off, len);
   }
 
-  // At the open of a whole object (request `g`, inode `ino`): the stub of a
-  // version the kernel was sent whole and still holds (a hit it serves from
-  // its pages), or null.
-  store::ObjectRef ServedStub(fuse_ino_t ino, const store::GetRequest& g);
+  // At the open of a whole object (request `g`, inode `ino`): whether the
+  // kernel may hold this version whole under the inode, so that the open's
+  // Get takes a handed-over stub as a hit it serves from its pages
+  // (GetRequest::kernel_holds).
+  bool KernelHolds(fuse_ino_t ino, const store::GetRequest& g);
   // At the open of a whole object: `object` (of `id`) is served to inode
-  // `ino`. Returns whether the kernel's pages of the inode may be kept.
-  bool Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object);
+  // `ino`; `held`: the open asked for it as one the kernel may hold
+  // (KernelHolds). Returns whether the kernel's pages of the inode may be kept.
+  bool Opened(fuse_ino_t ino, cache::ObjectId id, const store::ObjectRef& object, bool held);
   // The kernel now holds pages of block `index` of open file `f` (`ino`).
   void RememberBlock(fuse_ino_t ino, const OpenFile& f, uint64_t index,
                      const store::ObjectRef& block);

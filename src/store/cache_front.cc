@@ -49,6 +49,9 @@ Result<ObjectRef> CacheFront::Get(const GetRequest& req) {
 }
 
 Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
+  if (req.kernel_holds && !req.heard) {
+    if (ObjectRef held = HitHeld(req)) return held;
+  }
   if (ObjectRef hit = ram_.Find(req.id)) {
     if (hit->version != req.version) {
       // Heard of at an open of the version handed over: that is gone, and
@@ -61,6 +64,8 @@ Result<ObjectRef> CacheFront::GetOnce(const GetRequest& req, int retries) {
       Invalidate(req.id);
     } else if (!hit->handed_over) {
       return req.heard ? hit : ServeHit(req, std::move(hit));
+    } else if (req.kernel_holds && !req.heard && retries > 0) {
+      return GetOnce(req, retries - 1);  // handed back since HitHeld looked: a hit now
     }  // handed over: loaded again below (Load refills the stub)
   }
 
@@ -136,30 +141,35 @@ Result<ObjectRef> CacheFront::ServeHit(const GetRequest& req, ObjectRef hit,
   if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + DebugWho(req));
   {
     std::lock_guard lock(policy_mu_);
-    if (unread_prefetched_.erase(req.id) != 0) {
-      c_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
-    }
-    cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs(), req.file};
-    a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
-    a.served = served;
-    // The store changes only under policy_mu_: look again. Evicted since the
-    // caller's Find, the policy has forgotten the object, so this read is a
-    // miss for it (of bytes already in hand, which it may admit again);
-    // otherwise the policy would be told of a hit on an object it does not
-    // know.
-    // Counted as the policy hears it: stats, policy and trace agree.
-    if (ram_.Find(req.id)) {
-      // A read that joined a load was counted (coalesced) when it joined.
-      if (served != cache::Access::Served::kJoined) c_.hits.fetch_add(1, std::memory_order_relaxed);
-      ApplyLocked(policy_->OnHit(a), nullptr);
-    } else {
-      c_.misses.fetch_add(1, std::memory_order_relaxed);
-      ApplyLocked(policy_->OnMiss(a, 0), hit);
-    }
-    TierLocked(req, a, hit, false);
+    ServeHitLocked(req, hit, served);
   }
   Activity();
   return hit;
+}
+
+void CacheFront::ServeHitLocked(const GetRequest& req, const ObjectRef& hit,
+                                cache::Access::Served served) {
+  if (unread_prefetched_.erase(req.id) != 0) {
+    c_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
+  }
+  cache::Access a{req.id, hit->data.size(), req.job, req.sample, NowNs(), req.file};
+  a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
+  a.served = served;
+  // The store changes only under policy_mu_: look again. Evicted since the
+  // caller's Find, the policy has forgotten the object, so this read is a
+  // miss for it (of bytes already in hand, which it may admit again);
+  // otherwise the policy would be told of a hit on an object it does not
+  // know.
+  // Counted as the policy hears it: stats, policy and trace agree.
+  if (ram_.Find(req.id)) {
+    // A read that joined a load was counted (coalesced) when it joined.
+    if (served != cache::Access::Served::kJoined) c_.hits.fetch_add(1, std::memory_order_relaxed);
+    ApplyLocked(policy_->OnHit(a), nullptr);
+  } else {
+    c_.misses.fetch_add(1, std::memory_order_relaxed);
+    ApplyLocked(policy_->OnMiss(a, 0), hit);
+  }
+  TierLocked(req, a, hit, false);
 }
 
 Result<ObjectRef> CacheFront::LoadInSlot(const GetRequest& req) {

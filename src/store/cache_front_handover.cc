@@ -48,23 +48,52 @@ bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
   return true;
 }
 
+// The store changes only under policy_mu_: what it holds is looked at once,
+// under the lock (a stub refilled, handed back or evicted between two looks
+// is never taken for what it was).
 ObjectRef CacheFront::HitHandedOver(const GetRequest& req) {
-  ObjectRef stub = ram_.Find(req.id);
-  if (!stub || !stub->handed_over || stub->version != req.version) return nullptr;
+  ObjectRef stub;
   {
     std::lock_guard lock(policy_mu_);
-    // The store changes only under policy_mu_: refilled or evicted since the
-    // Find, the caller's Get serves it as whatever it is now.
-    if (ram_.Find(req.id) != stub) return nullptr;
-    if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + " (handed over)");
-    cache::Access a{req.id, stub->handed_size, req.job, req.sample, NowNs(), req.file};
-    a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
-    c_.hits.fetch_add(1, std::memory_order_relaxed);
-    ApplyLocked(policy_->OnHit(a), nullptr);
-    TierLocked(req, a, stub, false);
+    stub = ram_.Find(req.id);
+    if (!stub || !stub->handed_over || stub->version != req.version) return nullptr;
+    HitStubLocked(req, stub);
   }
+  if (log::Enabled(log::Level::kDebug)) log::Debug("hit " + req.rel + " (handed over)");
   Activity();
   return stub;
+}
+
+void CacheFront::HitStubLocked(const GetRequest& req, const ObjectRef& stub) {
+  cache::Access a{req.id, stub->handed_size, req.job, req.sample, NowNs(), req.file};
+  a.wait_ns = req.asked_ns != 0 && a.now_ns > req.asked_ns ? a.now_ns - req.asked_ns : 0;
+  c_.hits.fetch_add(1, std::memory_order_relaxed);
+  ApplyLocked(policy_->OnHit(a), nullptr);
+  TierLocked(req, a, stub, false);
+}
+
+// An open the kernel may serve from its pages: the stub while the kernel
+// holds the file, or the refill's bytes while they are back in RAM (the
+// READ that refilled them hands them back: KernelHandover::SentToKernel).
+// Never a load while either is resident: the kernel holds the pages, and a
+// copy loaded under them would not be sent again whole to be handed over.
+ObjectRef CacheFront::HitHeld(const GetRequest& req) {
+  ObjectRef held;
+  {
+    std::lock_guard lock(policy_mu_);
+    held = ram_.Find(req.id);
+    if (!held || held->version != req.version) return nullptr;
+    if (held->handed_over) {
+      HitStubLocked(req, held);
+    } else {
+      ServeHitLocked(req, held, cache::Access::Served::kAtOnce);
+    }
+  }
+  if (log::Enabled(log::Level::kDebug)) {
+    log::Debug("hit " + req.rel + (held->handed_over ? " (handed over)" : ""));
+  }
+  Activity();
+  return held;
 }
 
 void CacheFront::RefillOfHitLocked(const GetRequest& req, uint64_t size) {

@@ -81,6 +81,17 @@ struct GetRequest {
   // find them in RAM (it loads them, from LOWER or the second tier, or joins
   // a load), the open's hit becomes a refill (CacheCounters::refills).
   bool first_refill = false;
+  // An open (not heard) of an inode the kernel was sent this version whole,
+  // whose pages it may keep (one copy, a mount that answers OPEN): a
+  // handed-over stub of req.version is a hit on the stub (HitHandedOver),
+  // returned with no bytes, never read again from LOWER here; resident
+  // bytes of it are a hit as usual. Decided in one look under the policy's
+  // lock: an open that looked for a stub, found a refill landed (not yet
+  // handed back), then loaded because the stub was back by its Get, kept a
+  // second copy that no READ ever handed over (the kernel held the pages).
+  // Only when nothing of req.version is resident is it loaded (or when it
+  // was handed back between each of a few more looks: a cost, rare).
+  bool kernel_holds = false;
   // A prefetch on a user's behalf (a job's owner): only a file they may read
   // is loaded; another fails as a missing file does (MissingOnLower), with
   // nothing read. Null: anything (root's jobs).
@@ -196,7 +207,8 @@ class CacheFront {
   // handed-over stub of req.version, the read is a hit for the policy, told
   // now, and the stub is returned (no bytes: a READ that still reaches the
   // daemon asks Get, which refills it). nullptr, and nothing counted,
-  // otherwise: the caller Gets the object as usual.
+  // otherwise. An open asks Get with GetRequest::kernel_holds instead, which
+  // also serves resident bytes in the same look.
   ObjectRef HitHandedOver(const GetRequest& req);
   // What the policy would prefetch now (Prefetching::PrefetchHints), skipping the
   // objects in flight and those `skip` names; `loading` are the caller's
@@ -299,6 +311,15 @@ class CacheFront {
   // coalesced, not hits).
   Result<ObjectRef> ServeHit(const GetRequest& req, ObjectRef hit,
                              cache::Access::Served served = cache::Access::Served::kAtOnce);
+  // REQUIRES: policy_mu_ held. ServeHit's count and report of `hit`.
+  void ServeHitLocked(const GetRequest& req, const ObjectRef& hit, cache::Access::Served served);
+  // REQUIRES: policy_mu_ held; `stub`, the resident object, is a handed-over
+  // stub of req.version. HitHandedOver's count and report.
+  void HitStubLocked(const GetRequest& req, const ObjectRef& stub);
+  // GetRequest::kernel_holds: the resident object of req.version (a stub or
+  // bytes), counted as a hit, in one look under policy_mu_; nullptr, nothing
+  // counted, when none is resident (cache_front_handover.cc).
+  ObjectRef HitHeld(const GetRequest& req);
   // Get; a reader that joined a load whose answer is not its own (a failed
   // prefetch, a load for or of another version) loads for itself, at most
   // `retries` more times.

@@ -738,6 +738,76 @@ TEST(CacheFront, AnOpenOfAHandedOverObjectIsOneAccess) {
   EXPECT_EQ(f.cache->counters().invalidations, c.invalidations);
 }
 
+// An open whose inode the kernel was sent this version whole asks Get with
+// kernel_holds: whatever the RAM tier holds of the version at that moment is
+// its hit, in one look, and LOWER is never read under the kernel's pages.
+// The interleaving it closes (four readers of a file the kernel had lost):
+// reader A's READ refilled the stub (its bytes back in RAM, not yet handed
+// back); reader B's open looked for a stub, found those bytes and took
+// nothing; A's READ handed them back; B's Get then found the stub and read
+// the file again from LOWER. B kept that copy (its inode's pages, A's, were
+// kept: keep_cache), the kernel asked B for nothing, and the copy was never
+// handed over: the file was in memory twice for good.
+TEST(CacheFront, AnOpenTheKernelMayServeIsOneLookAndNeverALoad) {
+  Front f(1 << 20);
+  const std::string want = f.dir.Write("h", 64 << 10, 8);
+  const GetRequest req = f.Req("h", 9);
+  auto loaded = f.cache->Get(req);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_TRUE(f.cache->HandOver(loaded.value()));
+  GetRequest open = req;
+  open.kernel_holds = true;
+  GetRequest refill = req;
+  refill.heard = true;
+  refill.first_refill = true;
+  auto bytes = [](const ObjectRef& o) { return std::string(o->data.begin(), o->data.end()); };
+
+  // A's open: the stub, a hit.
+  auto a = f.cache->Get(open);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a.value()->handed_over);
+  EXPECT_EQ(a.value(), f.cache->ram().Find(9));
+  // A's READ: the kernel lost the pages, refilled in place.
+  auto a_read = f.cache->Get(refill);
+  ASSERT_TRUE(a_read.ok());
+  ASSERT_FALSE(a_read.value()->handed_over);
+  EXPECT_EQ(bytes(a_read.value()), want);
+  // B's open while the refill is resident: a hit on those bytes, and the
+  // stub's hit counter is not taken from them (HitHandedOver sees no stub).
+  EXPECT_EQ(f.cache->HitHandedOver(req), nullptr);
+  auto b = f.cache->Get(open);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b.value(), a_read.value());
+  // A's READ hands them back (KernelHandover::SentToKernel); C's open
+  // (and B's, had it looked only now) takes the stub, reading nothing.
+  ASSERT_TRUE(f.cache->HandOver(a_read.value()));
+  auto c = f.cache->Get(open);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c.value()->handed_over);
+  EXPECT_EQ(c.value(), f.cache->ram().Find(9));
+
+  CacheCounters n = f.cache->counters();
+  EXPECT_EQ(n.bytes_read_lower, 2u * want.size()) << "the first load and A's refill only";
+  EXPECT_EQ(n.refill_bytes, want.size());
+  EXPECT_EQ(n.misses, 1u);
+  EXPECT_EQ(n.hits, 2u) << "B and C; A's hit became its refill";
+  EXPECT_EQ(n.refills, 1u);
+  EXPECT_EQ(n.coalesced, 0u);
+  EXPECT_EQ(n.handovers, 2u);
+  EXPECT_EQ(f.cache->ram().handed_objects(), 1u) << "one copy: the kernel's";
+
+  // Without kernel_holds (an inode the kernel holds nothing of) the stub is
+  // read again from LOWER at the open, a refill for the policy: the bytes
+  // are the open's, its READs send the kernel every page of them.
+  auto d = f.cache->Get(req);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d.value()->handed_over);
+  EXPECT_EQ(bytes(d.value()), want);
+  n = f.cache->counters();
+  EXPECT_EQ(n.bytes_read_lower, 3u * want.size());
+  EXPECT_EQ(n.refills, 2u);
+}
+
 // Bytes on LOWER rewritten in place with the size and mtime put back: another
 // version all the same (its ctime moved; the version had only size, mtime
 // and inode before). A read of the version handed over gets the new bytes
