@@ -63,6 +63,10 @@ MiB = 1024 * KiB
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLKIO_ROOT = "/sys/fs/cgroup/blkio"
 MEMORY_ROOT = "/sys/fs/cgroup/memory"
+# LOWER's ext4: noatime, so that no run writes it (a read that updated an
+# inode's atime left that inode table block dirty, held by the journal,
+# cached through the next drop_caches).
+LOWER_MOUNT_OPTS = "noatime"
 # Page-cache baseline: memory cgroup limit = budget + working memory + this.
 MEMCG_SLACK = 1 * MiB
 # Env.kernel_memory: the jobs' own memory on a mount (python, the loaders'
@@ -269,6 +273,14 @@ class Env:
         # (EPOCHFS_KERNEL_SLACK): the kernel then reclaims handed-over pages
         # as it would on a machine short of memory.
         self.kernel_memory = None
+        # None, or a directory each epochfs run's daemon log is copied to
+        # (epochfs-LABEL.N.log, N counting the runs of the process).
+        self.log_dir = None
+        self.runs_done = 0
+        # True: each run starts with LOWER's directories and inodes cached
+        # (warm_lower_metadata); False: with them cold too. Either way alike.
+        self.warm_metadata = True
+        self.metadata_warmed = None  # (files, device reads) of the last warm-up
 
     # -- storage ------------------------------------------------------------
     def setup(self, data_bytes):
@@ -279,7 +291,7 @@ class Env:
         os.truncate(self.image, int(data_bytes * 1.3) + 64 * MiB)
         sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.image)
         self.loop = sh("losetup", "-f", "--show", self.image).strip()
-        sh("mount", "-t", "ext4", self.loop, self.lower)
+        sh("mount", "-t", "ext4", "-o", LOWER_MOUNT_OPTS, self.loop, self.lower)
         self.lower_mounted = True
         st = os.stat(self.loop)
         self.majmin = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
@@ -308,20 +320,87 @@ class Env:
             write_file(os.path.join(self.blkio, "blkio.throttle.read_iops_device"),
                        "%s %d\n" % (self.majmin, self.iops))
 
-    def drop_cold(self):
-        """Before a run: the dataset is read cold. drop_all_caches: the
-        machine's page, dentry and inode caches (echo 3 > drop_caches);
-        otherwise the pages of LOWER's files and of the loop device."""
-        if self.drop_all_caches:
-            return drop_caches()
+    def remount_lower(self):
+        """Unmounts LOWER and mounts it again: nothing of its filesystem
+        stays cached (its files' pages and inodes go with the unmount, its
+        metadata blocks with the loop device's last close) and its journal is
+        checkpointed. drop_caches alone does not do that: metadata blocks the
+        journal still holds stay cached through it (the dataset's inodes and
+        directories, written just before the first run; inode blocks a run's
+        atime updates dirtied), so the first run of a process found the
+        dataset's inodes cached and the later ones read them through the
+        throttle. False when LOWER is busy or something is mounted over it:
+        then it stays as it is."""
+        if not self.lower_mounted or self.source != self.lower:
+            return False
         os.sync()
-        drop_file_pages(self.lower)
-        if self.loop:
-            subprocess.run(["blockdev", "--flushbufs", self.loop], capture_output=True)
+        if subprocess.run(["umount", self.lower], capture_output=True).returncode != 0:
+            return False
+        self.lower_mounted = False
+        sh("mount", "-t", "ext4", "-o", LOWER_MOUNT_OPTS, self.loop, self.lower)
+        self.lower_mounted = True
+        return True
+
+    def drop_cold(self):
+        """Before a run: the dataset's data is read cold, and every run
+        starts alike whatever ran before. LOWER is mounted again
+        (remount_lower); then drop_all_caches: the machine's page, dentry
+        and inode caches (echo 3 > drop_caches); otherwise the pages of
+        LOWER's files and of the loop device. Then, with warm_metadata, the
+        dataset's directories and inodes are read back (warm_lower_metadata)."""
+        if not self.remount_lower() and self.lower_mounted:
+            log("warning: LOWER not mounted again (busy, or a store over it): blocks of its "
+                "metadata may still be cached from before this run")
+        if self.drop_all_caches:
+            drop_caches()
+        else:
+            os.sync()
+            drop_file_pages(self.lower)
+            if self.loop:
+                subprocess.run(["blockdev", "--flushbufs", self.loop], capture_output=True)
+        if self.warm_metadata:
+            self.warm_lower_metadata()
+
+    def warm_lower_metadata(self):
+        """Lists every directory of LOWER and stats every file in it from
+        this process (outside the readers' blkio cgroup, so unthrottled):
+        the run starts with the dataset's directories and inodes cached and
+        its data cold, as on a machine that has listed its dataset before
+        (the inodes are a few hundred KiB for thousands of files; the data
+        is what a cache keeps or not). Cold, they cost the run a burst of
+        4 KiB reads at its start (ext4 reads an inode table ahead in 4 KiB
+        bios), each of which the throttle counts against the IO/s limit
+        where the device serves them merged (7 bios per request in the
+        three jobs' runs): one to two seconds of the emulated device, more
+        for a mount that looks the declared files up ahead than for readers
+        that open them one by one. Returns (files, device reads it took)."""
+        reads0 = self.device_reads()
+        n = 0
+        for d, _dirs, files in os.walk(self.lower):
+            for name in files:
+                try:
+                    os.lstat(os.path.join(d, name))
+                    n += 1
+                except OSError:
+                    pass
+        self.metadata_warmed = (n, self.device_reads() - reads0)
+        return self.metadata_warmed
+
+    def device_reads(self):
+        """Read requests the loop device completed so far (/sys/block/loopN/stat)."""
+        try:
+            with open("/sys/block/%s/stat" % os.path.basename(self.loop)) as f:
+                return int(f.read().split()[0])
+        except (OSError, ValueError, IndexError, TypeError):
+            return 0
 
     def describe(self):
-        return ("ext4 on %s (%s) in /dev/shm; readers' blkio cgroup: read %.1f MiB/s, %s IO/s"
-                % (self.loop, self.majmin, self.bps_mib, self.iops or "unlimited"))
+        return ("ext4 on %s (%s) in /dev/shm, %s; readers' blkio cgroup: read %.1f MiB/s, %s IO/s; "
+                "before each run LOWER is mounted again and its caches dropped, its directories "
+                "and inodes %s"
+                % (self.loop, self.majmin, LOWER_MOUNT_OPTS, self.bps_mib, self.iops or "unlimited",
+                   "read back (warm metadata, cold data)" if self.warm_metadata
+                   else "left cold (--cold-metadata)"))
 
     def device_read_bytes(self):
         """Bytes the blkio cgroup's processes read from the loop device so far."""
@@ -537,6 +616,79 @@ class Sampler(threading.Thread):
     def stop(self):
         self._halt.set()
         self.join(5)
+
+
+class DeviceWatch(threading.Thread):
+    """Every `interval` s: the loop device's counters (/sys/block/loopN/stat:
+    reads, sectors read, writes, sectors written, requests in flight) and the
+    blkio cgroup's (blkio.throttle.io_serviced / io_service_bytes, reads), so
+    that a run shows when its first reads reached the device and how fast the
+    throttle let them through (summary())."""
+
+    def __init__(self, env, interval=0.01):
+        super().__init__(daemon=True)
+        self.env, self.interval = env, interval
+        self.stat = "/sys/block/%s/stat" % os.path.basename(env.loop)
+        self.samples = []  # (monotonic t, dev reads, dev read sectors, dev writes,
+        #                     dev write sectors, in flight, cgroup reads, cgroup read bytes)
+        self._halt = threading.Event()
+
+    def sample(self):
+        try:
+            with open(self.stat) as f:
+                d = [int(x) for x in f.read().split()]
+            cg_ios = cg_bytes = 0
+            for name in ("blkio.throttle.io_serviced", "blkio.throttle.io_service_bytes"):
+                with open(os.path.join(self.env.blkio, name)) as f:
+                    for line in f:
+                        p = line.split()
+                        if len(p) == 3 and p[0] == self.env.majmin and p[1] == "Read":
+                            if name.endswith("serviced"):
+                                cg_ios = int(p[2])
+                            else:
+                                cg_bytes = int(p[2])
+        except (OSError, ValueError):
+            return
+        self.samples.append((time.monotonic(), d[0], d[2], d[4], d[6], d[8], cg_ios, cg_bytes))
+
+    def run(self):
+        t0 = time.monotonic()
+        while not self._halt.is_set():
+            self.sample()  # finely for the start, then 4 times a second
+            self._halt.wait(self.interval if time.monotonic() - t0 < 15 else 0.25)
+
+    def stop(self):
+        self._halt.set()
+        self.join(5)
+        self.sample()
+
+    def summary(self, t_go):
+        """What the device did before the jobs' start (t_go) and in the
+        first seconds after it."""
+        s = self.samples
+        if len(s) < 2:
+            return {}
+        first = s[0]
+        before = [x for x in s if x[0] <= t_go] or [first]
+        at_go = before[-1]
+        out = {"before_go_reads": at_go[1] - first[1],
+               "before_go_read_mib": (at_go[2] - first[2]) * 512 / MiB,
+               "writes": s[-1][3] - first[3],
+               "write_mib": (s[-1][4] - first[4]) * 512 / MiB,
+               "max_in_flight": max(x[5] for x in s)}
+        after = [x for x in s if x[0] > t_go]
+        t_first = next((x[0] for x in after if x[6] > at_go[6]), None)
+        out["first_read_ms"] = None if t_first is None else (t_first - t_go) * 1000
+        t_dev = next((x[0] for x in after if x[1] > at_go[1]), None)
+        out["dev_first_read_ms"] = None if t_dev is None else (t_dev - t_go) * 1000
+        for w in (0.5, 1, 2, 5, 10):
+            upto = [x for x in after if x[0] <= t_go + w]
+            last = upto[-1] if upto else at_go
+            out["cg_read_mib_%gs" % w] = (last[7] - at_go[7]) / MiB
+            out["cg_reads_%gs" % w] = last[6] - at_go[6]
+            out["dev_read_mib_%gs" % w] = (last[2] - at_go[2]) * 512 / MiB
+            out["dev_reads_%gs" % w] = last[1] - at_go[1]
+        return out
 
 
 # --------------------------------------------------------------------------
@@ -821,6 +973,8 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
     dev0 = env.device_read_bytes()
     drops0 = drop_caches_count()
     vm0 = vmstat()
+    watch = DeviceWatch(env)
+    watch.start()
     if mode == "epochfs":
         env.start_daemon(opts, os.path.join(env.work, "epochfs-%s.log" % label))
         if env.kernel_memory is not None:
@@ -872,10 +1026,16 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
             time.sleep(0.05)
     finally:
         sampler.stop()
+        watch.stop()
     stats = env.stats() if mode == "epochfs" else None
     rc = None
     if mode == "epochfs":
         rc = env.stop_daemon() if stop == "unmount" else env.kill_daemon()
+    env.runs_done += 1
+    if mode == "epochfs" and env.log_dir:
+        os.makedirs(env.log_dir, exist_ok=True)
+        shutil.copy(os.path.join(env.work, "epochfs-%s.log" % label),
+                    os.path.join(env.log_dir, "epochfs-%s.%d.log" % (label, env.runs_done)))
     dev = env.device_read_bytes() - dev0
     drops1 = drop_caches_count()
     vm1 = vmstat()
@@ -892,6 +1052,7 @@ def run_jobs(env, jobs, label, mode, opts, budget, timeout, interval=None, root=
             "outside_drops": sampler.outside_drops,
             "drop_caches": None if drops0 is None or drops1 is None else drops1 - drops0,
             "peak_working": sampler.peak_working, "samples": sampler.samples,
+            "device_start": watch.summary(t0), "metadata_warmed": env.metadata_warmed,
             "vmstat": {k: vm1[k] - vm0[k] for k in vm1 if k in vm0}}
 
 
