@@ -4,11 +4,18 @@
 
 namespace epochfs::cache {
 
-InFlightTarget::InFlightTarget(uint32_t max, uint32_t start)
+InFlightTarget::InFlightTarget(uint32_t max, uint32_t start, uint32_t begin)
     : max_(std::max<uint32_t>(1, max)),
       start_(std::clamp<uint32_t>(start, 1, max_)),
       target_(start_),
-      mean_at_(1, 0.0) {}
+      mean_at_(1, 0.0) {
+  // The highest level at or below `begin`. Nothing is measured below it yet:
+  // its first window only climbs, and a queue is found one level above it,
+  // from where the steps down (measuring each level afresh) go on to `start`.
+  size_t level = 0;
+  while (TargetOf(level + 1) <= begin && TargetOf(level + 1) > TargetOf(level)) ++level;
+  if (level != 0) SetLevel(level, 0);
+}
 
 uint32_t InFlightTarget::TargetOf(size_t level) const {
   uint64_t t = start_;

@@ -6,10 +6,10 @@
 // asks meanwhile), each one load at a time: on a store where every request
 // waits (NFS, an s3 mount) the loads in flight, not one load's latency, set
 // the rate. How many run at once is found from the loads' times
-// (cache::InFlightTarget, from 4 up to `depth`): many where loads side by
-// side take as long as one alone (a latency store), few where each one more
-// lengthens all (a disk or a throttled device, whose bandwidth the readers'
-// own misses need). Each worker's LOWER calls go to the gate's prefetch lane
+// (cache::InFlightTarget, from 16, between 4 and `depth`): many where loads
+// side by side take as long as one alone (a latency store), few where each
+// one more lengthens all (a disk or a throttled device, whose bandwidth the
+// readers' own misses need). Each worker's LOWER calls go to the gate's prefetch lane
 // (store::PrefetchScope; the daemon's gate runs them on the worker itself,
 // LowerGateOptions::prefetch_inline), so a reader's call never queues behind
 // a prefetch's. Readers go
@@ -106,9 +106,13 @@ class Prefetcher {
   using PathSource = std::function<std::optional<SampleFile>(cache::JobId job, uint32_t sample)>;
   Prefetcher(store::CacheFront& cache, uint32_t depth, PathSource paths)
       : cache_(cache), depth_(depth), path_of_(std::move(paths)),
-        target_(depth, std::min<uint32_t>(depth, kStartInFlight)) {}
-  // The loads in flight the target starts at (InFlightTarget).
+        target_(depth, std::min<uint32_t>(depth, kStartInFlight), kBeginInFlight) {}
+  // The fewest loads in flight the target comes down to, and the number it
+  // begins at (InFlightTarget): a latency store reaches `depth` three rounds of
+  // loads sooner than from 4 (each round a load's time: three LOWER calls),
+  // and a queue comes down to 4 from the level above this one.
   static constexpr uint32_t kStartInFlight = 4;
+  static constexpr uint32_t kBeginInFlight = 16;
   // The loads in flight it aims at now (tests, the log).
   uint32_t target() const;
   ~Prefetcher() { Stop(); }

@@ -10,8 +10,11 @@
 // ahead what may be evicted before it is read. So the target climbs while
 // more in flight costs a load little, and comes back when it no longer does:
 //   - the targets are levels: `start` (at most `max`), doubled at each level
-//     up to `max`. A level is measured over windows of max(8, target) loads
-//     that started under it (older ones are ignored); the last window's mean
+//     up to `max`. The target begins at the level of `begin` (`start` unless
+//     given: a level above the floor `start` saves a latency store the rounds
+//     of loads a climb from `start` takes, while a queue still comes down to
+//     `start` by the steps below). A level is measured over windows of
+//     max(8, target) loads that started under it (older ones are ignored); the last window's mean
 //     load time at each level is kept;
 //   - after a window: when its mean is at least kGrowth (1.5) times the last
 //     mean at the level below, the target goes down one level and holds. This
@@ -47,8 +50,9 @@ class InFlightTarget {
   static constexpr uint64_t kHoldNs = 10'000'000'000;
   static constexpr uint32_t kMinWindow = 8;
 
-  // REQUIRES: max >= 1.
-  InFlightTarget(uint32_t max, uint32_t start);
+  // REQUIRES: max >= 1. `begin`: the first target, rounded down to a level
+  // (start doubled), at least `start`; 0 is `start`.
+  InFlightTarget(uint32_t max, uint32_t start, uint32_t begin = 0);
 
   uint32_t target() const { return target_; }
   // Which target a load starting now runs under: pass it back to OnLoad.

@@ -4,7 +4,9 @@
 // again only after the hold; a level reached on loads that were cheap then is
 // left once its loads cost more than the level below's; after a step down the
 // level below is measured afresh (not compared with a slow start); loads
-// begun under another target are ignored.
+// begun under another target are ignored. A target that begins above its
+// floor climbs from there on a latency store and still comes down to the
+// floor on a queue.
 #include "epochfs/cache/inflight_target.h"
 
 #include <gtest/gtest.h>
@@ -161,6 +163,48 @@ TEST(InFlightTarget, BoundsOfOneAndAStartAboveTheBound) {
   EXPECT_EQ(one.target(), 1u);
   InFlightTarget two(2, 4);
   EXPECT_EQ(two.target(), 2u);
+}
+
+TEST(InFlightTarget, BeginsAtTheLevelAskedAndClimbsFromIt) {
+  InFlightTarget t(128, 4, 16);
+  EXPECT_EQ(t.target(), 16u);
+  uint64_t now = 0;
+  // One window at each of 16, 32 and 64: 128 after three rounds (from 4:
+  // two rounds at 4, then 8, 16, 32 and 64, six).
+  Rounds(&t, 3, [](uint32_t) { return 15 * kMs; }, &now);
+  EXPECT_EQ(t.target(), 128u);
+  Rounds(&t, 100, [](uint32_t) { return 15 * kMs; }, &now);
+  EXPECT_EQ(t.target(), 128u);
+  // Not a level: rounded down to one (4 doubled); below the floor: the floor;
+  // above the bound: the bound.
+  EXPECT_EQ(InFlightTarget(128, 4, 20).target(), 16u);
+  EXPECT_EQ(InFlightTarget(128, 4, 2).target(), 4u);
+  EXPECT_EQ(InFlightTarget(8, 4, 16).target(), 8u);
+  EXPECT_EQ(InFlightTarget(100, 4, 1000).target(), 100u);
+}
+
+TEST(InFlightTarget, ComesDownToTheFloorOnAQueueWhenBegunAboveIt) {
+  // Each load in flight adds 2 ms (a disk): begun at 16, the target tries 32,
+  // then measures 16, 8 and 4 afresh and holds at 4, within the hold.
+  InFlightTarget t(128, 4, 16);
+  uint64_t now = 0;
+  auto queue = [](uint32_t n) { return n * 2 * kMs; };
+  EXPECT_EQ(Rounds(&t, 1, queue, &now), 32u);
+  Rounds(&t, 20, queue, &now);
+  ASSERT_LT(now, InFlightTarget::kHoldNs);
+  EXPECT_EQ(t.target(), 4u);
+  Rounds(&t, 20, queue, &now);
+  EXPECT_EQ(t.target(), 4u);
+}
+
+TEST(InFlightTarget, SettlesAtTheStoresServersWhenBegunAboveThem) {
+  // A store of 8 servers: up to 8 loads take 10 ms, more queue. Begun at 16,
+  // the target ends at 8 (or probes 16 and comes back), never at 16 or more.
+  InFlightTarget t(128, 4, 16);
+  uint64_t now = 0;
+  auto servers = [](uint32_t n) { return (n <= 8 ? 10 : 10 * n / 8) * kMs; };
+  Rounds(&t, 200, servers, &now);
+  EXPECT_EQ(t.target(), 8u);
 }
 
 }  // namespace inflight_target_test
