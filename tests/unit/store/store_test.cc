@@ -651,6 +651,53 @@ TEST(CacheFront, AKernelThatKeepsLosingPagesGetsNoMoreHandovers) {
   EXPECT_TRUE(f.cache->ram().Find(109)->handed_over);
 }
 
+// A file handed over with a checksum per block: the pieces refilled of it
+// are its own losses too (HandoverGate::RefillsWhole). While the gate is
+// open it is never refilled whole; while shut, a new loss of a file that
+// lost pieces before is, and the whole refill (Get) makes it the daemon's
+// again, its losses forgotten.
+TEST(CacheFront, WhileTheGateIsShutAFileThatLostPiecesBeforeIsRefilledWhole) {
+  constexpr uint64_t kBlock = 4096;
+  Front f(1 << 20);  // the gate shuts at 128 KiB lost
+  std::string want = f.dir.Write("big", 16 * kBlock, 5);
+  auto r = f.cache->Get(f.Req("big", 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(f.cache->HandOver(r.value(), kBlock));
+  ObjectRef stub = f.cache->ram().Find(1);
+  ASSERT_TRUE(stub && stub->handed_over);
+  ASSERT_EQ(stub->block_sums.size(), 16u);
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, true)) << "never lost";
+  GetRequest g = f.Req("big", 1);
+  g.heard = true;
+  auto piece = f.cache->RefillBlock(g, stub, 3, true);
+  ASSERT_TRUE(piece.ok());
+  EXPECT_EQ(std::string(piece.value()->data.begin(), piece.value()->data.end()),
+            want.substr(3 * kBlock, kBlock));
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, true)) << "lost a piece, the gate open";
+  // Other files lost whole (160 KiB) shut the gate.
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    f.dir.Write(name, 40 << 10, 30 + i);
+    auto s = f.cache->Get(f.Req(name, 10 + i));
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(f.cache->HandOver(s.value()));
+    ASSERT_TRUE(f.cache->Get(f.Req(name, 10 + i)).ok());  // lost: refilled whole
+  }
+  ASSERT_FALSE(f.cache->HandsOver());
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, false)) << "the loss read in pieces goes on";
+  EXPECT_TRUE(f.cache->RefillsWhole(stub, true)) << "lost 4 KiB before: a 16th of it";
+  // Refilled whole: kept by the daemon (the gate is shut), its losses over.
+  auto back = f.cache->Get(f.Req("big", 1));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::string(back.value()->data.begin(), back.value()->data.end()), want);
+  EXPECT_FALSE(f.cache->HandOver(back.value(), kBlock));
+  EXPECT_FALSE(f.cache->ram().Find(1)->handed_over);
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, true)) << "forgotten: the daemon's again";
+  EXPECT_FALSE(f.cache->RefillsWhole(f.cache->ram().Find(1), true)) << "not handed over";
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.refill_bytes, kBlock + 4 * (40 << 10) + 16 * kBlock);
+}
+
 // One copy on a mount that answers OPEN: the open of a handed-over object is
 // the policy's access (HitHandedOver), and the refill its READ may need
 // later (GetRequest::heard) admits nothing: the open's hit becomes a refill
