@@ -6,8 +6,8 @@
 // asks for, each checked against the bytes handed
 // over (CacheFront::RefillBlock); the stub stays in the RAM tier and the
 // kernel keeps the rest of its pages, unless one copy's gate is shut and the
-// file loses pages again (CacheFront::RefillsWhole: then it is refilled
-// whole and kept). A smaller file is refilled whole
+// file was lost from its start or keeps losing pages (CacheFront::
+// RefillsWhole: then it is refilled whole and kept). A smaller file is refilled whole
 // (KernelHandover::ObjectFor).
 //
 // An open keeps the two blocks it refilled last (OpenFile::refill), and its

@@ -32,10 +32,11 @@ bool CacheFront::HandsOver() const {
   return gate_.Open(ram_.budget(), GateNow());
 }
 
-bool CacheFront::RefillsWhole(const ObjectRef& stub, bool new_loss) const {
+bool CacheFront::RefillsWhole(const ObjectRef& stub, bool new_loss, bool from_start) const {
   if (!stub || !stub->handed_over) return false;
   std::lock_guard lock(gate_mu_);
-  return gate_.RefillsWhole(stub->id, stub->handed_size, new_loss, ram_.budget(), GateNow());
+  return gate_.RefillsWhole(stub->id, stub->handed_size, new_loss, from_start, ram_.budget(),
+                            GateNow());
 }
 
 bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {

@@ -46,11 +46,12 @@ double HandoverGate::FileLostBytes(uint64_t id, uint64_t now_ns) const {
   return it == files_.end() ? 0 : it->second.At(now_ns);
 }
 
-bool HandoverGate::RefillsWhole(uint64_t id, uint64_t size, bool new_loss, uint64_t budget,
-                                uint64_t now_ns) const {
+bool HandoverGate::RefillsWhole(uint64_t id, uint64_t size, bool new_loss, bool from_start,
+                                uint64_t budget, uint64_t now_ns) const {
   if (Open(budget, now_ns)) return false;  // pieces: the kernel keeps the rest
+  if (new_loss && from_start) return true;  // lost from its start: all of it, likely
   const double lost = FileLostBytes(id, now_ns);
-  if (lost <= 0) return false;  // its first loss: pieces
+  if (lost <= 0) return false;  // its first loss, of a few pages: pieces
   const double s = static_cast<double>(size);
   return new_loss ? lost >= s / static_cast<double>(kAgainFraction) : lost > s;
 }

@@ -177,10 +177,11 @@ class CacheFront {
   // Whether pages the kernel lost of handed-over `stub`, which keeps a
   // checksum per piece (RefillBlock), are read back whole now (a Get: the
   // daemon keeps that copy) rather than in the pieces lost: while the gate
-  // is shut and the file loses pages again (HandoverGate::RefillsWhole).
-  // `new_loss`: nothing of this loss was read back yet (the open's first
-  // refill).
-  bool RefillsWhole(const ObjectRef& stub, bool new_loss) const;
+  // is shut, for a file lost from its start or one that keeps losing pages
+  // (HandoverGate::RefillsWhole). `new_loss`: nothing of this loss was read
+  // back yet (the open's first refill); `from_start`: the read asks from the
+  // file's first byte.
+  bool RefillsWhole(const ObjectRef& stub, bool new_loss, bool from_start) const;
   // The clock the gate's losses decay by (steady nanoseconds; NowNs by
   // default), so that a test can say how much time passes. REQUIRES: called
   // before the first Get.

@@ -16,12 +16,15 @@
 //
 // A file handed over with a checksum per piece (Object::block_sums) that
 // loses pages is read back only in the pieces it lost, the kernel keeping the
-// rest (CacheFront::RefillBlock), while the gate is open and, the first time,
-// while it is shut. The gate also weighs each such file's own losses (its
-// refilled pieces, halved every kHalfLifeNs as well): while it is shut, a
-// file that loses pages again (RefillsWhole) is read back whole instead and
-// the daemon keeps that copy, so that the kernel's next loss of it reads
-// nothing from LOWER.
+// rest (CacheFront::RefillBlock), while the gate is open and, while it is
+// shut, at a first loss of a few pages. The gate also weighs each such file's
+// own losses (its refilled pieces, halved every kHalfLifeNs as well). While
+// it is shut, a file is read back whole instead, and the daemon keeps that
+// copy so that the kernel's next loss of it reads nothing from LOWER
+// (RefillsWhole), when the kernel lost it from its first page (the read
+// back would be all of it: a drop_caches, a reclaim of the whole file), or
+// when its pieces read back have cost half of it (a file that keeps losing
+// pages).
 //
 // Pure: no clock and no I/O of its own; the owner gives the times (steady
 // nanoseconds). Not thread-safe: its owner (CacheFront) serializes the calls.
@@ -41,7 +44,7 @@ class HandoverGate {
   static constexpr uint64_t kShutFraction = 8;
   // While shut, a file's new loss is refilled whole when its earlier losses
   // (decayed) are at least its size / kAgainFraction.
-  static constexpr uint64_t kAgainFraction = 16;
+  static constexpr uint64_t kAgainFraction = 2;
   // Files whose losses are remembered; past this, the oldest are forgotten.
   static constexpr size_t kMaxFiles = 4096;
 
@@ -63,11 +66,12 @@ class HandoverGate {
   // refillable in pieces) are read back whole at `now_ns`, for the daemon to
   // keep, rather than in the pieces lost. Only while the gate is shut (Open
   // is false). `new_loss`: nothing of this loss was read back yet (an
-  // open's first refill); it is whole when the file lost pages before (its
-  // losses at least size / kAgainFraction). Otherwise (the loss being read
-  // back in pieces goes on) whole only once the file's losses pass its
-  // size: its pieces were lost and read back over again.
-  bool RefillsWhole(uint64_t id, uint64_t size, bool new_loss, uint64_t budget,
+  // open's first refill); it is whole when the kernel asks from the file's
+  // first byte (`from_start`: it lost the file's start, and with it,
+  // likely, the rest) or the file's earlier losses are at least
+  // size / kAgainFraction. Otherwise (the loss being read back in pieces
+  // goes on) whole only once the file's losses pass its size.
+  bool RefillsWhole(uint64_t id, uint64_t size, bool new_loss, bool from_start, uint64_t budget,
                     uint64_t now_ns) const;
   // File `id` is no longer the kernel's (read back whole, or dropped): its
   // own losses are forgotten.

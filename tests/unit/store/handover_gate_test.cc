@@ -51,45 +51,43 @@ TEST(HandoverGate, ABudgetOfNothingShutsAtTheFirstLoss) {
 }
 
 // A file refillable in pieces: read back in the pieces lost while the gate
-// is open, and while it is shut the first time; a second loss of it while
-// shut (or its pieces lost over again within one) is read back whole.
-TEST(HandoverGate, WhileShutAFileThatLosesPagesAgainIsRefilledWhole) {
+// is open, and while it is shut at a first loss of a few pages; while shut,
+// a loss from the file's start, a new loss once its pieces have cost half
+// of it, or its pieces lost over again within one loss, is read back whole.
+TEST(HandoverGate, WhileShutAFileLostFromItsStartOrLosingPagesAgainIsRefilledWhole) {
   HandoverGate g;
-  constexpr uint64_t kFile = 160;  // a file of 160 bytes; "again" from 10 lost
-  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, kBudget, 0)) << "open, never lost";
-  g.LostPieces(1, 20, 0);
-  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, kBudget, 0)) << "open: pieces";
-  EXPECT_DOUBLE_EQ(g.FileLostBytes(1, 0), 20.0);
-  EXPECT_DOUBLE_EQ(g.LostBytes(0), 20.0) << "the gate counts pieces too";
-  g.Lost(80, 0);  // 100: shut
+  constexpr uint64_t kFile = 160;  // a file of 160 bytes; half of it 80
+  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, true, kBudget, 0)) << "open: pieces";
+  g.LostPieces(1, 80, 0);
+  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, false, kBudget, 0)) << "open: pieces";
+  EXPECT_DOUBLE_EQ(g.FileLostBytes(1, 0), 80.0);
+  EXPECT_DOUBLE_EQ(g.LostBytes(0), 80.0) << "the gate counts pieces too";
+  g.Lost(20, 0);  // 100: shut
   ASSERT_FALSE(g.Open(kBudget, 0));
-  EXPECT_TRUE(g.RefillsWhole(1, kFile, true, kBudget, 0)) << "shut, lost 20 before";
-  EXPECT_FALSE(g.RefillsWhole(1, kFile, false, kBudget, 0)) << "the same loss: 20 < 160";
-  EXPECT_FALSE(g.RefillsWhole(2, kFile, true, kBudget, 0)) << "shut, its first loss";
-  g.LostPieces(2, 9, 0);
-  EXPECT_FALSE(g.RefillsWhole(2, kFile, true, kBudget, 0)) << "9 < 160 / 16";
+  EXPECT_TRUE(g.RefillsWhole(1, kFile, true, false, kBudget, 0)) << "shut, lost half before";
+  EXPECT_FALSE(g.RefillsWhole(1, kFile, false, false, kBudget, 0)) << "the same loss: 80";
+  EXPECT_FALSE(g.RefillsWhole(2, kFile, true, false, kBudget, 0)) << "shut, a first loss";
+  EXPECT_TRUE(g.RefillsWhole(2, kFile, true, true, kBudget, 0)) << "lost from its start";
+  EXPECT_FALSE(g.RefillsWhole(2, kFile, false, true, kBudget, 0)) << "a loss going on";
+  g.LostPieces(2, 79, 0);
+  EXPECT_FALSE(g.RefillsWhole(2, kFile, true, false, kBudget, 0)) << "79 < 80";
   g.LostPieces(2, 1, 0);
-  EXPECT_TRUE(g.RefillsWhole(2, kFile, true, kBudget, 0)) << "10: again";
-  g.LostPieces(2, 149, 0);
-  EXPECT_FALSE(g.RefillsWhole(2, kFile, false, kBudget, 0)) << "159 in one loss";
+  EXPECT_TRUE(g.RefillsWhole(2, kFile, true, false, kBudget, 0)) << "80: again";
+  g.LostPieces(2, 80, 0);
+  EXPECT_FALSE(g.RefillsWhole(2, kFile, false, false, kBudget, 0)) << "160: the file, once";
   g.LostPieces(2, 1, 0);
-  EXPECT_FALSE(g.RefillsWhole(2, kFile, false, kBudget, 0)) << "160: the file, once";
-  g.LostPieces(2, 1, 0);
-  EXPECT_TRUE(g.RefillsWhole(2, kFile, false, kBudget, 0)) << "past the file: lost over";
+  EXPECT_TRUE(g.RefillsWhole(2, kFile, false, false, kBudget, 0)) << "past it: lost over";
   // Read back whole: the daemon's again, its losses forgotten (not the gate's).
   g.Lost(kFile, 0);
   g.Forget(2);
   EXPECT_DOUBLE_EQ(g.FileLostBytes(2, 0), 0.0);
-  EXPECT_FALSE(g.RefillsWhole(2, kFile, true, kBudget, 0));
-  // A file's losses halve as the gate's do (422 lost: 211, 105.5, 52.75).
+  EXPECT_FALSE(g.RefillsWhole(2, kFile, true, false, kBudget, 0));
+  // A file's losses halve as the gate's do (501 lost: 250.5, 125.25, 62.6).
   const uint64_t h = HandoverGate::kHalfLifeNs;
-  EXPECT_TRUE(g.RefillsWhole(1, kFile, true, kBudget, h)) << "20 is 10 after a minute";
-  EXPECT_FALSE(g.Open(kBudget, 2 * h));
-  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, kBudget, 2 * h)) << "5 < 10: no longer again";
+  EXPECT_FALSE(g.Open(kBudget, h));
+  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, false, kBudget, h)) << "80 is 40 after a minute";
   EXPECT_TRUE(g.Open(kBudget, 3 * h));
-  g.LostPieces(1, 1000, 3 * h);  // shuts it under kBudget, not under 100 times that
-  EXPECT_TRUE(g.RefillsWhole(1, kFile, true, kBudget, 3 * h));
-  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, 100 * kBudget, 3 * h)) << "open: pieces, always";
+  EXPECT_FALSE(g.RefillsWhole(1, kFile, true, true, kBudget, 3 * h)) << "open: pieces, always";
 }
 
 TEST(HandoverGate, RemembersABoundedNumberOfFiles) {
