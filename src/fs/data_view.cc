@@ -255,10 +255,14 @@ void DataView::Read(fuse_req_t req, fuse_ino_t ino, const std::shared_ptr<OpenFi
         std::lock_guard lock(f->mu);
         held = f->object;
       }
-      // While one copy's gate is shut (the kernel keeps losing what it is
-      // handed), the stub is refilled whole instead: the daemon keeps that
-      // copy, and the kernel's next loss of the file reads nothing from LOWER.
-      if (RefillsInBlocks(held) && ctx_.cache.HandsOver()) {
+      // Pages the kernel lost of a file it holds in pieces: only those
+      // pieces, unless one copy's gate is shut and the file was lost from
+      // its start or keeps losing pages (CacheFront::RefillsWhole): then it
+      // is refilled whole, the daemon keeps that copy, and the kernel's
+      // next loss of it reads nothing from LOWER.
+      if (RefillsInBlocks(held) &&
+          !ctx_.cache.RefillsWhole(held, !f->refilled.load(std::memory_order_relaxed),
+                                   off == 0)) {
         return ReadRefill(req, ino, *f, held, size, off);
       }
       auto [o, refilled] = handover_.ObjectFor(ino, *f);

@@ -5,7 +5,9 @@
 // block_sums) is read back only in the blocks that cover what the kernel
 // asks for, each checked against the bytes handed
 // over (CacheFront::RefillBlock); the stub stays in the RAM tier and the
-// kernel keeps the rest of its pages. A smaller file is refilled whole
+// kernel keeps the rest of its pages, unless one copy's gate is shut and the
+// file was lost from its start or keeps losing pages (CacheFront::
+// RefillsWhole: then it is refilled whole and kept). A smaller file is refilled whole
 // (KernelHandover::ObjectFor).
 //
 // An open keeps the two blocks it refilled last (OpenFile::refill), and its

@@ -340,7 +340,7 @@ Result<ObjectRef> CacheFront::Load(const GetRequest& req, bool prefetch, bool* a
         ram_.Replace(resident, ref)) {
       if (loaded) {
         c_.refill_bytes.fetch_add(ref->data.size(), std::memory_order_relaxed);
-        LostByKernel(ref->data.size());  // under policy_mu_: gate_mu_ is a leaf
+        LostByKernel(req.id, ref->data.size(), false);  // under policy_mu_: gate_mu_ is a leaf
       }
       if (!req.heard) {  // read from LOWER again: a refill, not a hit
         c_.refills.fetch_add(1, std::memory_order_relaxed);

@@ -17,14 +17,26 @@ namespace epochfs::store {
 
 uint64_t CacheFront::GateNow() const { return gate_now_ ? gate_now_() : NowNs(); }
 
-void CacheFront::LostByKernel(uint64_t bytes) {
+void CacheFront::LostByKernel(cache::ObjectId id, uint64_t bytes, bool pieces) {
   std::lock_guard lock(gate_mu_);
-  gate_.Lost(bytes, GateNow());
+  if (pieces) {
+    gate_.LostPieces(id, bytes, GateNow());
+  } else {
+    gate_.Lost(bytes, GateNow());
+    gate_.Forget(id);  // the daemon's again: its losses as the kernel's are over
+  }
 }
 
 bool CacheFront::HandsOver() const {
   std::lock_guard lock(gate_mu_);
   return gate_.Open(ram_.budget(), GateNow());
+}
+
+bool CacheFront::RefillsWhole(const ObjectRef& stub, bool new_loss, bool from_start) const {
+  if (!stub || !stub->handed_over) return false;
+  std::lock_guard lock(gate_mu_);
+  return gate_.RefillsWhole(stub->id, stub->handed_size, new_loss, from_start, ram_.budget(),
+                            GateNow());
 }
 
 bool CacheFront::HandOver(const ObjectRef& served, uint64_t block) {
@@ -170,7 +182,7 @@ Result<ObjectRef> CacheFront::RefillBlock(const GetRequest& req, const ObjectRef
     RefillOfHitLocked(req, stub->handed_size);
   }
   c_.refill_bytes.fetch_add(len, std::memory_order_relaxed);
-  LostByKernel(len);
+  LostByKernel(stub->id, len, true);
   if (log::Enabled(log::Level::kDebug)) {
     log::Debug("refill " + req.rel + ": block " + std::to_string(index) + ", " +
                std::to_string(len) + " bytes from lower");

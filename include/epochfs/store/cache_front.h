@@ -185,6 +185,14 @@ class CacheFront {
   bool HandOver(const ObjectRef& served, uint64_t block = 0);
   // Whether HandOver hands objects over now (its gate is open).
   bool HandsOver() const;
+  // Whether pages the kernel lost of handed-over `stub`, which keeps a
+  // checksum per piece (RefillBlock), are read back whole now (a Get: the
+  // daemon keeps that copy) rather than in the pieces lost: while the gate
+  // is shut, for a file lost from its start or one that keeps losing pages
+  // (HandoverGate::RefillsWhole). `new_loss`: nothing of this loss was read
+  // back yet (the open's first refill); `from_start`: the read asks from the
+  // file's first byte.
+  bool RefillsWhole(const ObjectRef& stub, bool new_loss, bool from_start) const;
   // The clock the gate's losses decay by (steady nanoseconds; NowNs by
   // default), so that a test can say how much time passes. REQUIRES: called
   // before the first Get.
@@ -398,8 +406,9 @@ class CacheFront {
   Histogram load_time_;
   Histogram read_wait_;
 
-  // One copy: whether HandOver hands over now (the refills feed it).
-  void LostByKernel(uint64_t bytes);
+  // One copy: whether HandOver hands over now (the refills feed it): `bytes`
+  // of object `id` read back whole (it is the daemon's again) or in pieces.
+  void LostByKernel(cache::ObjectId id, uint64_t bytes, bool pieces);
   mutable std::mutex gate_mu_;
   HandoverGate gate_;  // guarded by gate_mu_ (a leaf lock)
   Clock gate_now_;     // the gate's clock; NowNs when empty

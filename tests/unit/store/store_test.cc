@@ -651,6 +651,56 @@ TEST(CacheFront, AKernelThatKeepsLosingPagesGetsNoMoreHandovers) {
   EXPECT_TRUE(f.cache->ram().Find(109)->handed_over);
 }
 
+// A file handed over with a checksum per block: the pieces refilled of it
+// are its own losses too (HandoverGate::RefillsWhole). While the gate is
+// open it is never refilled whole; while shut, a loss from its start is,
+// and so is a new loss once its pieces have cost half of it; the whole
+// refill (Get) makes it the daemon's again, its losses forgotten.
+TEST(CacheFront, WhileTheGateIsShutAFileThatKeepsLosingPiecesIsRefilledWhole) {
+  constexpr uint64_t kBlock = 4096;
+  Front f(1 << 20);  // the gate shuts at 128 KiB lost
+  std::string want = f.dir.Write("big", 16 * kBlock, 5);
+  auto r = f.cache->Get(f.Req("big", 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(f.cache->HandOver(r.value(), kBlock));
+  ObjectRef stub = f.cache->ram().Find(1);
+  ASSERT_TRUE(stub && stub->handed_over);
+  ASSERT_EQ(stub->block_sums.size(), 16u);
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, true, true)) << "the gate open";
+  GetRequest g = f.Req("big", 1);
+  g.heard = true;
+  for (uint64_t i = 3; i < 11; ++i) {  // 8 of its 16 blocks lost
+    auto piece = f.cache->RefillBlock(g, stub, i, i == 3);
+    ASSERT_TRUE(piece.ok());
+    EXPECT_EQ(std::string(piece.value()->data.begin(), piece.value()->data.end()),
+              want.substr(i * kBlock, kBlock));
+  }
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, true, false)) << "lost half, the gate open";
+  // Three other files lost whole (120 KiB, 152 KiB in all) shut it.
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    f.dir.Write(name, 40 << 10, 30 + i);
+    auto s = f.cache->Get(f.Req(name, 10 + i));
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(f.cache->HandOver(s.value()));
+    ASSERT_TRUE(f.cache->Get(f.Req(name, 10 + i)).ok());  // lost: refilled whole
+  }
+  ASSERT_FALSE(f.cache->HandsOver());
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, false, false)) << "the loss read in pieces goes on";
+  EXPECT_TRUE(f.cache->RefillsWhole(stub, true, false)) << "its pieces cost half of it";
+  // Refilled whole: kept by the daemon (the gate is shut), its losses over.
+  auto back = f.cache->Get(f.Req("big", 1));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::string(back.value()->data.begin(), back.value()->data.end()), want);
+  EXPECT_FALSE(f.cache->HandOver(back.value(), kBlock));
+  EXPECT_FALSE(f.cache->ram().Find(1)->handed_over);
+  EXPECT_FALSE(f.cache->RefillsWhole(stub, true, false)) << "forgotten: the daemon's again";
+  EXPECT_TRUE(f.cache->RefillsWhole(stub, true, true)) << "a loss from its start: whole";
+  EXPECT_FALSE(f.cache->RefillsWhole(f.cache->ram().Find(1), true, true)) << "not handed over";
+  CacheCounters c = f.cache->counters();
+  EXPECT_EQ(c.refill_bytes, 8 * kBlock + 3 * (40 << 10) + 16 * kBlock);
+}
+
 // One copy on a mount that answers OPEN: the open of a handed-over object is
 // the policy's access (HitHandedOver), and the refill its READ may need
 // later (GetRequest::heard) admits nothing: the open's hit becomes a refill
