@@ -17,18 +17,20 @@
 // Answered at once, neither waiting nor counted: forget, release, releasedir
 // (a client's close costs no server round trip) and getxattr (the counts).
 //
-// Concurrency: unbounded. A call's work (lstat, open, pread, the listing)
-// is done when it arrives, by the libfuse loop thread that received it, and
-// its answer is put in a timer queue (a min-heap by due time); one timer
-// thread sends the answers whose time has come. A waiting call holds no
-// thread, only its answer (the bytes of a read, a listing, a stat), so any
-// number of calls wait at once, as at a store with many servers: the calls
-// in flight are the client's, up to what the kernel lets it send (this mount
-// asks for max_background 4096: reads the kernel sends on its own are not
-// held back at its default 12). The loop threads (libfuse's `-o
-// max_threads=N`, default 10) bound only the calls being worked on at one
-// instant, not those waiting. The store's answers reflect SOURCE when the
-// call arrived.
+// Concurrency: unbounded. A call's work (lstat, open, the listing) is done
+// when it arrives, by the libfuse loop thread that received it, and its
+// answer is put in a timer queue (a min-heap by due time); one timer thread
+// sends the answers whose time has come. A read's bytes are spliced from
+// the file into the device as its answer is sent (Read). A waiting call
+// holds no thread, only its answer (a listing, a stat, a read's descriptor
+// and range), so any number of calls wait at once, as at a store with many
+// servers: the calls in flight are the client's, up to what the kernel lets
+// it send (this mount asks for max_background 4096: reads the kernel sends
+// on its own are not held back at its default 12). The loop threads
+// (libfuse's `-o max_threads=N`, default 10) bound only the calls being
+// worked on at one instant, not those waiting. The store's answers reflect
+// SOURCE when the call arrived, but for a read's bytes: those of when it is
+// answered.
 //
 // The kernel caches nothing: entry and attribute timeouts are 0 (every path
 // walk revalidates each name with a LOOKUP, every stat is a GETATTR) and
@@ -85,7 +87,6 @@
 
 #include "call_counts.h"
 #include "latency_queue.h"
-#include "read_buffers.h"
 
 namespace latencyfs {
 
@@ -194,6 +195,7 @@ void AnswerErr(fuse_req_t req, Kind kind, int err) {
 // ---------------------------------------------------------------------------
 
 void Init(void* /*userdata*/, fuse_conn_info* conn) {
+  if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;  // Read
   conn->max_background = 4096;  // the kernel's own reads (readahead, async) not held back
   conn->congestion_threshold = 3072;
 }
@@ -219,6 +221,13 @@ ssize_t DeviceWritev(int fd, iovec* iov, int count, void* /*userdata*/) {
 }
 
 ssize_t DeviceRead(int fd, void* buf, size_t len, void* /*userdata*/) { return read(fd, buf, len); }
+
+// Given, libfuse offers splice to the device (FUSE_CAP_SPLICE_WRITE: Read):
+// with custom I/O it does so only when the I/O can splice.
+ssize_t DeviceSplice(int fdin, off_t* offin, int fdout, off_t* offout, size_t len, unsigned flags,
+                     void* /*userdata*/) {
+  return splice(fdin, offin, fdout, offout, len, flags);
+}
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   const auto latency = Latency();
@@ -270,20 +279,28 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
-BufferPool g_buffers;
-
+// The bytes are read when the answer is sent, spliced from the file into the
+// device (fuse_reply_data with the file's descriptor: libfuse moves the page
+// cache's pages through a pipe, and the kernel copies them once, into the
+// reader's buffer). A store's bytes cost its client that one copy and nothing
+// else; a read into a buffer of ours and a write of it to the device would
+// cost this machine a second copy of every byte, the fixture's CPU that a
+// remote store does not put on the client. The range is cut at the file's
+// end as its size was when the read arrived (a splice that comes up short
+// makes libfuse read the range into memory again); under 8 KiB libfuse reads
+// into memory and writes that.
 void Read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
   const auto latency = Latency();
-  BufferPool::Buffer buf = g_buffers.Get(size);
-  const ssize_t n = pread(static_cast<int>(fi->fh), buf.bytes.get(), size, off);
-  if (n == -1) {
-    const int err = errno;
-    g_buffers.Put(std::move(buf));
-    return AnswerErr(req, kRead, err);
-  }
-  Reply(req, kRead, latency, [req, buf = std::move(buf), n]() mutable {
-    fuse_reply_buf(req, buf.bytes.get(), static_cast<size_t>(n));
-    g_buffers.Put(std::move(buf));
+  const int fd = static_cast<int>(fi->fh);  // open until the read is answered
+  struct stat st {};
+  if (fstat(fd, &st) == -1) return AnswerErr(req, kRead, errno);
+  const size_t n = off >= st.st_size ? 0 : std::min<size_t>(size, static_cast<size_t>(st.st_size - off));
+  Reply(req, kRead, latency, [req, fd, n, off] {
+    fuse_bufvec data = FUSE_BUFVEC_INIT(n);
+    data.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    data.buf[0].fd = fd;
+    data.buf[0].pos = off;
+    fuse_reply_data(req, &data, FUSE_BUF_SPLICE_MOVE);
   });
 }
 
@@ -449,7 +466,8 @@ int main(int argc, char* argv[]) {
   int rc = 1;
   fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, nullptr);
   if (se != nullptr && fuse_set_signal_handlers(se) == 0) {
-    const fuse_custom_io io{latencyfs::DeviceWritev, latencyfs::DeviceRead, nullptr, nullptr};
+    const fuse_custom_io io{latencyfs::DeviceWritev, latencyfs::DeviceRead, nullptr,
+                             latencyfs::DeviceSplice};
     if (fuse_session_mount(se, opts.mountpoint) == 0) {
       if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) fuse_session_exit(se);
       fuse_daemonize(opts.foreground);
