@@ -106,6 +106,15 @@ Result<struct stat> KnownLower::Stat(const std::string& rel, LowerCall kind,
     std::shared_lock lk(mu_);
     if (auto it = attrs_.find(ObjectIdOf(rel)); it != attrs_.end()) known = it->second;
   }
+  if (!known) {
+    // A directory a load opened (to hold it): its open's lookup told us.
+    if (std::optional<HeldDirs::DirAttrs> d = lower_.HeldDirAttrs(rel)) {
+      const int64_t at = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             d->at.time_since_epoch()).count();
+      Remember(rel, d->st, at);
+      known = Pack(d->st, at);
+    }
+  }
   if (known && Young(*known, now)) {
     answered_.fetch_add(1, std::memory_order_relaxed);
     return aged(*known);

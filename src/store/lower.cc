@@ -79,32 +79,6 @@ Result<UniqueFd> OpenNear(int root, HeldDirs* held, const std::string& rel, int 
   return OpenBeneath(root, rel, flags);
 }
 
-// The attributes of open file `fd` as the kernel holds them now, without
-// asking LOWER's server again (statx AT_STATX_DONT_SYNC): on a FUSE LOWER,
-// those its open's path walk just refreshed (the name's lookup) or, within
-// the store's own attribute timeout, its last answer; on NFS, those its open
-// revalidated; on a local file system, the inode's. Taken after the open and
-// before the read, as fstat's would be.
-int HeldAttrs(int fd, struct stat* st) {
-  struct statx sx {};
-  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &sx) != 0) return -1;
-  *st = {};
-  st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-  st->st_ino = sx.stx_ino;
-  st->st_mode = sx.stx_mode;
-  st->st_nlink = sx.stx_nlink;
-  st->st_uid = sx.stx_uid;
-  st->st_gid = sx.stx_gid;
-  st->st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
-  st->st_size = static_cast<off_t>(sx.stx_size);
-  st->st_blksize = static_cast<blksize_t>(sx.stx_blksize);
-  st->st_blocks = static_cast<blkcnt_t>(sx.stx_blocks);
-  st->st_atim = {static_cast<time_t>(sx.stx_atime.tv_sec), sx.stx_atime.tv_nsec};
-  st->st_mtim = {static_cast<time_t>(sx.stx_mtime.tv_sec), sx.stx_mtime.tv_nsec};
-  st->st_ctim = {static_cast<time_t>(sx.stx_ctime.tv_sec), sx.stx_ctime.tv_nsec};
-  return 0;
-}
-
 Result<struct stat> StatBeneath(int root, HeldDirs* held, const std::string& rel) {
   auto fd = OpenNear(root, held, rel, O_PATH);
   if (!fd.ok()) return fd.status();
@@ -233,6 +207,10 @@ void Lower::StartGate() {
 }
 
 size_t Lower::held_dirs_opened() const { return held_ ? held_->opened() : 0; }
+
+std::optional<HeldDirs::DirAttrs> Lower::HeldDirAttrs(const std::string& dir) const {
+  return held_ ? held_->Attrs(dir) : std::nullopt;
+}
 
 LowerGateCounters Lower::gate_counters() const {
   return gate_ ? gate_->counters() : LowerGateCounters{};
@@ -412,6 +390,7 @@ Result<Lower::OpenedFile> Lower::OpenAndRead(const std::string& rel, uint64_t ma
     if (!fd.ok()) return fd.status();
     OpenedFile out;
     out.fd = std::move(fd).value();
+    // After the open and before the read, as fstat's would be.
     const int got = held_attrs ? HeldAttrs(out.fd.get(), &out.st) : ::fstat(out.fd.get(), &out.st);
     if (got != 0) return LowerStatus(errno, "fstat");
     out.stat_asked = !held_attrs;

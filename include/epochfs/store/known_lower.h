@@ -18,7 +18,11 @@
 //     (lower_health.h: then without asking), the last known attributes
 //     answer. A re-check given up on is a timeout of LOWER's: LOWER is down
 //     from it (logged), so the next calls answer at once;
-//   - not remembered: a stat of LOWER, as without KnownLower.
+//   - not remembered: a directory the loads hold open (held_dirs.h) is
+//     answered with the attributes its open saw, and remembered from then
+//     (a declared job's first reads look up their directories while the
+//     prefetch opens them: no call each); anything else, a stat of LOWER,
+//     as without KnownLower.
 // A listing's attributes (StatEntries, for a readdirplus reply) are optional:
 // while LOWER is down none are asked for (the entries go without, and the
 // kernel looks up the names it needs, answered as above), and a re-check of

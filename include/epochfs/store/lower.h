@@ -33,13 +33,13 @@
 #include "epochfs/common/access_rule.h"
 #include "epochfs/common/status.h"
 #include "epochfs/common/unique_fd.h"
+#include "epochfs/store/held_dirs.h"
 #include "epochfs/store/lower_gate.h"
 #include "epochfs/store/lower_health.h"
 #include "epochfs/store/version.h"
 
 namespace epochfs::store {
 
-class HeldDirs;
 
 // What a path that does not exist on LOWER gives ("REL: No such file or
 // directory", NotFound): also what the daemon answers for a path a user may
@@ -125,6 +125,9 @@ class Lower {
   void StartGate();
   // Directories opened to be held since the start (0 without held_dirs).
   size_t held_dirs_opened() const;
+  // The attributes of directory `dir` taken when it was opened to be held,
+  // while it is (HeldDirs::Attrs; none without held_dirs). No LOWER call.
+  std::optional<HeldDirs::DirAttrs> HeldDirAttrs(const std::string& dir) const;
   // The gate's counters (all 0 without a gate).
   LowerGateCounters gate_counters() const;
   // LowerGate::ReleasePrefetch (0 without a gate).

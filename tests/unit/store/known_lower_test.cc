@@ -108,6 +108,31 @@ TEST_F(KnownLowerTest, ListingsAndTheirEntriesAreRemembered) {
   EXPECT_EQ(known.counters().names, 2u);
 }
 
+TEST_F(KnownLowerTest, ADirectoryALoadHoldsOpenIsAnsweredWithoutACall) {
+  std::filesystem::create_directories(root_ + "/p/q");
+  std::ofstream(root_ + "/p/q/f") << "ff";
+  auto held = std::move(Lower::Open(root_, LowerGateOptions{std::chrono::milliseconds(0)}, 4)).value();
+  KnownLower known(*held, KnownLowerOptions{.remember = true});
+  ASSERT_TRUE(held->OpenAndRead("p/q/f", 1 << 20).ok());  // holds p and p/q
+  const uint64_t lookups = held->health().counts().of(LowerCall::kLookup);
+  for (const char* dir : {"p", "p/q"}) {
+    auto st = known.Stat(dir, LowerCall::kLookup);
+    ASSERT_TRUE(st.ok()) << dir;
+    struct stat want;
+    ASSERT_EQ(::stat((root_ + "/" + dir).c_str(), &want), 0);
+    EXPECT_EQ(st.value().st_ino, want.st_ino) << dir;
+    EXPECT_TRUE(S_ISDIR(st.value().st_mode)) << dir;
+  }
+  EXPECT_EQ(held->health().counts().of(LowerCall::kLookup), lookups);
+  EXPECT_EQ(known.counters().answered, 2u);
+  EXPECT_EQ(known.counters().paths, 2u);  // and remembered from then
+  // Without remembering (consistency "open"), the held directory's
+  // attributes answer nothing: LOWER is asked.
+  KnownLower open_mode(*held, KnownLowerOptions{.remember = false});
+  ASSERT_TRUE(open_mode.Stat("p", LowerCall::kLookup).ok());
+  EXPECT_EQ(held->health().counts().of(LowerCall::kLookup), lookups + 1);
+}
+
 TEST_F(KnownLowerTest, NothingMoreIsRememberedPastTheBound) {
   KnownLowerOptions o{.remember = true};
   o.max_entries = 1;
