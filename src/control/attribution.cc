@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "epochfs/common/unique_fd.h"
@@ -13,10 +16,9 @@
 namespace epochfs::control {
 namespace {
 
-// Reads /proc/<pid>/<file> (`path`) into buf (up to size - 1 bytes): NotFound
-// when the process does not exist or vanished, IoError otherwise.
-Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* buf,
-                                      size_t size) {
+// Opens /proc/<pid>/<file> (`path`): NotFound when the process does not
+// exist (or vanished), IoError otherwise.
+Result<UniqueFd> OpenProcFile(pid_t pid, const std::string& path) {
   if (pid <= 0) return NotFound("pid " + std::to_string(pid));
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
@@ -24,9 +26,16 @@ Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* 
     if (e == ENOENT || e == ESRCH) return NotFound("no process " + std::to_string(pid));
     return ErrnoStatus(Code::kIoError, e, path);
   }
+  return fd;
+}
+
+// Reads `fd` (of OpenProcFile) from its start into buf (up to size - 1
+// bytes): NotFound when the process vanished, IoError otherwise.
+Result<std::string_view> ReadProcFd(pid_t pid, int fd, const std::string& path, char* buf,
+                                    size_t size) {
   size_t len = 0;
   while (len < size - 1) {
-    ssize_t n = ::read(fd.get(), buf + len, size - 1 - len);
+    ssize_t n = ::pread(fd, buf + len, size - 1 - len, static_cast<off_t>(len));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int e = errno;
@@ -39,6 +48,18 @@ Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* 
   return std::string_view(buf, len);
 }
 
+// Reads /proc/<pid>/<file> (`path`) into buf (up to size - 1 bytes).
+Result<std::string_view> ReadProcFile(pid_t pid, const std::string& path, char* buf,
+                                      size_t size) {
+  Result<UniqueFd> fd = OpenProcFile(pid, path);
+  if (!fd.ok()) return fd.status();
+  return ReadProcFd(pid, fd.value().get(), path, buf, size);
+}
+
+// The most /proc/<pid>/stat descriptors RealProcReader holds; past it, all
+// are let go and opened again as asked.
+constexpr size_t kHeldStats = 256;
+
 class RealProcReader final : public ProcReader {
  public:
   explicit RealProcReader(std::string root) : root_(std::move(root)) {}
@@ -46,7 +67,7 @@ class RealProcReader final : public ProcReader {
   Result<ProcStat> Stat(pid_t pid) const override {
     const std::string path = root_ + "/" + std::to_string(pid) + "/stat";
     char buf[1024];
-    Result<std::string_view> text = ReadProcFile(pid, path, buf, sizeof(buf));
+    Result<std::string_view> text = ReadStat(pid, path, buf, sizeof(buf));
     if (!text.ok()) return text.status();
     std::string_view s = text.value();
     // "pid (comm) state ppid ... starttime(22) ...": comm may hold spaces and
@@ -108,7 +129,48 @@ class RealProcReader final : public ProcReader {
   }
 
  private:
+  // /proc/<pid>/stat, read through a descriptor held per pid: every open
+  // asks for its reader's stat, and an open and close of a /proc file cost
+  // more than the read. A descriptor of /proc/<pid>/stat reads the process
+  // it was opened for, or fails with ESRCH once that process is gone (its
+  // pid may be another's by then): the file is then opened again by number,
+  // so what is read is always the process that has the pid now, as a read
+  // by path would be.
+  Result<std::string_view> ReadStat(pid_t pid, const std::string& path, char* buf,
+                                    size_t size) const {
+    std::shared_ptr<const UniqueFd> fd;
+    {
+      std::lock_guard lk(mu_);
+      if (auto it = held_.find(pid); it != held_.end()) fd = it->second;
+    }
+    if (fd != nullptr) {
+      // One read: the line is shorter than buf, and ends with its newline.
+      ssize_t n;
+      do {
+        n = ::pread(fd->get(), buf, size - 1, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n > 0 && static_cast<size_t>(n) < size - 1 && buf[n - 1] == '\n') {
+        return std::string_view(buf, static_cast<size_t>(n));
+      }
+      std::lock_guard lk(mu_);
+      if (auto it = held_.find(pid); it != held_.end() && it->second == fd) held_.erase(it);
+    }
+    Result<UniqueFd> opened = OpenProcFile(pid, path);
+    if (!opened.ok()) return opened.status();
+    fd = std::make_shared<const UniqueFd>(std::move(opened).value());
+    Result<std::string_view> text = ReadProcFd(pid, fd->get(), path, buf, size);
+    if (text.ok()) {
+      std::lock_guard lk(mu_);
+      if (held_.size() >= kHeldStats) held_.clear();
+      held_[pid] = std::move(fd);
+    }
+    return text;
+  }
+
   std::string root_;
+  mutable std::mutex mu_;
+  // guarded by mu_: a descriptor of /proc/<pid>/stat by pid (kHeldStats at most)
+  mutable std::unordered_map<pid_t, std::shared_ptr<const UniqueFd>> held_;
 };
 
 }  // namespace

@@ -188,6 +188,26 @@ TEST(RealProcReader, ReadsOwnStat) {
   EXPECT_EQ(proc->Stat(kMaxPid + 1).status().code(), Code::kNotFound);
 }
 
+TEST(RealProcReader, AProcessGoneIsNotFoundThoughItsStatWasRead) {
+  auto proc = MakeProcReader();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();  // killed by the parent
+    _exit(0);
+  }
+  for (int i = 0; i < 3; ++i) {  // read once by path, then through the held descriptor
+    Result<ProcStat> st = proc->Stat(child);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_EQ(st.value().ppid, getpid());
+  }
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(proc->Stat(child).status().code(), Code::kNotFound);
+  EXPECT_EQ(proc->Stat(getpid()).value().ppid, getppid());
+}
+
 TEST(RealProcReader, ReadsOwnOwner) {
   auto proc = MakeProcReader();
   Result<ProcOwner> o = proc->Owner(getpid());
