@@ -40,7 +40,6 @@
 
 namespace epochfs::store {
 
-
 // What a path that does not exist on LOWER gives ("REL: No such file or
 // directory", NotFound): also what the daemon answers for a path a user may
 // not reach, so that the two cannot be told apart.
